@@ -1,0 +1,58 @@
+// Limiter: one named limit enforced over a Store. The name scopes its keys, so several limiters
+// (say "login" at 5/min and "api" at 100/s) can share one store and even one key space.
+//
+//   sluice::MemoryStore store;
+//   auto limit = sluice::Limit::Create(sluice::Algorithm::kGcra, 100, std::chrono::seconds(1));
+//   sluice::Limiter api(store, "api", *limit);
+//   auto decision = api.Check("user:42");
+//   if (decision.ok() && !decision->allowed) { /* 429, Retry-After: decision->retry_after */ }
+//
+// Thread safety: a Limiter is immutable after construction; all methods may be called
+// concurrently. The store must outlive the limiter.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/decision.h"
+#include "sluice/limit.h"
+#include "sluice/status.h"
+#include "sluice/store.h"
+
+namespace sluice {
+
+struct KeyCost {
+  std::string_view key;
+  int64_t cost = 1;
+};
+
+class Limiter {
+ public:
+  Limiter(Store& store, std::string name, Limit limit);
+
+  // Admits `cost` units for `key` if the limit allows, consuming them; a denial consumes
+  // nothing. Cost 0 peeks. Errors: INVALID_ARGUMENT (empty or over-long key, negative cost),
+  // COST_EXCEEDS_LIMIT (cost above capacity()), and the store's own (e.g. UNAVAILABLE).
+  Result<Decision> Check(std::string_view key, int64_t cost = 1);
+  void CheckAsync(std::string_view key, int64_t cost, DecisionCallback done);
+  // Several keys at once, decided in order; one round trip on a remote store.
+  std::vector<Result<Decision>> CheckBatch(std::span<const KeyCost> checks);
+  void CheckBatchAsync(std::span<const KeyCost> checks, BatchCallback done);
+  // Forgets the key's state.
+  Status Reset(std::string_view key);
+
+  const std::string& name() const { return name_; }
+  const Limit& limit() const { return limit_; }
+
+ private:
+  CheckRequest Request(std::string_view key, int64_t cost) const;
+  std::vector<CheckRequest> Requests(std::span<const KeyCost> checks) const;
+
+  Store& store_;
+  std::string name_;
+  Limit limit_;
+};
+
+}  // namespace sluice

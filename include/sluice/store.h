@@ -1,0 +1,72 @@
+// Store: where limiter state lives and where decisions are made atomically. MemoryStore keeps it
+// in this process; a Redis store shares it between processes. A check names a scope (the
+// limiter's name, so limiters sharing a store never share state), a Limit, a key and a cost.
+//
+// Every public method validates its input first: an empty or over-long key, a negative cost or a
+// cost above the limit's capacity is answered with an error and changes no state. Cost 0 peeks:
+// it reports whether one unit would be admitted now, and the current remaining, consuming nothing.
+//
+// Thread safety: all methods may be called concurrently from any thread. Async callbacks run
+// exactly once, on the calling thread (if the store decides inline) or on a store thread; they
+// must not block.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "sluice/decision.h"
+#include "sluice/limit.h"
+#include "sluice/status.h"
+
+namespace sluice {
+
+// The longest key and scope accepted, in bytes.
+inline constexpr size_t kMaxKeyBytes = 512;
+inline constexpr size_t kMaxScopeBytes = 255;
+
+// What a request points to need only live for the duration of the call, async calls included.
+struct CheckRequest {
+  std::string_view scope;
+  const Limit* limit = nullptr;
+  std::string_view key;
+  int64_t cost = 1;
+};
+
+using DecisionCallback = std::function<void(Result<Decision>)>;
+using BatchCallback = std::function<void(std::vector<Result<Decision>>)>;
+using StatusCallback = std::function<void(Status)>;
+
+// An error if the request is malformed; ok otherwise.
+Status ValidateCheck(const CheckRequest& request);
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  Result<Decision> Check(const CheckRequest& request);
+  void CheckAsync(const CheckRequest& request, DecisionCallback done);
+  // Decides each request in order; results come back in the same order. A malformed request
+  // gets its error and does not stop the others.
+  std::vector<Result<Decision>> CheckBatch(std::span<const CheckRequest> requests);
+  void CheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done);
+  // Forgets the key's state: its next check sees a fresh limit.
+  Status Reset(std::string_view scope, std::string_view key);
+  void ResetAsync(std::string_view scope, std::string_view key, StatusCallback done);
+
+ protected:
+  // Called with validated requests only. The synchronous forms default to waiting on the
+  // asynchronous ones and the single forms to batches of one; a store that decides inline
+  // overrides them.
+  virtual void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) = 0;
+  virtual void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) = 0;
+  virtual std::vector<Result<Decision>> DoCheckBatch(std::span<const CheckRequest> requests);
+  virtual Result<Decision> DoCheck(const CheckRequest& request);
+  virtual void DoCheckAsync(const CheckRequest& request, DecisionCallback done);
+  virtual Status DoReset(std::string_view scope, std::string_view key);
+};
+
+}  // namespace sluice

@@ -1,0 +1,58 @@
+// The `sluice` command: `sluice simulate` runs a limit over a trace.
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "cli/duration.h"
+#include "cli/simulate.h"
+#include "sluice/limit.h"
+
+namespace {
+
+int Fail(const std::string& message) {
+  std::cerr << "sluice: " << message << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"sluice: distributed rate limiting"};
+  app.require_subcommand(1);
+
+  std::string algorithm = "gcra", period = "1s", trace_path;
+  int64_t count = 0;
+  std::optional<int64_t> burst;
+  auto* simulate = app.add_subcommand("simulate", "Run one limit over a trace and print CSV");
+  simulate
+      ->add_option("--algorithm", algorithm,
+                   "fixed_window, sliding_log, sliding_window, "
+                   "token_bucket, leaky_bucket or gcra")
+      ->capture_default_str();
+  simulate->add_option("--limit", count, "Requests per period")->required();
+  simulate->add_option("--period", period, "Period: 500ms, 10s, 1m, 1h")->capture_default_str();
+  simulate->add_option("--burst", burst, "Capacity of token_bucket, leaky_bucket and gcra");
+  simulate->add_option("--trace", trace_path, "Trace file, '-' for stdin: lines 'T_MS [COST]'")
+      ->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+
+  auto parsed_algorithm = sluice::ParseAlgorithm(algorithm);
+  if (!parsed_algorithm.ok()) return Fail("--algorithm: " + parsed_algorithm.status().message());
+  auto parsed_period = sluice::cli::ParseDuration(period);
+  if (!parsed_period.ok()) return Fail("--period: " + parsed_period.status().message());
+  auto limit = sluice::Limit::Create(*parsed_algorithm, count, *parsed_period, burst);
+  if (!limit.ok()) return Fail(limit.status().message());
+
+  if (trace_path == "-") return sluice::cli::Simulate(*limit, std::cin, std::cout, std::cerr);
+  std::ifstream trace(trace_path);
+  if (!trace) return Fail("cannot open trace file '" + trace_path + "'");
+  return sluice::cli::Simulate(*limit, trace, std::cout, std::cerr);
+}

@@ -1,0 +1,77 @@
+// The six rate-limiting algorithms as pure functions on a small state. Nothing here reads a
+// clock, allocates (but for sliding_log's entries) or locks: a store owns the state, serialises
+// access to it and passes `now`.
+//
+// Contract of every Decide(limit, state, now, cost):
+//   - 0 <= cost <= limit.capacity() (the store validated it); cost 0 peeks: the decision says
+//     whether one unit would be admitted, and consumes nothing;
+//   - the state may be rewritten to an equivalent one (a refill, a new window); it is consumed
+//     only when the request is allowed, so a denial changes nothing that matters;
+//   - decision.reset_after is when the state becomes equivalent to a fresh one: a store may drop
+//     the key then (or not keep it at all when reset_after is zero).
+// Times are microseconds since the epoch (>= 0). docs/algorithms.md gives each formula; the Lua
+// scripts of the Redis store compute the same numbers with the same operations.
+#pragma once
+
+#include <cstdint>
+#include <variant>
+#include <vector>
+
+#include "sluice/decision.h"
+#include "sluice/limit.h"
+
+namespace sluice::core {
+
+struct FixedWindowState {
+  int64_t window_start = 0;
+  int64_t count = 0;
+};
+
+struct SlidingLogState {
+  struct Entry {
+    int64_t at;    // admission time; simultaneous admissions share one entry
+    int64_t cost;  // units admitted at `at`
+  };
+  std::vector<Entry> entries;  // oldest first
+  int64_t total = 0;           // sum of entries[].cost
+};
+
+struct SlidingWindowState {
+  int64_t window_start = 0;
+  int64_t previous = 0;  // units admitted in the window before window_start
+  int64_t current = 0;   // units admitted since window_start
+};
+
+struct TokenBucketState {
+  int64_t tokens = 0;
+  int64_t refilled_at = 0;  // tokens are whole; the time of a partial token is kept here
+};
+
+struct LeakyBucketState {
+  int64_t level = 0;
+  int64_t drained_at = 0;
+};
+
+struct GcraState {
+  int64_t theoretical_arrival = 0;
+};
+
+Decision Decide(const Limit& limit, FixedWindowState& state, int64_t now, int64_t cost);
+Decision Decide(const Limit& limit, SlidingLogState& state, int64_t now, int64_t cost);
+Decision Decide(const Limit& limit, SlidingWindowState& state, int64_t now, int64_t cost);
+Decision Decide(const Limit& limit, TokenBucketState& state, int64_t now, int64_t cost);
+Decision Decide(const Limit& limit, LeakyBucketState& state, int64_t now, int64_t cost);
+Decision Decide(const Limit& limit, GcraState& state, int64_t now, int64_t cost);
+
+// Any algorithm's state. The alternative's index follows the Algorithm enum.
+using State = std::variant<FixedWindowState, SlidingLogState, SlidingWindowState, TokenBucketState,
+                           LeakyBucketState, GcraState>;
+
+// The state of a key never seen (or whose state expired), at `now`.
+State FreshState(const Limit& limit, int64_t now);
+
+// Decides on `state` with the limit's algorithm. A state of another algorithm (the limit of a
+// scope changed) is replaced by a fresh one first.
+Decision Decide(const Limit& limit, State& state, int64_t now, int64_t cost);
+
+}  // namespace sluice::core

@@ -1,0 +1,93 @@
+#include "sluice/limit.h"
+
+#include <string>
+
+namespace sluice {
+namespace {
+
+struct NamedAlgorithm {
+  Algorithm algorithm;
+  std::string_view name;
+};
+
+constexpr NamedAlgorithm kNames[] = {
+    {Algorithm::kFixedWindow, "fixed_window"},     {Algorithm::kSlidingLog, "sliding_log"},
+    {Algorithm::kSlidingWindow, "sliding_window"}, {Algorithm::kTokenBucket, "token_bucket"},
+    {Algorithm::kLeakyBucket, "leaky_bucket"},     {Algorithm::kGcra, "gcra"},
+};
+
+std::string Num(int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+std::string_view AlgorithmName(Algorithm algorithm) {
+  for (const auto& n : kNames) {
+    if (n.algorithm == algorithm) return n.name;
+  }
+  return "unknown";
+}
+
+Result<Algorithm> ParseAlgorithm(std::string_view name) {
+  for (const auto& n : kNames) {
+    if (n.name == name) return n.algorithm;
+  }
+  return Status::InvalidArgument(
+      "unknown algorithm '" + std::string(name) +
+      "' (expected fixed_window, sliding_log, sliding_window, token_bucket, leaky_bucket or gcra)");
+}
+
+bool HasBurst(Algorithm algorithm) {
+  return algorithm == Algorithm::kTokenBucket || algorithm == Algorithm::kLeakyBucket ||
+         algorithm == Algorithm::kGcra;
+}
+
+Result<Limit> Limit::Create(Algorithm algorithm, int64_t count, Duration period,
+                            std::optional<int64_t> burst) {
+  const std::string name(AlgorithmName(algorithm));
+  if (count <= 0) return Status::InvalidArgument("limit must be positive, got " + Num(count));
+  if (count > kMaxCount) {
+    return Status::InvalidArgument("limit " + Num(count) + " is above the maximum " +
+                                   Num(kMaxCount));
+  }
+  if (algorithm == Algorithm::kSlidingLog && count > kMaxSlidingLogCount) {
+    return Status::InvalidArgument("sliding_log keeps one entry per admitted request; limit " +
+                                   Num(count) + " is above its maximum " +
+                                   Num(kMaxSlidingLogCount) + " (use sliding_window)");
+  }
+  if (period < kMinPeriod || period > kMaxPeriod) {
+    return Status::InvalidArgument("period must be between 1ms and 366 days, got " +
+                                   Num(period.count()) + "us");
+  }
+  Limit limit;
+  limit.algorithm_ = algorithm;
+  limit.count_ = count;
+  limit.period_ = period;
+  limit.capacity_ = count;
+  limit.emission_interval_ = Duration((period.count() + count - 1) / count);
+  if (!HasBurst(algorithm)) {
+    if (burst) {
+      return Status::InvalidArgument("burst applies to token_bucket, leaky_bucket and gcra, not " +
+                                     name);
+    }
+    return limit;
+  }
+  if (period.count() < count) {
+    return Status::InvalidArgument("rate above one unit per microsecond: " + Num(count) + " per " +
+                                   Num(period.count()) + "us");
+  }
+  if (burst) {
+    if (*burst <= 0) return Status::InvalidArgument("burst must be positive, got " + Num(*burst));
+    if (*burst > kMaxCount) {
+      return Status::InvalidArgument("burst " + Num(*burst) + " is above the maximum " +
+                                     Num(kMaxCount));
+    }
+    limit.capacity_ = *burst;
+  }
+  if (limit.capacity_ > kMaxPeriod.count() / limit.emission_interval_.count()) {
+    return Status::InvalidArgument("refilling a burst of " + Num(limit.capacity_) +
+                                   " would take more than 366 days");
+  }
+  return limit;
+}
+
+}  // namespace sluice

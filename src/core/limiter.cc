@@ -1,0 +1,39 @@
+#include "sluice/limiter.h"
+
+#include <utility>
+
+namespace sluice {
+
+Limiter::Limiter(Store& store, std::string name, Limit limit)
+    : store_(store), name_(std::move(name)), limit_(limit) {}
+
+CheckRequest Limiter::Request(std::string_view key, int64_t cost) const {
+  return CheckRequest{.scope = name_, .limit = &limit_, .key = key, .cost = cost};
+}
+
+std::vector<CheckRequest> Limiter::Requests(std::span<const KeyCost> checks) const {
+  std::vector<CheckRequest> requests;
+  requests.reserve(checks.size());
+  for (const auto& c : checks) requests.push_back(Request(c.key, c.cost));
+  return requests;
+}
+
+Result<Decision> Limiter::Check(std::string_view key, int64_t cost) {
+  return store_.Check(Request(key, cost));
+}
+
+void Limiter::CheckAsync(std::string_view key, int64_t cost, DecisionCallback done) {
+  store_.CheckAsync(Request(key, cost), std::move(done));
+}
+
+std::vector<Result<Decision>> Limiter::CheckBatch(std::span<const KeyCost> checks) {
+  return store_.CheckBatch(Requests(checks));
+}
+
+void Limiter::CheckBatchAsync(std::span<const KeyCost> checks, BatchCallback done) {
+  store_.CheckBatchAsync(Requests(checks), std::move(done));
+}
+
+Status Limiter::Reset(std::string_view key) { return store_.Reset(name_, key); }
+
+}  // namespace sluice

@@ -1,0 +1,118 @@
+#include "sluice/store.h"
+
+#include <future>
+#include <string>
+
+namespace sluice {
+
+Status ValidateCheck(const CheckRequest& request) {
+  if (request.limit == nullptr) return Status::InvalidArgument("check without a limit");
+  if (request.scope.size() > kMaxScopeBytes) {
+    return Status::InvalidArgument("limiter name is above the maximum of " +
+                                   std::to_string(kMaxScopeBytes) + " bytes");
+  }
+  if (request.key.empty()) return Status::InvalidArgument("key must not be empty");
+  if (request.key.size() > kMaxKeyBytes) {
+    return Status::InvalidArgument("key is " + std::to_string(request.key.size()) +
+                                   " bytes, above the maximum " + std::to_string(kMaxKeyBytes));
+  }
+  if (request.cost < 0) {
+    return Status::InvalidArgument("cost must not be negative, got " +
+                                   std::to_string(request.cost));
+  }
+  if (request.cost > request.limit->capacity()) {
+    return Status::CostExceedsLimit(
+        "cost " + std::to_string(request.cost) + " exceeds the capacity " +
+        std::to_string(request.limit->capacity()) + " of this limit; it can never be admitted");
+  }
+  return Status::Ok();
+}
+
+Result<Decision> Store::Check(const CheckRequest& request) {
+  if (Status s = ValidateCheck(request); !s.ok()) return s;
+  return DoCheck(request);
+}
+
+void Store::CheckAsync(const CheckRequest& request, DecisionCallback done) {
+  if (Status s = ValidateCheck(request); !s.ok()) return done(std::move(s));
+  DoCheckAsync(request, std::move(done));
+}
+
+namespace {
+
+// Splits a batch into the requests that are valid, and the errors of the others.
+struct ValidatedBatch {
+  std::vector<CheckRequest> valid;
+  std::vector<Result<Decision>> results;  // errors in place; placeholders for the valid ones
+  std::vector<size_t> valid_index;        // position of valid[i] in results
+
+  explicit ValidatedBatch(std::span<const CheckRequest> requests) {
+    results.reserve(requests.size());
+    for (const auto& r : requests) {
+      Status s = ValidateCheck(r);
+      if (s.ok()) {
+        valid_index.push_back(results.size());
+        valid.push_back(r);
+        results.emplace_back(Status::Internal("not decided"));
+      } else {
+        results.emplace_back(std::move(s));
+      }
+    }
+  }
+
+  std::vector<Result<Decision>> Merge(std::vector<Result<Decision>> decided) {
+    for (size_t i = 0; i < decided.size(); ++i) results[valid_index[i]] = std::move(decided[i]);
+    return std::move(results);
+  }
+};
+
+}  // namespace
+
+std::vector<Result<Decision>> Store::CheckBatch(std::span<const CheckRequest> requests) {
+  ValidatedBatch batch(requests);
+  if (batch.valid.empty()) return std::move(batch.results);
+  return batch.Merge(DoCheckBatch(batch.valid));
+}
+
+void Store::CheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) {
+  auto batch = std::make_shared<ValidatedBatch>(requests);
+  if (batch->valid.empty()) return done(std::move(batch->results));
+  DoCheckBatchAsync(batch->valid, [batch, done = std::move(done)](auto decided) {
+    done(batch->Merge(std::move(decided)));
+  });
+}
+
+Status Store::Reset(std::string_view scope, std::string_view key) {
+  if (key.empty()) return Status::InvalidArgument("key must not be empty");
+  return DoReset(scope, key);
+}
+
+void Store::ResetAsync(std::string_view scope, std::string_view key, StatusCallback done) {
+  if (key.empty()) return done(Status::InvalidArgument("key must not be empty"));
+  DoResetAsync(scope, key, std::move(done));
+}
+
+std::vector<Result<Decision>> Store::DoCheckBatch(std::span<const CheckRequest> requests) {
+  std::promise<std::vector<Result<Decision>>> promise;
+  auto future = promise.get_future();
+  DoCheckBatchAsync(requests, [&promise](auto results) { promise.set_value(std::move(results)); });
+  return future.get();
+}
+
+Status Store::DoReset(std::string_view scope, std::string_view key) {
+  std::promise<Status> promise;
+  auto future = promise.get_future();
+  DoResetAsync(scope, key, [&promise](Status s) { promise.set_value(std::move(s)); });
+  return future.get();
+}
+
+Result<Decision> Store::DoCheck(const CheckRequest& request) {
+  return std::move(DoCheckBatch({&request, 1}).front());
+}
+
+void Store::DoCheckAsync(const CheckRequest& request, DecisionCallback done) {
+  DoCheckBatchAsync({&request, 1},
+                    [done = std::move(done)](auto results) { done(std::move(results.front())); });
+}
+
+}  // namespace sluice

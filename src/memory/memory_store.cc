@@ -1,0 +1,164 @@
+#include "sluice/memory_store.h"
+
+#include <algorithm>
+#include <bit>
+#include <boost/unordered/unordered_flat_map.hpp>
+#include <functional>
+#include <mutex>
+#include <string>
+
+#include "core/algorithms.h"
+
+namespace sluice {
+namespace {
+
+struct Entry {
+  core::State state;
+  int64_t expires_at;  // the state is equivalent to fresh from then on
+};
+
+struct KeyHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
+using Map = boost::unordered_flat_map<std::string, Entry, KeyHash, std::equal_to<>>;
+
+constexpr size_t kMinSweepSize = 1024;
+// When a shard is full, sweeping it again sooner than this finds too little to be worth O(n).
+constexpr int64_t kFullSweepIntervalUs = 10'000;
+
+// scope and key in one string, the scope's length first so no two pairs collide.
+std::string_view ComposeKey(std::string_view scope, std::string_view key) {
+  thread_local std::string composite;
+  composite.clear();
+  composite.push_back(static_cast<char>(scope.size() >> 8));
+  composite.push_back(static_cast<char>(scope.size() & 0xff));
+  composite.append(scope);
+  composite.append(key);
+  return composite;
+}
+
+int64_t Ticks(Time t) { return t.time_since_epoch().count(); }
+
+}  // namespace
+
+struct alignas(64) MemoryStore::Shard {
+  std::mutex mu;
+  Map map;
+  size_t sweep_at_size = kMinSweepSize;
+  int64_t last_full_sweep = 0;
+
+  size_t SweepLocked(int64_t now) {
+    return boost::unordered::erase_if(
+        map, [now](const auto& kv) { return kv.second.expires_at <= now; });
+  }
+
+  // Makes room for one more key if the bound allows; false if the shard is full.
+  bool RoomForOneMore(int64_t now, size_t max_keys) {
+    if (map.size() < sweep_at_size) return true;
+    if (map.size() >= max_keys) {
+      if (now - last_full_sweep < kFullSweepIntervalUs) return false;
+      last_full_sweep = now;
+    }
+    SweepLocked(now);
+    sweep_at_size = std::clamp(2 * map.size(), kMinSweepSize, max_keys);
+    return map.size() < max_keys;
+  }
+};
+
+MemoryStore::MemoryStore(MemoryStoreOptions options)
+    : clock_(options.clock ? *options.clock : SystemClock::Instance()) {
+  const size_t shards = std::bit_ceil(std::max<size_t>(options.shards, 1));
+  shard_mask_ = shards - 1;
+  max_keys_per_shard_ = std::max<size_t>((options.max_keys + shards - 1) / shards, 1);
+  shards_ = std::make_unique<Shard[]>(shards);
+  for (size_t i = 0; i < shards; ++i) {
+    shards_[i].sweep_at_size = std::min(kMinSweepSize, max_keys_per_shard_);
+  }
+}
+
+MemoryStore::~MemoryStore() = default;
+
+MemoryStore::Shard& MemoryStore::ShardFor(std::string_view composite_key) {
+  return shards_[(KeyHash{}(composite_key) >> 32) & shard_mask_];
+}
+
+Result<Decision> MemoryStore::DoCheck(const CheckRequest& request) {
+  const Limit& limit = *request.limit;
+  const std::string_view key = ComposeKey(request.scope, request.key);
+  Shard& shard = ShardFor(key);
+  const int64_t now = Ticks(clock_.now());
+
+  std::lock_guard lock(shard.mu);
+  auto it = shard.map.find(key);
+  if (it == shard.map.end()) {
+    core::State fresh = core::FreshState(limit, now);
+    Decision decision = core::Decide(limit, fresh, now, request.cost);
+    if (decision.reset_after.count() == 0) return decision;  // nothing consumed: keep nothing
+    if (!shard.RoomForOneMore(now, max_keys_per_shard_)) {
+      return Status::ResourceExhausted("memory store is full (" +
+                                       std::to_string(max_keys_per_shard_ * (shard_mask_ + 1)) +
+                                       " keys); no new key can be tracked until some expire");
+    }
+    shard.map.emplace(std::string(key),
+                      Entry{std::move(fresh), now + decision.reset_after.count()});
+    return decision;
+  }
+  Decision decision = core::Decide(limit, it->second.state, now, request.cost);
+  if (decision.reset_after.count() == 0) {
+    shard.map.erase(it);
+  } else {
+    it->second.expires_at = now + decision.reset_after.count();
+  }
+  return decision;
+}
+
+void MemoryStore::DoCheckAsync(const CheckRequest& request, DecisionCallback done) {
+  done(DoCheck(request));
+}
+
+std::vector<Result<Decision>> MemoryStore::DoCheckBatch(std::span<const CheckRequest> requests) {
+  std::vector<Result<Decision>> results;
+  results.reserve(requests.size());
+  for (const auto& r : requests) results.push_back(DoCheck(r));
+  return results;
+}
+
+void MemoryStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) {
+  done(DoCheckBatch(requests));
+}
+
+Status MemoryStore::DoReset(std::string_view scope, std::string_view key) {
+  const std::string_view composite = ComposeKey(scope, key);
+  Shard& shard = ShardFor(composite);
+  std::lock_guard lock(shard.mu);
+  auto it = shard.map.find(composite);
+  if (it != shard.map.end()) shard.map.erase(it);
+  return Status::Ok();
+}
+
+void MemoryStore::DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) {
+  done(DoReset(scope, key));
+}
+
+size_t MemoryStore::size() const {
+  size_t total = 0;
+  for (size_t i = 0; i <= shard_mask_; ++i) {
+    std::lock_guard lock(shards_[i].mu);
+    total += shards_[i].map.size();
+  }
+  return total;
+}
+
+size_t MemoryStore::Sweep() {
+  const int64_t now = Ticks(clock_.now());
+  size_t dropped = 0;
+  for (size_t i = 0; i <= shard_mask_; ++i) {
+    std::lock_guard lock(shards_[i].mu);
+    dropped += shards_[i].SweepLocked(now);
+  }
+  return dropped;
+}
+
+}  // namespace sluice

@@ -1,0 +1,100 @@
+// An asynchronous Redis client on Boost.Asio: commands from any thread share a few multiplexed
+// connections (auto-pipelining: whatever is queued while a write is in flight goes out in the
+// next single write; replies are matched in order). hiredis is used only to format commands
+// (redisFormatCommandArgv) and to parse replies (redisReader).
+//
+// Every call has a deadline (ClientOptions::timeout) enforced by a timer: the callback runs with
+// DEADLINE_EXCEEDED when it passes, and a late reply is discarded. There are no automatic
+// retries; a connection with max_pending calls outstanding refuses more at once with
+// RESOURCE_EXHAUSTED; while a connection is down, calls fail fast with UNAVAILABLE and the
+// client reconnects in the background.
+//
+// Thread safety: all methods may be called from any thread. Callbacks run on the client's I/O
+// threads, exactly once, and must not block.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/clock.h"
+#include "sluice/status.h"
+
+namespace sluice::redis {
+
+struct ClientOptions {
+  // TCP
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  // Unix socket: used instead of TCP when not empty.
+  std::string unix_path;
+  // AUTH (with `user` when not empty: Redis 6 ACL) and SELECT, sent on every (re)connect.
+  std::string user;
+  std::string password;
+  int db = 0;
+
+  Duration timeout = std::chrono::milliseconds(50);
+  Duration connect_timeout = std::chrono::milliseconds(50);
+  size_t max_pending_per_connection = 4096;
+  int io_threads = 1;
+  int connections_per_thread = 1;
+};
+
+// redis://[user:password@]host:port[/db]  or  unix:///path/to/socket[?db=N]
+Result<ClientOptions> ParseRedisUrl(std::string_view url);
+
+// A parsed RESP reply.
+struct Reply {
+  enum class Type { kString, kStatus, kError, kInteger, kNil, kArray };
+  Type type = Type::kNil;
+  std::string str;  // kString, kStatus, kError
+  int64_t integer = 0;
+  std::vector<Reply> elements;  // kArray
+
+  bool is_error() const { return type == Type::kError; }
+};
+
+// A Lua script: its source and SHA1 (as SCRIPT LOAD returns it).
+struct Script {
+  std::string source;
+  std::string sha1;
+  static Script FromSource(std::string source);
+};
+
+struct ScriptCall {
+  const Script* script = nullptr;
+  std::span<const std::string_view> keys;
+  std::span<const std::string_view> args;
+};
+
+using ReplyCallback = std::function<void(Result<Reply>)>;
+using BatchReplyCallback = std::function<void(std::vector<Result<Reply>>)>;
+
+class Client {
+ public:
+  // Starts the I/O threads and begins connecting; does not wait for the connection. Fails only
+  // on bad options.
+  static Result<std::unique_ptr<Client>> Create(ClientOptions options);
+  virtual ~Client() = default;
+
+  // One command; `argv` need only live during the call.
+  virtual void Command(std::span<const std::string_view> argv, ReplyCallback done) = 0;
+  // EVALSHA; on a NOSCRIPT reply, loads the script (SCRIPT LOAD) on that connection and sends
+  // the EVALSHA again, within the same deadline, invisibly to the caller.
+  virtual void EvalSha(const Script& script, std::span<const std::string_view> keys,
+                       std::span<const std::string_view> args, ReplyCallback done) = 0;
+  // Several script calls queued together on one connection, so they leave in one write; the
+  // callback gets one result per call, in order. NOSCRIPT is handled per call as above.
+  virtual void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) = 0;
+
+  // Blocking forms: wait for the callback (never longer than the deadline).
+  Result<Reply> CommandSync(std::span<const std::string_view> argv);
+  Result<Reply> EvalShaSync(const Script& script, std::span<const std::string_view> keys,
+                            std::span<const std::string_view> args);
+};
+
+}  // namespace sluice::redis
