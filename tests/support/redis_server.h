@@ -1,0 +1,46 @@
+// A real redis-server for integration tests: started on a free loopback port with persistence
+// off, in a temporary directory, and stopped (SIGKILL after a grace period) when destroyed.
+// Not thread-safe; one owner.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sluice::testing {
+
+class RedisServer {
+ public:
+  // Starts redis-server with `extra_args` ("--maxclients", "10", ...) and waits (up to 5 s) until
+  // it answers PING. Returns null, after printing why, if it cannot.
+  static std::unique_ptr<RedisServer> Start(std::vector<std::string> extra_args = {});
+  ~RedisServer();
+
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  std::string url() const;  // redis://127.0.0.1:PORT
+
+  // Runs a command through redis-cli and returns its raw output (trailing newline removed).
+  std::string Cli(const std::vector<std::string>& args) const;
+
+  void Kill();                   // SIGKILL, and reap it
+  bool Restart();                // start again on the same port after Kill()
+  void Pause();                  // SIGSTOP: a hung server
+  void Resume();                 // SIGCONT
+
+ private:
+  RedisServer() = default;
+  bool Launch();
+
+  int port_ = 0;
+  pid_t pid_ = -1;
+  std::string dir_;
+  std::vector<std::string> extra_args_;
+};
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+int FreeLoopbackPort();
+
+}  // namespace sluice::testing
