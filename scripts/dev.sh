@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The two Quick start commands of the README:
+#   scripts/dev.sh run    install what is missing, build, run the main job
+#   scripts/dev.sh test   install what is missing, build, run every test: a release build with
+#                         -Werror, an ASan+UBSan build, and a TSan build of the concurrent code
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+jobs=$(nproc)
+configure() {  # DIR [cmake args...]
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -G Ninja -DSLUICE_WERROR=ON "$@" >/dev/null
+}
+
+run() {
+  configure build/release -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCH=OFF
+  ninja -C build/release -j "$jobs" sluice_cli
+  echo "== sluice simulate: gcra, 5 per 10s, on examples/traces/burst.txt"
+  ./build/release/sluice simulate --algorithm gcra --limit 5 --period 10s \
+    --trace examples/traces/burst.txt
+}
+
+test_all() {
+  echo "== release build, every test"
+  configure build/release -DCMAKE_BUILD_TYPE=Release
+  ninja -C build/release -j "$jobs"
+  ctest --test-dir build/release --output-on-failure -j "$jobs"
+
+  echo "== ASan + UBSan build, every test"
+  configure build/asan -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=address,undefined \
+    -DSLUICE_BUILD_BENCH=OFF
+  ninja -C build/asan -j "$jobs"
+  ctest --test-dir build/asan --output-on-failure -j "$jobs" -LE install
+
+  echo "== TSan build, the concurrent code"
+  configure build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=thread \
+    -DSLUICE_BUILD_BENCH=OFF
+  ninja -C build/tsan -j "$jobs"
+  ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L 'concurrency|redis'
+}
+
+bash scripts/install-deps.sh
+case "${1:-}" in
+  run) run ;;
+  test) test_all ;;
+  *)
+    echo "usage: scripts/dev.sh run|test" >&2
+    exit 2
+    ;;
+esac
