@@ -1,1 +1,34 @@
+#include "cli/duration.h"
+
 #include <gtest/gtest.h>
+
+namespace sluice::cli {
+namespace {
+
+TEST(ParseDuration, AcceptsEveryUnit) {
+  EXPECT_EQ(*ParseDuration("250us"), Duration(250));
+  EXPECT_EQ(*ParseDuration("250ms"), std::chrono::milliseconds(250));
+  EXPECT_EQ(*ParseDuration("10s"), std::chrono::seconds(10));
+  EXPECT_EQ(*ParseDuration("1m"), std::chrono::minutes(1));
+  EXPECT_EQ(*ParseDuration("2h"), std::chrono::hours(2));
+  EXPECT_EQ(*ParseDuration("1d"), std::chrono::hours(24));
+  EXPECT_EQ(*ParseDuration("0s"), Duration(0));
+}
+
+TEST(ParseDuration, RejectsWithTheReason) {
+  const auto message = [](std::string_view text) {
+    auto r = ParseDuration(text);
+    EXPECT_FALSE(r.ok()) << text;
+    return r.status().message();
+  };
+  EXPECT_NE(message("10").find("missing unit"), std::string::npos);
+  EXPECT_NE(message("10x").find("unknown unit 'x'"), std::string::npos);
+  EXPECT_NE(message("-1s").find("negative"), std::string::npos);
+  EXPECT_NE(message("s").find("whole number"), std::string::npos);
+  EXPECT_NE(message("").find("whole number"), std::string::npos);
+  EXPECT_NE(message("1.5s").find("unknown unit '.5s'"), std::string::npos);
+  EXPECT_NE(message("99999999999999d").find("too large"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice::cli

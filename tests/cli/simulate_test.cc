@@ -1,1 +1,55 @@
+#include "cli/simulate.h"
+
 #include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace sluice::cli {
+namespace {
+
+struct Outcome {
+  int code;
+  std::string out, err;
+};
+
+Outcome RunTrace(Algorithm a, const std::string& trace) {
+  auto limit = Limit::Create(a, 2, std::chrono::seconds(10));
+  EXPECT_TRUE(limit.ok());
+  std::istringstream in(trace);
+  std::ostringstream out, err;
+  const int code = Simulate(*limit, in, out, err);
+  return {code, out.str(), err.str()};
+}
+
+TEST(Simulate, PrintsOneRowPerRequest) {
+  const Outcome run = RunTrace(Algorithm::kFixedWindow, "# comment\n0\n0 1\n\n0\n10000 2\n");
+  EXPECT_EQ(run.code, 0);
+  EXPECT_EQ(run.out,
+            "t_ms,cost,allowed,remaining,retry_after_ms,reset_after_ms\n"
+            "0,1,true,1,0,10000\n"
+            "0,1,true,0,0,10000\n"
+            "0,1,false,0,10000,10000\n"
+            "10000,2,true,0,0,10000\n");
+  EXPECT_EQ(run.err, "");
+}
+
+TEST(Simulate, BadLinesAreNamedAndExit2) {
+  Outcome run = RunTrace(Algorithm::kGcra, "0\n5 x\n");
+  EXPECT_EQ(run.code, 2);
+  EXPECT_EQ(run.err, "trace line 2: expected a cost (a whole number >= 0), got 'x'\n");
+
+  run = RunTrace(Algorithm::kGcra, "10\n5\n");
+  EXPECT_EQ(run.code, 2);
+  EXPECT_EQ(run.err, "trace line 2: time 5 goes back before 10\n");
+
+  run = RunTrace(Algorithm::kGcra, "0 3\n");
+  EXPECT_EQ(run.code, 2);
+  EXPECT_NE(run.err.find("trace line 1: cost 3 exceeds the capacity 2"), std::string::npos);
+
+  run = RunTrace(Algorithm::kGcra, "0 1 2\n");
+  EXPECT_EQ(run.code, 2);
+  EXPECT_EQ(run.err, "trace line 1: unexpected '2' after the cost\n");
+}
+
+}  // namespace
+}  // namespace sluice::cli
