@@ -52,7 +52,7 @@ TEST_P(Concurrency, ManyKeysEachAdmitExactlyTheirLimit) {
   ASSERT_TRUE(limit.ok());
   Limiter limiter(store, "many", *limit);
   std::vector<std::string> keys;
-  for (int i = 0; i < 16; ++i) keys.push_back("key-" + std::to_string(i));
+  for (int i = 0; i < 16; ++i) keys.push_back(std::string("key-").append(std::to_string(i)));
   // 4000 attempts over 16 keys: 250 each, 50 admitted each.
   EXPECT_EQ(AdmittedByThreads(limiter, keys), 16 * 50);
 }

@@ -11,6 +11,8 @@ namespace {
 
 using std::chrono::seconds;
 
+std::string Key(int i) { return std::string("k").append(std::to_string(i)); }
+
 Limit MakeLimit(Algorithm a, int64_t count, Duration period) {
   auto limit = Limit::Create(a, count, period);
   EXPECT_TRUE(limit.ok());
@@ -100,7 +102,7 @@ TEST_F(MemoryStoreTest, PeekCreatesNoKeyAndResetForgets) {
 
 TEST_F(MemoryStoreTest, ExpiredKeysAreSwept) {
   Limiter limiter(store_, "api", MakeLimit(Algorithm::kGcra, 10, seconds(1)));
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(limiter.Check("k" + std::to_string(i))->allowed);
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(limiter.Check(Key(i))->allowed);
   EXPECT_EQ(store_.size(), 20u);
   clock_.Advance(std::chrono::milliseconds(99));
   EXPECT_EQ(store_.Sweep(), 0u);
@@ -116,7 +118,7 @@ TEST(MemoryStoreBound, AtMaxKeysNewKeysAreRefusedAndOldOnesKeepWorking) {
   Limiter limiter(store_, "api", MakeLimit(Algorithm::kFixedWindow, 5, seconds(10)));
   int refused = 0, admitted = 0;
   for (int i = 0; i < 200; ++i) {
-    auto d = limiter.Check("k" + std::to_string(i));
+    auto d = limiter.Check(Key(i));
     if (d.ok()) {
       ++admitted;
     } else {
@@ -129,12 +131,12 @@ TEST(MemoryStoreBound, AtMaxKeysNewKeysAreRefusedAndOldOnesKeepWorking) {
   EXPECT_EQ(admitted, 64);
   EXPECT_EQ(refused, 136);
   int still_working = 0;
-  for (int i = 0; i < 200; ++i) still_working += limiter.Check("k" + std::to_string(i)).ok();
+  for (int i = 0; i < 200; ++i) still_working += limiter.Check(Key(i)).ok();
   EXPECT_EQ(still_working, 64);
   // Once the window passes, the states are fresh again and room comes back.
   clock_.Advance(seconds(10));
   for (int i = 1000; i < 1064; ++i) {
-    auto d = limiter.Check("k" + std::to_string(i));
+    auto d = limiter.Check(Key(i));
     ASSERT_TRUE(d.ok()) << i << " " << d.status().ToString();
   }
 }
