@@ -9,8 +9,9 @@
 // RESOURCE_EXHAUSTED; while a connection is down, calls fail fast with UNAVAILABLE and the
 // client reconnects in the background.
 //
-// Thread safety: all methods may be called from any thread. Callbacks run on the client's I/O
-// threads, exactly once, and must not block.
+// Thread safety: all methods may be called from any thread. Callbacks run exactly once and must
+// not block: on a client I/O thread, or inline on the calling thread when a call is refused at
+// once (not connected, too many pending calls). A Script passed to a call must outlive it.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +43,12 @@ struct ClientOptions {
   size_t max_pending_per_connection = 4096;
   int io_threads = 1;
   int connections_per_thread = 1;
+  // Reconnection waits between these, doubling, with jitter.
+  Duration reconnect_min = std::chrono::milliseconds(10);
+  Duration reconnect_max = std::chrono::milliseconds(500);
+  // A connection that has calls waiting and has read nothing for this long is dropped and
+  // re-established (a hung server, a dead peer).
+  Duration hang_timeout = std::chrono::seconds(1);
 };
 
 // redis://[user:password@]host:port[/db]  or  unix:///path/to/socket[?db=N]
@@ -74,10 +81,16 @@ struct ScriptCall {
 using ReplyCallback = std::function<void(Result<Reply>)>;
 using BatchReplyCallback = std::function<void(std::vector<Result<Reply>>)>;
 
+struct ClientStats {
+  uint64_t commands = 0;  // commands written
+  uint64_t writes = 0;    // socket writes that carried them
+  uint64_t connects = 0;  // successful (re)connections
+};
+
 class Client {
  public:
-  // Starts the I/O threads and begins connecting; does not wait for the connection. Fails only
-  // on bad options.
+  // Starts the I/O threads and connects, waiting up to connect_timeout for the connections to be
+  // ready; a server that is down then is retried in the background. Fails only on bad options.
   static Result<std::unique_ptr<Client>> Create(ClientOptions options);
   virtual ~Client() = default;
 
@@ -90,6 +103,10 @@ class Client {
   // Several script calls queued together on one connection, so they leave in one write; the
   // callback gets one result per call, in order. NOSCRIPT is handled per call as above.
   virtual void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) = 0;
+
+  // True when at least one connection is up and ready for commands.
+  virtual bool connected() const = 0;
+  virtual ClientStats stats() const = 0;
 
   // Blocking forms: wait for the callback (never longer than the deadline).
   Result<Reply> CommandSync(std::span<const std::string_view> argv);

@@ -86,7 +86,8 @@ bool RedisServer::Launch() {
       pid_ = -1;
       return false;
     }
-    if (Cli({"PING"}) == "PONG") return true;
+    const std::string pong = Cli({"PING"});
+    if (pong == "PONG" || pong.starts_with("NOAUTH")) return true;  // up, maybe with a password
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   Kill();

@@ -1,0 +1,716 @@
+// Design notes.
+//
+// Each connection lives on one I/O thread (one io_context per thread), so its socket, reader and
+// in-flight queue need no lock. Callers on any thread format their command (hiredis) and append
+// the bytes and a Pending entry to the connection's outgoing buffer under a short mutex; the
+// first appender posts one flush. The flush moves everything accumulated into a single write,
+// and whatever arrives while that write is in flight leaves in the next one: that is the
+// auto-pipelining. Replies come back in order, so the in-flight queue is FIFO.
+//
+// Deadlines: every call on a connection has the same timeout, so deadlines grow along the FIFO
+// and one timer per connection, armed at the oldest unfinished deadline, is enough. A call whose
+// deadline passes gets DEADLINE_EXCEEDED at once but keeps its place in the queue, marked
+// finished, so the late reply is matched to it and dropped. Calls re-sent after NOSCRIPT keep
+// their original deadline out of FIFO order; while any is in flight the timer scans the whole
+// queue. The queue is bounded (max_pending_per_connection), so is the scan.
+#include "redis/client.h"
+
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <boost/asio.hpp>
+#include <boost/uuid/detail/sha1.hpp>
+#include <cstdio>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <random>
+#include <thread>
+
+namespace sluice::redis {
+namespace {
+
+namespace asio = boost::asio;
+using Steady = std::chrono::steady_clock;
+using Socket = asio::generic::stream_protocol::socket;
+using Endpoint = asio::generic::stream_protocol::endpoint;
+
+Reply ToReply(const redisReply* r) {
+  Reply reply;
+  switch (r->type) {
+    case REDIS_REPLY_STRING:
+      reply.type = Reply::Type::kString;
+      reply.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_STATUS:
+      reply.type = Reply::Type::kStatus;
+      reply.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_ERROR:
+      reply.type = Reply::Type::kError;
+      reply.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_INTEGER:
+      reply.type = Reply::Type::kInteger;
+      reply.integer = r->integer;
+      break;
+    case REDIS_REPLY_ARRAY:
+      reply.type = Reply::Type::kArray;
+      reply.elements.reserve(r->elements);
+      for (size_t i = 0; i < r->elements; ++i) reply.elements.push_back(ToReply(r->element[i]));
+      break;
+    default:
+      reply.type = Reply::Type::kNil;
+  }
+  return reply;
+}
+
+// Appends one command in RESP to `out`.
+void AppendCommand(std::span<const std::string_view> argv, std::string& out) {
+  constexpr size_t kInline = 24;
+  const char* parts_inline[kInline];
+  size_t lens_inline[kInline];
+  std::vector<const char*> parts_heap;
+  std::vector<size_t> lens_heap;
+  const char** parts = parts_inline;
+  size_t* lens = lens_inline;
+  if (argv.size() > kInline) {
+    parts_heap.resize(argv.size());
+    lens_heap.resize(argv.size());
+    parts = parts_heap.data();
+    lens = lens_heap.data();
+  }
+  for (size_t i = 0; i < argv.size(); ++i) {
+    parts[i] = argv[i].data();
+    lens[i] = argv[i].size();
+  }
+  char* formatted = nullptr;
+  const int n = redisFormatCommandArgv(&formatted, static_cast<int>(argv.size()), parts, lens);
+  if (n > 0) out.append(formatted, static_cast<size_t>(n));
+  redisFreeCommand(formatted);
+}
+
+void AppendEvalSha(const ScriptCall& call, std::string& out) {
+  char numkeys[24];
+  const int len = std::snprintf(numkeys, sizeof numkeys, "%zu", call.keys.size());
+  std::vector<std::string_view> argv;
+  argv.reserve(3 + call.keys.size() + call.args.size());
+  argv.push_back("EVALSHA");
+  argv.push_back(call.script->sha1);
+  argv.emplace_back(numkeys, static_cast<size_t>(len));
+  argv.insert(argv.end(), call.keys.begin(), call.keys.end());
+  argv.insert(argv.end(), call.args.begin(), call.args.end());
+  AppendCommand(argv, out);
+}
+
+struct Pending {
+  enum class Kind : uint8_t { kCall, kEval, kIgnoreReply };
+  ReplyCallback done;
+  Steady::time_point deadline;
+  Kind kind = Kind::kCall;
+  bool finished = false;           // the callback ran (deadline passed)
+  bool resent = false;             // a kEval sent again after NOSCRIPT
+  const Script* script = nullptr;  // kEval
+  std::string command;             // kEval: the EVALSHA bytes, to send again after NOSCRIPT
+};
+
+class Connection {
+ public:
+  Connection(asio::io_context& io, const ClientOptions& options, int index)
+      : io_(io),
+        options_(options),
+        socket_(io),
+        resolver_(io),
+        deadline_timer_(io),
+        reconnect_timer_(io),
+        connect_timer_(io),
+        reader_(redisReaderCreate()),
+        backoff_(options.reconnect_min),
+        jitter_(static_cast<uint32_t>(std::random_device{}() + index)) {}
+
+  ~Connection() { redisReaderFree(reader_); }
+
+  void Start() {
+    asio::post(io_, [this] { Connect(); });
+  }
+
+  // On any thread. Fails the entry inline when it can't be taken.
+  void Submit(std::string bytes, std::vector<Pending> entries) {
+    if (Status s = Admit(entries.size()); !s.ok()) {
+      for (auto& e : entries) e.done(s);
+      return;
+    }
+    Enqueue(bytes, std::move(entries));
+  }
+
+  bool ready() const { return ready_.load(std::memory_order_acquire); }
+  size_t pending() const { return pending_.load(std::memory_order_relaxed); }
+
+  // On the I/O thread, at shutdown.
+  void Shutdown() {
+    stopping_ = true;
+    resolver_.cancel();
+    deadline_timer_.cancel();
+    reconnect_timer_.cancel();
+    connect_timer_.cancel();
+    Drop(Status::Unavailable("Redis client shut down"));
+  }
+
+  std::atomic<uint64_t> commands{0}, writes{0}, connects{0};
+
+ private:
+  Status Admit(size_t n) {
+    if (!ready()) {
+      return Status::Unavailable("not connected to Redis at " + Address() +
+                                 (last_error_.empty() ? "" : ": " + LastError()));
+    }
+    if (pending_.fetch_add(n, std::memory_order_relaxed) + n >
+        options_.max_pending_per_connection) {
+      pending_.fetch_sub(n, std::memory_order_relaxed);
+      return Status::ResourceExhausted("too many Redis calls pending (" +
+                                       std::to_string(options_.max_pending_per_connection) +
+                                       " on one connection)");
+    }
+    return Status::Ok();
+  }
+
+  void Enqueue(const std::string& bytes, std::vector<Pending> entries) {
+    std::lock_guard lock(mu_);
+    outgoing_.append(bytes);
+    for (auto& e : entries) incoming_.push_back(std::move(e));
+    if (!flush_posted_) {
+      flush_posted_ = true;
+      asio::post(io_, [this] { Flush(); });
+    }
+  }
+
+  std::string Address() const {
+    return options_.unix_path.empty() ? options_.host + ":" + std::to_string(options_.port)
+                                      : options_.unix_path;
+  }
+
+  std::string LastError() const {
+    std::lock_guard lock(error_mu_);
+    return last_error_;
+  }
+
+  // --- I/O thread from here on ---
+
+  void Flush() {
+    std::vector<Pending> taken;
+    {
+      std::lock_guard lock(mu_);
+      flush_posted_ = false;
+      if (writing_active_ && connected_) return;  // the write in flight takes it on completion
+      taken.swap(incoming_);
+      if (connected_) {
+        writing_.swap(outgoing_);
+      } else {
+        outgoing_.clear();
+      }
+    }
+    if (!connected_) {
+      FailAll(taken, Status::Unavailable("connection to Redis at " + Address() + " lost"));
+      return;
+    }
+    for (auto& p : taken) inflight_.push_back(std::move(p));
+    commands.fetch_add(taken.size(), std::memory_order_relaxed);
+    ArmDeadlineTimer();
+    if (!writing_.empty()) Write();
+  }
+
+  void Write() {
+    writing_active_ = true;
+    writes.fetch_add(1, std::memory_order_relaxed);
+    asio::async_write(socket_, asio::buffer(writing_),
+                      [this, gen = generation_](boost::system::error_code ec, size_t) {
+                        if (gen != generation_) return;
+                        writing_active_ = false;
+                        writing_.clear();
+                        if (ec) return Disconnect("write failed: " + ec.message());
+                        Flush();
+                      });
+  }
+
+  void Read() {
+    socket_.async_read_some(asio::buffer(read_buffer_),
+                            [this, gen = generation_](boost::system::error_code ec, size_t n) {
+                              if (gen != generation_) return;
+                              if (ec)
+                                return Disconnect(ec == asio::error::eof
+                                                      ? "Redis closed the connection"
+                                                      : "read failed: " + ec.message());
+                              last_read_ = Steady::now();
+                              if (redisReaderFeed(reader_, read_buffer_.data(), n) != REDIS_OK) {
+                                return Disconnect("bad reply from Redis");
+                              }
+                              void* raw = nullptr;
+                              while (true) {
+                                if (redisReaderGetReply(reader_, &raw) != REDIS_OK) {
+                                  return Disconnect("bad reply from Redis");
+                                }
+                                if (raw == nullptr) break;
+                                auto* reply = static_cast<redisReply*>(raw);
+                                if (inflight_.empty()) {
+                                  freeReplyObject(reply);
+                                  return Disconnect("reply from Redis without a request");
+                                }
+                                Pending entry = std::move(inflight_.front());
+                                inflight_.pop_front();
+                                pending_.fetch_sub(1, std::memory_order_relaxed);
+                                HandleReply(entry, reply);
+                                freeReplyObject(reply);
+                                if (gen != generation_)
+                                  return;  // the reply's handler dropped the connection
+                              }
+                              Read();
+                            });
+  }
+
+  void HandleReply(Pending& entry, const redisReply* reply) {
+    if (entry.resent) --resent_in_flight_;
+    if (entry.kind == Pending::Kind::kIgnoreReply || entry.finished) return;
+    const bool noscript = reply->type == REDIS_REPLY_ERROR &&
+                          std::string_view(reply->str, reply->len).starts_with("NOSCRIPT");
+    if (entry.kind == Pending::Kind::kEval && noscript && !entry.resent) {
+      return Resend(std::move(entry));
+    }
+    entry.done(ToReply(reply));
+  }
+
+  // SCRIPT LOAD, then the same EVALSHA again, both behind what is already queued.
+  void Resend(Pending entry) {
+    std::string bytes;
+    const std::string_view load[] = {"SCRIPT", "LOAD", entry.script->source};
+    AppendCommand(load, bytes);
+    bytes.append(entry.command);
+    std::vector<Pending> entries(2);
+    entries[0].kind = Pending::Kind::kIgnoreReply;
+    entries[0].deadline = entry.deadline;
+    entries[0].finished = true;
+    entry.resent = true;
+    entries[1] = std::move(entry);
+    ++resent_in_flight_;
+    pending_.fetch_add(2, std::memory_order_relaxed);
+    Enqueue(bytes, std::move(entries));
+  }
+
+  void ArmDeadlineTimer() {
+    if (timer_armed_) return;
+    Steady::time_point at = Steady::time_point::max();
+    for (const auto& p : inflight_) {
+      if (!p.finished) {
+        at = std::min(at, p.deadline);
+        if (resent_in_flight_ == 0) break;
+      }
+    }
+    if (at == Steady::time_point::max()) {
+      if (inflight_.empty()) return;
+      at = inflight_.front().deadline + options_.hang_timeout;  // only late replies are awaited
+    }
+    timer_armed_ = true;
+    deadline_timer_.expires_at(at);
+    deadline_timer_.async_wait([this](boost::system::error_code ec) {
+      timer_armed_ = false;
+      if (ec || stopping_) return;
+      ExpireCalls();
+    });
+  }
+
+  void ExpireCalls() {
+    const auto now = Steady::now();
+    for (auto& p : inflight_) {
+      if (p.deadline > now) {
+        if (resent_in_flight_ == 0) break;
+        continue;
+      }
+      if (p.finished) continue;
+      p.finished = true;
+      p.done(Status::DeadlineExceeded("no reply from Redis at " + Address() + " within " +
+                                      std::to_string(options_.timeout.count() / 1000) + " ms"));
+    }
+    if (!inflight_.empty() && inflight_.front().deadline + options_.hang_timeout <= now &&
+        last_read_ < inflight_.front().deadline) {
+      return Disconnect("Redis did not answer for " +
+                        std::to_string(options_.hang_timeout.count() / 1000) + " ms");
+    }
+    ArmDeadlineTimer();
+  }
+
+  void Connect() {
+    if (stopping_) return;
+    ++generation_;
+    socket_ = Socket(io_);
+    connect_timer_.expires_after(options_.connect_timeout);
+    connect_timer_.async_wait([this, gen = generation_](boost::system::error_code ec) {
+      if (ec || gen != generation_ || connected_) return;
+      resolver_.cancel();
+      boost::system::error_code ignored;
+      socket_.close(ignored);
+    });
+    if (!options_.unix_path.empty()) {
+      return ConnectTo({Endpoint(asio::local::stream_protocol::endpoint(options_.unix_path))});
+    }
+    resolver_.async_resolve(
+        options_.host, std::to_string(options_.port),
+        [this, gen = generation_](boost::system::error_code ec,
+                                  asio::ip::tcp::resolver::results_type results) {
+          if (gen != generation_) return;
+          if (ec) return ConnectFailed("cannot resolve " + options_.host + ": " + ec.message());
+          std::vector<Endpoint> endpoints;
+          for (const auto& r : results) endpoints.emplace_back(r.endpoint());
+          ConnectTo(std::move(endpoints));
+        });
+  }
+
+  void ConnectTo(std::vector<Endpoint> endpoints, size_t next = 0) {
+    if (next >= endpoints.size()) return ConnectFailed("cannot connect to " + Address());
+    socket_ = Socket(io_);
+    socket_.async_connect(endpoints[next], [this, gen = generation_, endpoints,
+                                            next](boost::system::error_code ec) mutable {
+      if (gen != generation_) return;
+      if (ec == asio::error::operation_aborted) {
+        return ConnectFailed("connecting to " + Address() + " timed out");
+      }
+      if (ec) return ConnectTo(std::move(endpoints), next + 1);
+      Connected();
+    });
+  }
+
+  void Connected() {
+    if (options_.unix_path.empty()) {
+      const int one = 1;
+      setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    {
+      std::lock_guard lock(mu_);
+      connected_ = true;
+    }
+    last_read_ = Steady::now();
+    Read();
+    Handshake();
+  }
+
+  // AUTH, SELECT and a PING, before any caller's command; ready once all have answered.
+  void Handshake() {
+    std::vector<std::vector<std::string_view>> commands;
+    if (!options_.password.empty()) {
+      if (options_.user.empty()) {
+        commands.push_back({"AUTH", options_.password});
+      } else {
+        commands.push_back({"AUTH", options_.user, options_.password});
+      }
+    }
+    const std::string db = std::to_string(options_.db);
+    if (options_.db != 0) commands.push_back({"SELECT", db});
+    commands.push_back({"PING"});
+
+    std::string bytes;
+    std::vector<Pending> entries(commands.size());
+    const auto deadline = Steady::now() + options_.connect_timeout;
+    auto failed = std::make_shared<bool>(false);
+    for (size_t i = 0; i < commands.size(); ++i) {
+      AppendCommand(commands[i], bytes);
+      entries[i].deadline = deadline;
+      entries[i].done = [this, failed, gen = generation_, last = i + 1 == commands.size(),
+                         what = std::string(commands[i][0])](Result<Reply> r) {
+        if (gen != generation_ || *failed) return;
+        if (!r.ok() || r->is_error()) {
+          *failed = true;
+          const std::string why = r.ok() ? r->str : r.status().message();
+          // Not from inside the reply loop: drop the connection on the next turn.
+          asio::post(io_, [this, gen, why, what] {
+            if (gen == generation_) Disconnect(what + " failed: " + why);
+          });
+          return;
+        }
+        if (last) {
+          backoff_ = options_.reconnect_min;
+          connects.fetch_add(1, std::memory_order_relaxed);
+          ready_.store(true, std::memory_order_release);
+        }
+      };
+    }
+    pending_.fetch_add(entries.size(), std::memory_order_relaxed);
+    Enqueue(bytes, std::move(entries));
+  }
+
+  void ConnectFailed(const std::string& why) {
+    SetError(why);
+    connect_timer_.cancel();
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    ScheduleReconnect();
+  }
+
+  void Disconnect(const std::string& why) {
+    SetError(why);
+    Drop(Status::Unavailable("connection to Redis at " + Address() + " lost: " + why));
+    ScheduleReconnect();
+  }
+
+  // Closes the socket and fails every call that has not been answered.
+  void Drop(const Status& status) {
+    ++generation_;
+    ready_.store(false, std::memory_order_release);
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    redisReaderFree(reader_);
+    reader_ = redisReaderCreate();
+    writing_active_ = false;
+    writing_.clear();
+    resent_in_flight_ = 0;
+    std::vector<Pending> taken;
+    {
+      std::lock_guard lock(mu_);
+      connected_ = false;
+      taken.swap(incoming_);
+      outgoing_.clear();
+    }
+    for (auto& p : inflight_) taken.push_back(std::move(p));
+    inflight_.clear();
+    FailAll(taken, status);
+  }
+
+  void FailAll(std::vector<Pending>& entries, const Status& status) {
+    pending_.fetch_sub(entries.size(), std::memory_order_relaxed);
+    for (auto& p : entries) {
+      if (!p.finished && p.kind != Pending::Kind::kIgnoreReply) p.done(status);
+    }
+  }
+
+  void ScheduleReconnect() {
+    if (stopping_) return;
+    // Equal jitter: half the backoff fixed, half random, so clients spread out.
+    const auto half = backoff_.count() / 2;
+    std::uniform_int_distribution<int64_t> spread(0, std::max<int64_t>(half, 1));
+    reconnect_timer_.expires_after(Duration(half + spread(jitter_)));
+    backoff_ = std::min(backoff_ * 2, options_.reconnect_max);
+    reconnect_timer_.async_wait([this](boost::system::error_code ec) {
+      if (!ec) Connect();
+    });
+  }
+
+  void SetError(const std::string& why) {
+    std::lock_guard lock(error_mu_);
+    last_error_ = why;
+  }
+
+  asio::io_context& io_;
+  const ClientOptions& options_;
+  Socket socket_;
+  asio::ip::tcp::resolver resolver_;
+  asio::steady_timer deadline_timer_, reconnect_timer_, connect_timer_;
+  redisReader* reader_;
+  std::array<char, 16 * 1024> read_buffer_;
+
+  std::mutex mu_;  // guards the four below
+  std::string outgoing_;
+  std::vector<Pending> incoming_;
+  bool flush_posted_ = false;
+  bool connected_ = false;  // written under mu_ on the I/O thread; read there without it
+
+  std::atomic<bool> ready_{false};
+  std::atomic<size_t> pending_{0};  // accepted and not yet answered or failed
+  mutable std::mutex error_mu_;
+  std::string last_error_;
+
+  // I/O thread only.
+  std::deque<Pending> inflight_;
+  std::string writing_;
+  bool writing_active_ = false;
+  bool timer_armed_ = false;
+  bool stopping_ = false;
+  int resent_in_flight_ = 0;
+  uint64_t generation_ = 0;  // bumped per connection attempt; stale handlers see a mismatch
+  Steady::time_point last_read_{};
+  Duration backoff_;
+  std::mt19937_64 jitter_;
+};
+
+class AsioClient final : public Client {
+ public:
+  explicit AsioClient(ClientOptions options) : options_(std::move(options)) {
+    const int threads = options_.io_threads;
+    for (int t = 0; t < threads; ++t) {
+      auto& io = ios_.emplace_back(std::make_unique<asio::io_context>(1));
+      guards_.emplace_back(asio::make_work_guard(*io));
+      for (int c = 0; c < options_.connections_per_thread; ++c) {
+        connections_.push_back(
+            std::make_unique<Connection>(*io, options_, static_cast<int>(connections_.size())));
+      }
+    }
+    for (auto& c : connections_) c->Start();
+    for (auto& io : ios_) threads_.emplace_back([&io = *io] { io.run(); });
+  }
+
+  ~AsioClient() override {
+    std::vector<std::future<void>> done;
+    for (size_t i = 0; i < connections_.size(); ++i) {
+      auto& io = *ios_[i / options_.connections_per_thread];
+      auto stopped = std::make_shared<std::promise<void>>();
+      done.push_back(stopped->get_future());
+      asio::post(io, [c = connections_[i].get(), stopped] {
+        c->Shutdown();
+        stopped->set_value();
+      });
+    }
+    for (auto& f : done) f.wait();
+    guards_.clear();
+    for (auto& io : ios_) io->stop();
+    for (auto& t : threads_) t.join();
+  }
+
+  void WaitReady() {
+    const auto until = Steady::now() + options_.connect_timeout + std::chrono::milliseconds(20);
+    while (Steady::now() < until) {
+      bool all = true;
+      for (auto& c : connections_) all = all && c->ready();
+      if (all) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
+  void Command(std::span<const std::string_view> argv, ReplyCallback done) override {
+    std::string bytes;
+    AppendCommand(argv, bytes);
+    std::vector<Pending> entries(1);
+    entries[0].done = std::move(done);
+    entries[0].deadline = Steady::now() + options_.timeout;
+    Pick().Submit(std::move(bytes), std::move(entries));
+  }
+
+  void EvalSha(const Script& script, std::span<const std::string_view> keys,
+               std::span<const std::string_view> args, ReplyCallback done) override {
+    std::vector<Pending> entries(1);
+    entries[0] = EvalEntry(ScriptCall{&script, keys, args}, std::move(done));
+    std::string bytes = entries[0].command;
+    Pick().Submit(std::move(bytes), std::move(entries));
+  }
+
+  void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) override {
+    struct Gather {
+      std::mutex mu;
+      std::vector<Result<Reply>> results;
+      size_t left;
+      BatchReplyCallback done;
+    };
+    auto gather = std::make_shared<Gather>();
+    gather->results.assign(calls.size(), Status::Internal("no reply"));
+    gather->left = calls.size();
+    gather->done = std::move(done);
+    if (calls.empty()) return gather->done({});
+    std::string bytes;
+    std::vector<Pending> entries;
+    entries.reserve(calls.size());
+    for (size_t i = 0; i < calls.size(); ++i) {
+      entries.push_back(EvalEntry(calls[i], [gather, i](Result<Reply> r) {
+        std::unique_lock lock(gather->mu);
+        gather->results[i] = std::move(r);
+        if (--gather->left > 0) return;
+        lock.unlock();
+        gather->done(std::move(gather->results));
+      }));
+      bytes.append(entries.back().command);
+    }
+    Pick().Submit(std::move(bytes), std::move(entries));
+  }
+
+  bool connected() const override {
+    for (auto& c : connections_) {
+      if (c->ready()) return true;
+    }
+    return false;
+  }
+
+  ClientStats stats() const override {
+    ClientStats s;
+    for (auto& c : connections_) {
+      s.commands += c->commands.load();
+      s.writes += c->writes.load();
+      s.connects += c->connects.load();
+    }
+    return s;
+  }
+
+ private:
+  Pending EvalEntry(const ScriptCall& call, ReplyCallback done) {
+    Pending p;
+    p.kind = Pending::Kind::kEval;
+    p.script = call.script;
+    p.done = std::move(done);
+    p.deadline = Steady::now() + options_.timeout;
+    AppendEvalSha(call, p.command);
+    return p;
+  }
+
+  // Round robin over the ready connections, the least loaded of two neighbours.
+  Connection& Pick() {
+    const size_t n = connections_.size();
+    const size_t start = next_.fetch_add(1, std::memory_order_relaxed);
+    for (size_t i = 0; i < n; ++i) {
+      Connection& c = *connections_[(start + i) % n];
+      if (c.ready()) return c;
+    }
+    return *connections_[start % n];  // none ready: it refuses with UNAVAILABLE
+  }
+
+  const ClientOptions options_;
+  std::vector<std::unique_ptr<asio::io_context>> ios_;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
+  std::vector<std::unique_ptr<Connection>> connections_;
+  std::vector<std::thread> threads_;
+  std::atomic<size_t> next_{0};
+};
+
+}  // namespace
+
+Script Script::FromSource(std::string source) {
+  boost::uuids::detail::sha1 hash;
+  hash.process_bytes(source.data(), source.size());
+  boost::uuids::detail::sha1::digest_type digest;
+  hash.get_digest(digest);
+  char hex[41];
+  for (int i = 0; i < 5; ++i) std::snprintf(hex + 8 * i, 9, "%08x", digest[i]);
+  return Script{.source = std::move(source), .sha1 = std::string(hex, 40)};
+}
+
+Result<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
+  if (options.unix_path.empty() && (options.port <= 0 || options.port > 65535)) {
+    return Status::InvalidArgument("Redis port must be from 1 to 65535");
+  }
+  if (options.timeout.count() <= 0 || options.connect_timeout.count() <= 0) {
+    return Status::InvalidArgument("Redis timeouts must be positive");
+  }
+  if (options.io_threads < 1 || options.connections_per_thread < 1) {
+    return Status::InvalidArgument("a Redis client needs at least one thread and connection");
+  }
+  if (options.max_pending_per_connection < 1) {
+    return Status::InvalidArgument("max_pending_per_connection must be at least 1");
+  }
+  if (options.reconnect_min.count() <= 0 || options.reconnect_max < options.reconnect_min) {
+    return Status::InvalidArgument("reconnect_min must be positive and at most reconnect_max");
+  }
+  auto client = std::make_unique<AsioClient>(std::move(options));
+  client->WaitReady();
+  return std::unique_ptr<Client>(std::move(client));
+}
+
+Result<Reply> Client::CommandSync(std::span<const std::string_view> argv) {
+  std::promise<Result<Reply>> promise;
+  auto future = promise.get_future();
+  Command(argv, [&promise](Result<Reply> r) { promise.set_value(std::move(r)); });
+  return future.get();
+}
+
+Result<Reply> Client::EvalShaSync(const Script& script, std::span<const std::string_view> keys,
+                                  std::span<const std::string_view> args) {
+  std::promise<Result<Reply>> promise;
+  auto future = promise.get_future();
+  EvalSha(script, keys, args, [&promise](Result<Reply> r) { promise.set_value(std::move(r)); });
+  return future.get();
+}
+
+}  // namespace sluice::redis

@@ -1,0 +1,72 @@
+#include <charconv>
+#include <string>
+
+#include "redis/client.h"
+
+namespace sluice::redis {
+namespace {
+
+Status BadUrl(std::string_view url, std::string_view why) {
+  return Status::InvalidArgument("bad Redis URL '" + std::string(url) + "': " + std::string(why) +
+                                 " (expected redis://[user:password@]host:port[/db] or "
+                                 "unix:///path[?db=N])");
+}
+
+bool ParseNumber(std::string_view text, int& value) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return ec == std::errc() && end == text.data() + text.size() && !text.empty();
+}
+
+}  // namespace
+
+Result<ClientOptions> ParseRedisUrl(std::string_view url) {
+  ClientOptions options;
+  constexpr std::string_view kRedis = "redis://", kUnix = "unix://";
+  if (url.starts_with(kUnix)) {
+    std::string_view rest = url.substr(kUnix.size());
+    if (const auto q = rest.find('?'); q != std::string_view::npos) {
+      const std::string_view query = rest.substr(q + 1);
+      rest = rest.substr(0, q);
+      if (!query.starts_with("db=") || !ParseNumber(query.substr(3), options.db) ||
+          options.db < 0) {
+        return BadUrl(url, "the only query parameter is db=N");
+      }
+    }
+    if (!rest.starts_with('/')) return BadUrl(url, "the socket path must be absolute");
+    options.unix_path = std::string(rest);
+    return options;
+  }
+  if (!url.starts_with(kRedis)) return BadUrl(url, "unknown scheme");
+  std::string_view rest = url.substr(kRedis.size());
+  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
+    const std::string_view credentials = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    if (const auto colon = credentials.find(':'); colon != std::string_view::npos) {
+      options.user = std::string(credentials.substr(0, colon));
+      options.password = std::string(credentials.substr(colon + 1));
+    } else {
+      options.password = std::string(credentials);
+    }
+  }
+  if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
+    const std::string_view db = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+    if (!db.empty() && (!ParseNumber(db, options.db) || options.db < 0)) {
+      return BadUrl(url, "the database must be a number");
+    }
+  }
+  const auto colon = rest.rfind(':');
+  if (colon == std::string_view::npos) {
+    options.host = std::string(rest);
+  } else {
+    options.host = std::string(rest.substr(0, colon));
+    if (!ParseNumber(rest.substr(colon + 1), options.port) || options.port <= 0 ||
+        options.port > 65535) {
+      return BadUrl(url, "the port must be a number from 1 to 65535");
+    }
+  }
+  if (options.host.empty()) return BadUrl(url, "missing host");
+  return options;
+}
+
+}  // namespace sluice::redis

@@ -1,0 +1,320 @@
+// The Redis client against a real redis-server.
+#include "redis/client.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "support/redis_server.h"
+
+namespace sluice::redis {
+namespace {
+
+using namespace std::chrono_literals;
+using Steady = std::chrono::steady_clock;
+
+TEST(ParseRedisUrl, AcceptsEveryForm) {
+  auto plain = ParseRedisUrl("redis://127.0.0.1:6380");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->host, "127.0.0.1");
+  EXPECT_EQ(plain->port, 6380);
+  EXPECT_EQ(plain->db, 0);
+
+  auto full = ParseRedisUrl("redis://alice:s3:cr@t@localhost:7000/3");
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(full->user, "alice");
+  EXPECT_EQ(full->password, "s3:cr@t");
+  EXPECT_EQ(full->host, "localhost");
+  EXPECT_EQ(full->port, 7000);
+  EXPECT_EQ(full->db, 3);
+
+  auto password_only = ParseRedisUrl("redis://:pw@h:1");
+  ASSERT_TRUE(password_only.ok());
+  EXPECT_EQ(password_only->user, "");
+  EXPECT_EQ(password_only->password, "pw");
+
+  auto default_port = ParseRedisUrl("redis://cache");
+  ASSERT_TRUE(default_port.ok());
+  EXPECT_EQ(default_port->port, 6379);
+
+  auto unix_socket = ParseRedisUrl("unix:///run/redis.sock?db=2");
+  ASSERT_TRUE(unix_socket.ok());
+  EXPECT_EQ(unix_socket->unix_path, "/run/redis.sock");
+  EXPECT_EQ(unix_socket->db, 2);
+}
+
+TEST(ParseRedisUrl, RejectsWithTheReason) {
+  for (const char* bad :
+       {"http://h:1", "redis://:6379", "redis://h:0", "redis://h:99999", "redis://h:port",
+        "redis://h:1/x", "unix://relative.sock", "unix:///s?database=1"}) {
+    auto r = ParseRedisUrl(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(bad), std::string::npos) << r.status().message();
+  }
+}
+
+TEST(Script, Sha1MatchesRedis) {
+  auto server = testing::RedisServer::Start();
+  ASSERT_NE(server, nullptr);
+  const std::string source = "return {KEYS[1], ARGV[1]}";
+  EXPECT_EQ(Script::FromSource(source).sha1, server->Cli({"SCRIPT", "LOAD", source}));
+}
+
+class ClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = testing::RedisServer::Start(ServerArgs());
+    ASSERT_NE(server_, nullptr);
+  }
+
+  virtual std::vector<std::string> ServerArgs() { return {}; }
+
+  std::unique_ptr<Client> Connect(ClientOptions options = {}) {
+    options.port = server_->port();
+    auto client = Client::Create(options);
+    EXPECT_TRUE(client.ok()) << client.status().ToString();
+    EXPECT_TRUE((*client)->connected());
+    return std::move(client).value();
+  }
+
+  Result<Reply> Run(Client& c, std::vector<std::string_view> argv) { return c.CommandSync(argv); }
+
+  std::unique_ptr<testing::RedisServer> server_;
+};
+
+TEST_F(ClientTest, ReplyTypes) {
+  auto c = Connect();
+  auto status = Run(*c, {"SET", "k", "v\r\nwith bytes"});
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->type, Reply::Type::kStatus);
+  EXPECT_EQ(status->str, "OK");
+
+  auto str = Run(*c, {"GET", "k"});
+  EXPECT_EQ(str->type, Reply::Type::kString);
+  EXPECT_EQ(str->str, "v\r\nwith bytes");
+
+  EXPECT_EQ(Run(*c, {"GET", "missing"})->type, Reply::Type::kNil);
+  auto n = Run(*c, {"INCRBY", "n", "41"});
+  EXPECT_EQ(n->type, Reply::Type::kInteger);
+  EXPECT_EQ(n->integer, 41);
+
+  auto array = Run(*c, {"MGET", "k", "missing"});
+  ASSERT_EQ(array->type, Reply::Type::kArray);
+  ASSERT_EQ(array->elements.size(), 2u);
+  EXPECT_EQ(array->elements[1].type, Reply::Type::kNil);
+
+  auto error = Run(*c, {"INCR", "k"});
+  ASSERT_TRUE(error.ok());  // a Redis error is a reply, not a transport failure
+  EXPECT_TRUE(error->is_error());
+  EXPECT_NE(error->str.find("not an integer"), std::string::npos);
+}
+
+TEST_F(ClientTest, ConcurrentCallsArePipelined) {
+  ClientOptions options;
+  options.max_pending_per_connection = 16384;  // every call in flight at once is accepted
+  auto c = Connect(options);
+  constexpr int kThreads = 4, kPerThread = 2500;
+  std::atomic<int> ok{0}, answered{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      const std::string_view incr[] = {"INCR", "counter"};
+      for (int i = 0; i < kPerThread; ++i) {
+        c->Command(incr, [&](Result<Reply> r) {
+          if (r.ok() && r->type == Reply::Type::kInteger) ok.fetch_add(1);
+          answered.fetch_add(1);
+        });
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const auto until = Steady::now() + 10s;
+  while (answered.load() < kThreads * kPerThread && Steady::now() < until) {
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_EQ(ok.load(), kThreads * kPerThread);
+  EXPECT_EQ(Run(*c, {"GET", "counter"})->str, std::to_string(kThreads * kPerThread));
+  const ClientStats stats = c->stats();
+  EXPECT_GE(stats.commands, uint64_t{kThreads * kPerThread});
+  EXPECT_LT(stats.writes * 2, stats.commands) << "writes " << stats.writes;
+}
+
+TEST_F(ClientTest, ScriptSurvivesScriptFlush) {
+  auto c = Connect();
+  const Script script = Script::FromSource("return redis.call('INCRBY', KEYS[1], ARGV[1])");
+  const std::string_view keys[] = {"s"};
+  const std::string_view args[] = {"2"};
+  auto first = c->EvalShaSync(script, keys, args);  // never loaded: NOSCRIPT, then loaded
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->integer, 2);
+  EXPECT_EQ(server_->Cli({"SCRIPT", "FLUSH"}), "OK");
+  auto second = c->EvalShaSync(script, keys, args);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->integer, 4);
+
+  std::vector<ScriptCall> calls(3, ScriptCall{&script, keys, args});
+  EXPECT_EQ(server_->Cli({"SCRIPT", "FLUSH"}), "OK");
+  std::promise<std::vector<Result<Reply>>> batch;
+  c->EvalShaBatch(calls, [&](auto results) { batch.set_value(std::move(results)); });
+  auto results = batch.get_future().get();
+  ASSERT_EQ(results.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(results[i].ok());
+    EXPECT_EQ(results[i]->integer, 6 + 2 * static_cast<int64_t>(i));
+  }
+}
+
+TEST_F(ClientTest, HungServerMeetsTheDeadline) {
+  ClientOptions options;
+  options.timeout = 50ms;
+  options.hang_timeout = 10s;  // this test is about deadlines, not reconnection
+  auto c = Connect(options);
+  server_->Pause();
+  const auto start = Steady::now();
+  auto r = Run(*c, {"PING"});
+  const auto took = Steady::now() - start;
+  server_->Resume();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_GE(took, 50ms);
+  EXPECT_LT(took, 50ms + 40ms) << "noisy machine slack included";
+  // The late reply is discarded; the next call gets its own answer.
+  auto after = Run(*c, {"ECHO", "mine"});
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->str, "mine");
+}
+
+TEST_F(ClientTest, PendingBoundFailsFast) {
+  ClientOptions options;
+  options.timeout = 300ms;
+  options.max_pending_per_connection = 8;
+  options.hang_timeout = 10s;
+  auto c = Connect(options);
+  server_->Pause();
+  std::atomic<int> exhausted{0}, timed_out{0};
+  const std::string_view ping[] = {"PING"};
+  const auto start = Steady::now();
+  for (int i = 0; i < 20; ++i) {
+    c->Command(ping, [&](Result<Reply> r) {
+      if (r.status().code() == StatusCode::kResourceExhausted) exhausted.fetch_add(1);
+      if (r.status().code() == StatusCode::kDeadlineExceeded) timed_out.fetch_add(1);
+    });
+  }
+  const auto refused_in = Steady::now() - start;
+  EXPECT_EQ(exhausted.load(), 12);  // refused inline, before the call returned
+  EXPECT_LT(refused_in, 50ms);
+  const auto until = Steady::now() + 2s;
+  while (timed_out.load() < 8 && Steady::now() < until) std::this_thread::sleep_for(1ms);
+  server_->Resume();
+  EXPECT_EQ(timed_out.load(), 8);
+}
+
+TEST_F(ClientTest, ReconnectsAfterTheServerComesBack) {
+  auto c = Connect();
+  server_->Kill();
+  auto down = Run(*c, {"PING"});
+  ASSERT_FALSE(down.ok());
+  EXPECT_TRUE(down.status().code() == StatusCode::kUnavailable ||
+              down.status().code() == StatusCode::kDeadlineExceeded)
+      << down.status().ToString();
+  ASSERT_TRUE(server_->Restart());
+  const auto restarted = Steady::now();
+  Result<Reply> up = Status::Unavailable("not tried");
+  while (Steady::now() - restarted < 3s) {
+    up = Run(*c, {"PING"});
+    if (up.ok()) break;
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_TRUE(up.ok()) << up.status().ToString();
+  EXPECT_LT(Steady::now() - restarted, 1s);
+  EXPECT_GE(c->stats().connects, 2u);
+}
+
+TEST_F(ClientTest, HungConnectionIsReplaced) {
+  ClientOptions options;
+  options.hang_timeout = 200ms;
+  auto c = Connect(options);
+  server_->Pause();
+  EXPECT_FALSE(Run(*c, {"PING"}).ok());
+  std::this_thread::sleep_for(400ms);  // past the hang timeout: the connection is dropped
+  server_->Resume();
+  const auto until = Steady::now() + 3s;
+  Result<Reply> up = Status::Unavailable("not tried");
+  while (Steady::now() < until && !(up = Run(*c, {"PING"})).ok()) std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(up.ok()) << up.status().ToString();
+  EXPECT_GE(c->stats().connects, 2u);
+}
+
+class PasswordTest : public ClientTest {
+  std::vector<std::string> ServerArgs() override { return {"--requirepass", "sekret"}; }
+};
+
+TEST_F(PasswordTest, AuthAndSelect) {
+  ClientOptions options;
+  options.password = "sekret";
+  options.db = 5;
+  auto c = Connect(options);
+  ASSERT_TRUE(Run(*c, {"SET", "where", "db5"}).ok());
+  EXPECT_EQ(server_->Cli({"-a", "sekret", "--no-auth-warning", "-n", "5", "GET", "where"}), "db5");
+
+  ClientOptions wrong;
+  wrong.port = server_->port();
+  wrong.password = "nope";
+  auto refused = Client::Create(wrong);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_FALSE((*refused)->connected());
+  auto r = (*refused)->CommandSync(std::vector<std::string_view>{"PING"});
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("AUTH failed"), std::string::npos) << r.status().message();
+}
+
+TEST_F(PasswordTest, AclUser) {
+  EXPECT_EQ(server_->Cli({"-a", "sekret", "--no-auth-warning", "ACL", "SETUSER", "limiter", "on",
+                          ">pw", "~*", "+@all"}),
+            "OK");
+  ClientOptions options;
+  options.user = "limiter";
+  options.password = "pw";
+  auto c = Connect(options);
+  EXPECT_EQ(Run(*c, {"ACL", "WHOAMI"})->str, "limiter");
+}
+
+TEST(UnixSocket, Connects) {
+  const std::string path = "/tmp/sluice-test-" + std::to_string(getpid()) + ".sock";
+  auto server = testing::RedisServer::Start({"--unixsocket", path, "--unixsocketperm", "700"});
+  ASSERT_NE(server, nullptr);
+  auto options = ParseRedisUrl("unix://" + path);
+  ASSERT_TRUE(options.ok());
+  auto c = Client::Create(*options);
+  ASSERT_TRUE(c.ok());
+  auto r = (*c)->CommandSync(std::vector<std::string_view>{"PING"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->str, "PONG");
+}
+
+TEST(Client, BadOptionsAreRefused) {
+  ClientOptions options;
+  options.io_threads = 0;
+  EXPECT_EQ(Client::Create(options).status().code(), StatusCode::kInvalidArgument);
+  options = {};
+  options.timeout = 0ms;
+  EXPECT_EQ(Client::Create(options).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Client, NoServerFailsFast) {
+  ClientOptions options;
+  options.port = testing::FreeLoopbackPort();
+  auto c = Client::Create(options);
+  ASSERT_TRUE(c.ok());
+  const auto start = Steady::now();
+  auto r = (*c)->CommandSync(std::vector<std::string_view>{"PING"});
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_LT(Steady::now() - start, 5ms);
+}
+
+}  // namespace
+}  // namespace sluice::redis
