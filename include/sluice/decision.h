@@ -7,6 +7,18 @@
 
 namespace sluice {
 
+// Which path made a decision. Anything but kStore means the shared store was not consulted.
+enum class DecisionSource : uint8_t {
+  kStore,          // the store decided
+  kHotKeyCache,    // denied locally: the key was known to be over its limit
+  kFailOpen,       // the store failed; the failure policy admitted
+  kFailClosed,     // the store failed; the failure policy denied
+  kLocalFallback,  // the store failed; an in-process limiter decided
+};
+
+// "store", "hot_key_cache", "fail_open", "fail_closed", "local_fallback".
+const char* DecisionSourceName(DecisionSource source);
+
 struct Decision {
   bool allowed = false;
   // The configured count of the limit (requests per period).
@@ -18,6 +30,13 @@ struct Decision {
   Duration retry_after{0};
   // The wait until the key's state is back to fresh (full quota); zero if it is fresh already.
   Duration reset_after{0};
+  DecisionSource source = DecisionSource::kStore;
+
+  // True when the store failed and a failure policy decided.
+  bool degraded() const {
+    return source == DecisionSource::kFailOpen || source == DecisionSource::kFailClosed ||
+           source == DecisionSource::kLocalFallback;
+  }
 
   friend bool operator==(const Decision&, const Decision&) = default;
 };

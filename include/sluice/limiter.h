@@ -30,7 +30,9 @@ struct KeyCost {
 
 class Limiter {
  public:
-  Limiter(Store& store, std::string name, Limit limit);
+  // `on_error` applies when the store is a ResilientStore and its backend fails.
+  Limiter(Store& store, std::string name, Limit limit,
+          FailurePolicy on_error = FailurePolicy::kFailOpen);
 
   // Admits `cost` units for `key` if the limit allows, consuming them; a denial consumes
   // nothing. Cost 0 peeks. Errors: INVALID_ARGUMENT (empty or over-long key, negative cost),
@@ -53,6 +55,7 @@ class Limiter {
   Store& store_;
   std::string name_;
   Limit limit_;
+  FailurePolicy on_error_;
 };
 
 }  // namespace sluice

@@ -1,10 +1,11 @@
 // MemoryStore: limiter state in this process's memory, for one process (or a local fallback).
 // Keys are spread over shards, each with its own lock, so checks on distinct keys scale across
 // cores. Memory is bounded: each key's state knows when it becomes equivalent to fresh and is
-// then dropped (lazily, in sweeps amortised over inserts). When `max_keys` live keys exist, a
-// check that would add a new key is refused with RESOURCE_EXHAUSTED after a sweep finds nothing
-// to drop, while keys already present keep working: evicting a live key would silently reset its
-// limit and admit more than the limit.
+// then dropped (lazily, in sweeps amortised over inserts). The key bound is enforced per shard
+// (max_keys / shards each): when a key's shard is full, a check that would add a new key is
+// refused with RESOURCE_EXHAUSTED after a sweep finds nothing to drop, while keys already present
+// keep working. Evicting a live key instead would silently reset its limit and admit more than
+// the limit.
 //
 // Thread safety: fully thread-safe; decisions on one key are linearizable.
 #pragma once

@@ -28,12 +28,25 @@ namespace sluice {
 inline constexpr size_t kMaxKeyBytes = 512;
 inline constexpr size_t kMaxScopeBytes = 255;
 
+// What a limiter does when its store fails (unreachable, too slow, overloaded). Applied by
+// ResilientStore; a store on its own reports the error.
+enum class FailurePolicy : uint8_t {
+  kFailOpen,       // admit, and mark the decision degraded
+  kFailClosed,     // deny
+  kLocalFallback,  // decide in this process, with the limit divided among the instances
+};
+
+// "fail_open", "fail_closed", "local_fallback".
+const char* FailurePolicyName(FailurePolicy policy);
+Result<FailurePolicy> ParseFailurePolicy(std::string_view name);
+
 // What a request points to need only live for the duration of the call, async calls included.
 struct CheckRequest {
   std::string_view scope;
   const Limit* limit = nullptr;
   std::string_view key;
   int64_t cost = 1;
+  FailurePolicy on_error = FailurePolicy::kFailOpen;
 };
 
 using DecisionCallback = std::function<void(Result<Decision>)>;

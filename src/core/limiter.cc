@@ -4,11 +4,12 @@
 
 namespace sluice {
 
-Limiter::Limiter(Store& store, std::string name, Limit limit)
-    : store_(store), name_(std::move(name)), limit_(limit) {}
+Limiter::Limiter(Store& store, std::string name, Limit limit, FailurePolicy on_error)
+    : store_(store), name_(std::move(name)), limit_(limit), on_error_(on_error) {}
 
 CheckRequest Limiter::Request(std::string_view key, int64_t cost) const {
-  return CheckRequest{.scope = name_, .limit = &limit_, .key = key, .cost = cost};
+  return CheckRequest{
+      .scope = name_, .limit = &limit_, .key = key, .cost = cost, .on_error = on_error_};
 }
 
 std::vector<CheckRequest> Limiter::Requests(std::span<const KeyCost> checks) const {

@@ -5,6 +5,43 @@
 
 namespace sluice {
 
+const char* DecisionSourceName(DecisionSource source) {
+  switch (source) {
+    case DecisionSource::kStore:
+      return "store";
+    case DecisionSource::kHotKeyCache:
+      return "hot_key_cache";
+    case DecisionSource::kFailOpen:
+      return "fail_open";
+    case DecisionSource::kFailClosed:
+      return "fail_closed";
+    case DecisionSource::kLocalFallback:
+      return "local_fallback";
+  }
+  return "unknown";
+}
+
+const char* FailurePolicyName(FailurePolicy policy) {
+  switch (policy) {
+    case FailurePolicy::kFailOpen:
+      return "fail_open";
+    case FailurePolicy::kFailClosed:
+      return "fail_closed";
+    case FailurePolicy::kLocalFallback:
+      return "local_fallback";
+  }
+  return "unknown";
+}
+
+Result<FailurePolicy> ParseFailurePolicy(std::string_view name) {
+  for (auto p :
+       {FailurePolicy::kFailOpen, FailurePolicy::kFailClosed, FailurePolicy::kLocalFallback}) {
+    if (name == FailurePolicyName(p)) return p;
+  }
+  return Status::InvalidArgument("unknown failure policy '" + std::string(name) +
+                                 "' (expected fail_open, fail_closed or local_fallback)");
+}
+
 Status ValidateCheck(const CheckRequest& request) {
   if (request.limit == nullptr) return Status::InvalidArgument("check without a limit");
   if (request.scope.size() > kMaxScopeBytes) {

@@ -62,7 +62,8 @@ struct alignas(64) MemoryStore::Shard {
       last_full_sweep = now;
     }
     SweepLocked(now);
-    sweep_at_size = std::clamp(2 * map.size(), kMinSweepSize, max_keys);
+    // Not std::clamp: max_keys may be below kMinSweepSize, and clamp(v, lo, hi) needs lo <= hi.
+    sweep_at_size = std::min(std::max(2 * map.size(), kMinSweepSize), max_keys);
     return map.size() < max_keys;
   }
 };

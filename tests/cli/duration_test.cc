@@ -13,6 +13,8 @@ TEST(ParseDuration, AcceptsEveryUnit) {
   EXPECT_EQ(*ParseDuration("2h"), std::chrono::hours(2));
   EXPECT_EQ(*ParseDuration("1d"), std::chrono::hours(24));
   EXPECT_EQ(*ParseDuration("0s"), Duration(0));
+  EXPECT_EQ(*ParseDuration("366d"), std::chrono::hours(24 * 366));
+  EXPECT_EQ(*ParseDuration("1500ms"), std::chrono::microseconds(1'500'000));
 }
 
 TEST(ParseDuration, RejectsWithTheReason) {
@@ -28,6 +30,9 @@ TEST(ParseDuration, RejectsWithTheReason) {
   EXPECT_NE(message("").find("whole number"), std::string::npos);
   EXPECT_NE(message("1.5s").find("unknown unit '.5s'"), std::string::npos);
   EXPECT_NE(message("99999999999999d").find("too large"), std::string::npos);
+  EXPECT_NE(message("10S").find("unknown unit 'S'"), std::string::npos);  // units are lower case
+  EXPECT_NE(message(" 10s").find("whole number"), std::string::npos);
+  EXPECT_EQ(message("10"), "bad duration '10': missing unit (us, ms, s, m, h or d)");
 }
 
 }  // namespace

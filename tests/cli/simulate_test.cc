@@ -12,8 +12,8 @@ struct Outcome {
   std::string out, err;
 };
 
-Outcome RunTrace(Algorithm a, const std::string& trace) {
-  auto limit = Limit::Create(a, 2, std::chrono::seconds(10));
+Outcome RunTrace(Algorithm a, const std::string& trace, int64_t count = 2) {
+  auto limit = Limit::Create(a, count, std::chrono::seconds(10));
   EXPECT_TRUE(limit.ok());
   std::istringstream in(trace);
   std::ostringstream out, err;
@@ -33,6 +33,18 @@ TEST(Simulate, PrintsOneRowPerRequest) {
   EXPECT_EQ(run.err, "");
 }
 
+// Microsecond waits are printed rounded up to whole milliseconds, never early: 3 per 10 s is one
+// unit per 3 333 334 µs.
+TEST(Simulate, WaitsAreRoundedUpToTheMillisecond) {
+  const Outcome run = RunTrace(Algorithm::kGcra, "0 3\n0\n3334 0\n", 3);
+  EXPECT_EQ(run.code, 0);
+  EXPECT_EQ(run.out,
+            "t_ms,cost,allowed,remaining,retry_after_ms,reset_after_ms\n"
+            "0,3,true,0,0,10001\n"
+            "0,1,false,0,3334,10001\n"
+            "3334,0,true,1,0,6667\n");
+}
+
 TEST(Simulate, BadLinesAreNamedAndExit2) {
   Outcome run = RunTrace(Algorithm::kGcra, "0\n5 x\n");
   EXPECT_EQ(run.code, 2);
@@ -41,6 +53,18 @@ TEST(Simulate, BadLinesAreNamedAndExit2) {
   run = RunTrace(Algorithm::kGcra, "10\n5\n");
   EXPECT_EQ(run.code, 2);
   EXPECT_EQ(run.err, "trace line 2: time 5 goes back before 10\n");
+  // The rows before the bad line were printed.
+  EXPECT_EQ(run.out,
+            "t_ms,cost,allowed,remaining,retry_after_ms,reset_after_ms\n10,1,true,1,0,5000\n");
+
+  run = RunTrace(Algorithm::kSlidingLog, "# header\n\n-5\n");
+  EXPECT_EQ(run.code, 2);
+  EXPECT_EQ(run.err,
+            "trace line 3: expected a time in milliseconds (a whole number >= 0), got '-5'\n");
+
+  run = RunTrace(Algorithm::kFixedWindow, "1.5\n");
+  EXPECT_EQ(run.code, 2);
+  EXPECT_NE(run.err.find("trace line 1: expected a time"), std::string::npos);
 
   run = RunTrace(Algorithm::kGcra, "0 3\n");
   EXPECT_EQ(run.code, 2);

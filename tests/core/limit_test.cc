@@ -42,6 +42,36 @@ TEST(Limit, RejectsNonsenseWithAClearMessage) {
             std::string::npos);
 }
 
+TEST(Limit, BurstOnlyForTheBucketAlgorithms) {
+  for (Algorithm a : kAllAlgorithms) {
+    auto limit = Limit::Create(a, 5, seconds(1), 10);
+    if (HasBurst(a)) {
+      ASSERT_TRUE(limit.ok()) << AlgorithmName(a);
+      EXPECT_EQ(limit->capacity(), 10);
+      EXPECT_EQ(ErrorOf(Limit::Create(a, 5, seconds(1), -1)), "burst must be positive, got -1");
+      EXPECT_EQ(ErrorOf(Limit::Create(a, 5, seconds(1), 0)), "burst must be positive, got 0");
+      EXPECT_EQ(ErrorOf(Limit::Create(a, 1'001, milliseconds(1))),
+                "rate above one unit per microsecond: 1001 per 1000us");
+    } else {
+      EXPECT_EQ(ErrorOf(std::move(limit)),
+                "burst applies to token_bucket, leaky_bucket and gcra, not " +
+                    std::string(AlgorithmName(a)));
+      // The window algorithms have no emission interval, so no rate bound.
+      EXPECT_TRUE(Limit::Create(a, 1'001, milliseconds(1)).ok()) << AlgorithmName(a);
+    }
+  }
+}
+
+TEST(Limit, AcceptsTheBoundsThemselves) {
+  for (Algorithm a : kAllAlgorithms) {
+    EXPECT_TRUE(Limit::Create(a, 1, milliseconds(1)).ok()) << AlgorithmName(a);
+    EXPECT_TRUE(Limit::Create(a, 1, Limit::kMaxPeriod).ok()) << AlgorithmName(a);
+  }
+  EXPECT_TRUE(Limit::Create(Algorithm::kGcra, Limit::kMaxCount, hours(1)).ok());
+  EXPECT_TRUE(Limit::Create(Algorithm::kSlidingLog, Limit::kMaxSlidingLogCount, hours(1)).ok());
+  EXPECT_TRUE(Limit::Create(Algorithm::kTokenBucket, 1'000, milliseconds(1)).ok());  // 1 per µs
+}
+
 TEST(Limit, CapacityAndEmissionInterval) {
   auto window = Limit::Create(Algorithm::kSlidingWindow, 100, seconds(60));
   ASSERT_TRUE(window.ok());

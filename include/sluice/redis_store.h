@@ -1,0 +1,100 @@
+// RedisStore: limiter state in Redis, shared by every process that points at the same server.
+// Each check runs one Lua script that reads the key's state, decides with the same integer
+// arithmetic as MemoryStore (src/core/algorithms.cc), writes the new state and sets its TTL, all
+// in one atomic step: decisions on one key are linearizable across processes. Every key written
+// has a TTL (the time until its state is equivalent to fresh, plus `expiry_margin`), and a state
+// that is already fresh is deleted, so no key outlives its use.
+//
+// Time comes from Redis TIME by default, so processes with skewed clocks still agree; with
+// `clock` set, the caller's clock is sent along instead.
+//
+// Keys are "<key_prefix><limiter name>:{<key>}" (plus ":n" for sliding_log's running total), with
+// `%`, `{` and `}` percent-encoded: the Redis Cluster hash tag is the key, so the state of every
+// limiter for one key lives in one slot. CheckAll uses that to decide several limits on one key
+// all or nothing.
+//
+// Thread safety: fully thread-safe; calls from any thread share the client's multiplexed
+// connections. Async callbacks run on the client's I/O threads, or inline when the call is
+// refused at once (not connected, too many pending calls); they must not block.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/clock.h"
+#include "sluice/decision.h"
+#include "sluice/status.h"
+#include "sluice/store.h"
+
+namespace sluice {
+
+namespace redis {
+class Client;
+}
+
+struct RedisStoreOptions {
+  // redis://[user:password@]host:port[/db]  or  unix:///path/to/socket[?db=N]
+  std::string url = "redis://127.0.0.1:6379";
+  // Deadline of each call (a check, a batch, a reset).
+  Duration timeout = std::chrono::milliseconds(50);
+  Duration connect_timeout = std::chrono::milliseconds(50);
+  int io_threads = 1;
+  int connections_per_thread = 1;
+  // Calls outstanding on one connection beyond which more are refused (RESOURCE_EXHAUSTED).
+  size_t max_pending_per_connection = 4096;
+
+  // Namespace of every key this store writes; must not contain '{' or '}'.
+  std::string key_prefix = "sluice:";
+  // The clock decisions are made with; Redis TIME when null. Must outlive the store.
+  const Clock* clock = nullptr;
+  // How much longer than its state a key lives; at least 1 ms (Redis expires keys on a
+  // millisecond clock). With `clock` set, make it cover the skew between the callers' clocks
+  // and the Redis server's.
+  Duration expiry_margin = std::chrono::milliseconds(1);
+};
+
+using AllCallback = std::function<void(Result<std::vector<Decision>>)>;
+
+class RedisStore final : public Store {
+ public:
+  // Connects (waiting up to connect_timeout; a server that is down is retried in the
+  // background). Fails on bad options.
+  static Result<std::unique_ptr<RedisStore>> Create(RedisStoreOptions options);
+  ~RedisStore() override;
+  RedisStore(const RedisStore&) = delete;
+  RedisStore& operator=(const RedisStore&) = delete;
+
+  // Several limits on one request, all or nothing, in one atomic script: if every limit admits,
+  // each consumes its cost; otherwise none consumes anything. Returns one decision per request,
+  // in order; the request was admitted iff all are allowed. When some limit refuses, the others
+  // report what a peek sees (their remaining and reset_after), as not allowed with retry_after 0:
+  // the wait is the largest retry_after among those that refused.
+  // The requests must name one key (hence one hash tag) under distinct limiter names; otherwise,
+  // or if any request is malformed, the error is returned and nothing is sent.
+  Result<std::vector<Decision>> CheckAll(std::span<const CheckRequest> requests);
+  void CheckAllAsync(std::span<const CheckRequest> requests, AllCallback done);
+
+  // The Redis keys that can hold (scope, key)'s state: the state key, then the auxiliary key.
+  std::vector<std::string> KeysOf(std::string_view scope, std::string_view key) const;
+
+ protected:
+  void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override;
+  void DoCheckAsync(const CheckRequest& request, DecisionCallback done) override;
+  void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override;
+
+ private:
+  RedisStore(std::unique_ptr<redis::Client> client, RedisStoreOptions options);
+
+  std::unique_ptr<redis::Client> client_;
+  const std::string prefix_;
+  const Clock* const clock_;
+  const int64_t margin_ms_;
+};
+
+}  // namespace sluice
