@@ -1,0 +1,28 @@
+// OpenStore: a store from a URL, as configuration files and command lines name them:
+//   memory://                                   this process's MemoryStore
+//   redis://[user:password@]host:port[/db]      a RedisStore
+//   unix:///path/to/redis.sock[?db=N]           a RedisStore over a Unix socket
+// Thread safety: OpenStore may be called from any thread; see each store for its own contract.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "sluice/clock.h"
+#include "sluice/status.h"
+#include "sluice/store.h"
+
+namespace sluice {
+
+struct OpenStoreOptions {
+  // Deadline of each call to a remote store.
+  Duration timeout = std::chrono::milliseconds(50);
+  std::string key_prefix = "sluice:";
+  int io_threads = 1;
+};
+
+Result<std::unique_ptr<Store>> OpenStore(std::string_view url,
+                                         const OpenStoreOptions& options = {});
+
+}  // namespace sluice

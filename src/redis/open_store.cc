@@ -1,0 +1,22 @@
+#include "sluice/open_store.h"
+
+#include "sluice/memory_store.h"
+#include "sluice/redis_store.h"
+
+namespace sluice {
+
+Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOptions& options) {
+  if (url == "memory://") return std::unique_ptr<Store>(std::make_unique<MemoryStore>());
+  if (url.starts_with("redis://") || url.starts_with("unix://")) {
+    auto store = RedisStore::Create(RedisStoreOptions{.url = std::string(url),
+                                                      .timeout = options.timeout,
+                                                      .io_threads = options.io_threads,
+                                                      .key_prefix = options.key_prefix});
+    if (!store.ok()) return store.status();
+    return std::unique_ptr<Store>(std::move(store).value());
+  }
+  return Status::InvalidArgument("unknown store URL '" + std::string(url) +
+                                 "' (expected memory://, redis://host:port or unix:///path)");
+}
+
+}  // namespace sluice
