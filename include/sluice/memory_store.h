@@ -48,7 +48,7 @@ class MemoryStore final : public Store {
 
  private:
   struct Shard;
-  Shard& ShardFor(std::string_view composite_key);
+  Shard& ShardFor(size_t hash);
   const Clock& clock_;
   size_t max_keys_per_shard_;
   size_t shard_mask_;

@@ -17,12 +17,28 @@ struct Entry {
   int64_t expires_at;  // the state is equivalent to fresh from then on
 };
 
-struct KeyHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+// A key with its hash computed once: it picks the shard and probes the shard's map.
+struct HashedKey {
+  std::string_view key;
+  size_t hash;
 };
 
-using Map = boost::unordered_flat_map<std::string, Entry, KeyHash, std::equal_to<>>;
+HashedKey Hashed(std::string_view key) { return {key, std::hash<std::string_view>{}(key)}; }
+
+struct KeyHash {
+  using is_transparent = void;
+  size_t operator()(const std::string& s) const noexcept { return Hashed(s).hash; }
+  size_t operator()(const HashedKey& k) const noexcept { return k.hash; }
+};
+
+struct KeyEqual {
+  using is_transparent = void;
+  bool operator()(const std::string& a, const std::string& b) const noexcept { return a == b; }
+  bool operator()(const HashedKey& a, const std::string& b) const noexcept { return a.key == b; }
+  bool operator()(const std::string& a, const HashedKey& b) const noexcept { return a == b.key; }
+};
+
+using Map = boost::unordered_flat_map<std::string, Entry, KeyHash, KeyEqual>;
 
 constexpr size_t kMinSweepSize = 1024;
 // When a shard is full, sweeping it again sooner than this finds too little to be worth O(n).
@@ -81,14 +97,14 @@ MemoryStore::MemoryStore(MemoryStoreOptions options)
 
 MemoryStore::~MemoryStore() = default;
 
-MemoryStore::Shard& MemoryStore::ShardFor(std::string_view composite_key) {
-  return shards_[(KeyHash{}(composite_key) >> 32) & shard_mask_];
+MemoryStore::Shard& MemoryStore::ShardFor(size_t hash) {
+  return shards_[(hash >> 32) & shard_mask_];
 }
 
 Result<Decision> MemoryStore::DoCheck(const CheckRequest& request) {
   const Limit& limit = *request.limit;
-  const std::string_view key = ComposeKey(request.scope, request.key);
-  Shard& shard = ShardFor(key);
+  const HashedKey key = Hashed(ComposeKey(request.scope, request.key));
+  Shard& shard = ShardFor(key.hash);
   const int64_t now = Ticks(clock_.now());
 
   std::lock_guard lock(shard.mu);
@@ -102,7 +118,7 @@ Result<Decision> MemoryStore::DoCheck(const CheckRequest& request) {
                                        std::to_string(max_keys_per_shard_ * (shard_mask_ + 1)) +
                                        " keys); no new key can be tracked until some expire");
     }
-    shard.map.emplace(std::string(key),
+    shard.map.emplace(std::string(key.key),
                       Entry{std::move(fresh), now + decision.reset_after.count()});
     return decision;
   }
@@ -131,8 +147,8 @@ void MemoryStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, Batc
 }
 
 Status MemoryStore::DoReset(std::string_view scope, std::string_view key) {
-  const std::string_view composite = ComposeKey(scope, key);
-  Shard& shard = ShardFor(composite);
+  const HashedKey composite = Hashed(ComposeKey(scope, key));
+  Shard& shard = ShardFor(composite.hash);
   std::lock_guard lock(shard.mu);
   auto it = shard.map.find(composite);
   if (it != shard.map.end()) shard.map.erase(it);
