@@ -5,7 +5,9 @@
 #include <optional>
 #include <string>
 
+#include "cli/bench.h"
 #include "cli/duration.h"
+#include "cli/serve.h"
 #include "cli/simulate.h"
 #include "sluice/limit.h"
 
@@ -37,12 +39,20 @@ int main(int argc, char** argv) {
   simulate->add_option("--trace", trace_path, "Trace file, '-' for stdin: lines 'T_MS [COST]'")
       ->required();
 
+  sluice::cli::BenchFlags bench_flags;
+  auto* bench = sluice::cli::AddBenchCommand(app, bench_flags);
+
+  sluice::cli::ServeFlags serve_flags;
+  auto* serve = sluice::cli::AddServeCommand(app, serve_flags);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
+  if (serve->parsed()) return sluice::cli::RunServe(serve_flags);
+  if (bench->parsed()) return sluice::cli::RunBench(bench_flags);
 
   auto parsed_algorithm = sluice::ParseAlgorithm(algorithm);
   if (!parsed_algorithm.ok()) return Fail("--algorithm: " + parsed_algorithm.status().message());

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Fuzzes the HTTP API function and the config parser with libFuzzer for a bounded time each:
+#   scripts/fuzz.sh [SECONDS_PER_TARGET]    (default 20)
+# Builds with clang, ASan+UBSan and coverage on the library code in build/fuzz. The seeds in
+# fuzz/corpus/ stay untouched; new inputs go to build/fuzz/corpus/. Exits non-zero on a crash,
+# leaving the crashing input in the current directory (crash-*).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${1:-20}
+CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DSLUICE_WERROR=ON -DSLUICE_FUZZ=ON -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCH=OFF \
+  -DSLUICE_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link >/dev/null
+ninja -C build/fuzz -j "$(nproc)" api_fuzz config_fuzz
+
+for target in api config; do
+  work=build/fuzz/corpus/$target
+  mkdir -p "$work"
+  echo "== ${target}_fuzz for ${seconds}s"
+  "build/fuzz/fuzz/${target}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 "$work" "fuzz/corpus/$target"
+done

@@ -1,0 +1,99 @@
+#include "cli/serve.h"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "config/config.h"
+#include "http/api.h"
+#include "http/metrics.h"
+#include "http/server.h"
+#include "sluice/open_store.h"
+#include "sluice/store.h"
+
+namespace sluice::cli {
+namespace {
+
+int ConfigError(const std::string& message) {
+  std::cerr << "sluice serve: " << message << "\n";
+  return 2;
+}
+
+int IoThreads(const ServeFlags& flags, const config::Config& config) {
+  if (flags.io_threads > 0) return flags.io_threads;
+  if (config.server.io_threads > 0) return config.server.io_threads;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+}  // namespace
+
+CLI::App* AddServeCommand(CLI::App& app, ServeFlags& flags) {
+  auto* serve = app.add_subcommand("serve", "Run the HTTP decision service");
+  serve->add_option("--config", flags.config_path,
+                    "YAML rule set (default: " SLUICE_DEFAULT_CONFIG ")");
+  serve->add_option("--listen", flags.listen, "HOST:PORT to listen on; overrides the config");
+  serve->add_option(
+      "--store", flags.store_url,
+      "Store URL: memory://, redis://HOST:PORT[/DB] or unix:///PATH; overrides the config");
+  serve->add_option("--io-threads", flags.io_threads, "I/O threads; overrides the config")
+      ->check(CLI::Range(1, 256));
+  return serve;
+}
+
+int RunServe(const ServeFlags& flags) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("sluice"));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+
+  const std::string path = flags.config_path.empty() ? SLUICE_DEFAULT_CONFIG : flags.config_path;
+  auto config = config::LoadConfigFile(path);
+  if (!config.ok()) return ConfigError(config.status().message());
+  if (!flags.listen.empty()) {
+    auto listen = config::ParseListenAddress(flags.listen);
+    if (!listen.ok()) return ConfigError("--listen: " + listen.status().message());
+    config->listen = *listen;
+  }
+  if (!flags.store_url.empty()) config->store.url = flags.store_url;
+
+  auto store = OpenStore(config->store.url, OpenStoreOptions{.timeout = config->store.timeout});
+  if (!store.ok()) return ConfigError(store.status().message());
+
+  http::Metrics metrics;
+  http::Api api(**store, metrics, http::RuleTable::Build(config->rules, metrics));
+  http::ServerOptions options;
+  options.host = config->listen.host;
+  options.port = config->listen.port;
+  options.io_threads = IoThreads(flags, *config);
+  options.read_timeout = config->server.read_timeout;
+  options.idle_timeout = config->server.idle_timeout;
+  http::Server server(options, api);
+  if (Status s = server.Listen(); !s.ok()) {
+    spdlog::error("{}", s.message());
+    return 1;
+  }
+  spdlog::info("serving on {}:{} with {} rule(s) from {}, store {}, {} I/O thread(s)",
+               config->listen.host, server.port(), config->rules.size(), path, config->store.url,
+               options.io_threads);
+
+  server.Run([&] {
+    auto reloaded = config::LoadConfigFile(path);
+    if (!reloaded.ok()) {
+      spdlog::error("reload rejected, the previous rules stay in force: {}",
+                    reloaded.status().message());
+      return;
+    }
+    api.SetRules(http::RuleTable::Build(reloaded->rules, metrics));
+    spdlog::info("reloaded {} rule(s) from {}", reloaded->rules.size(), path);
+    if (flags.listen.empty() && reloaded->listen.ToString() != config->listen.ToString()) {
+      spdlog::warn("listen changed in {}; it takes effect on restart", path);
+    }
+    if (flags.store_url.empty() && reloaded->store.url != config->store.url) {
+      spdlog::warn("store changed in {}; it takes effect on restart", path);
+    }
+  });
+  return 0;
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,312 @@
+#include "config/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <set>
+
+#include "cli/duration.h"
+
+namespace sluice::config {
+namespace {
+
+constexpr size_t kMaxConfigBytes = 1 << 20;
+constexpr int kMaxIoThreads = 256;
+
+bool IsRuleNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == ':' || c == '-';
+}
+
+// Builds error Status values that point at a place in the file. yaml-cpp counts lines from 0.
+class Reporter {
+ public:
+  explicit Reporter(std::string_view file) : file_(file) {}
+
+  Status At(const YAML::Mark& mark, std::string_view field, std::string_view message) const {
+    std::string where(file_);
+    if (!mark.is_null()) where += ":" + std::to_string(mark.line + 1);
+    return Status::InvalidArgument(where + ": " + std::string(field) + ": " + std::string(message));
+  }
+  Status At(const YAML::Node& node, std::string_view field, std::string_view message) const {
+    return At(node.Mark(), field, message);
+  }
+
+ private:
+  std::string_view file_;
+};
+
+// One mapping's fields, each checked to be known and given once.
+class Fields {
+ public:
+  Fields(const Reporter& report, const YAML::Node& map, std::string path)
+      : report_(report), map_(map), path_(std::move(path)) {}
+
+  std::string Path(std::string_view field) const {
+    return path_.empty() ? std::string(field) : path_ + "." + std::string(field);
+  }
+
+  // Checks that `map` is a mapping whose keys are all in `known`, none repeated.
+  Status Check(std::initializer_list<std::string_view> known) const {
+    if (!map_.IsMap())
+      return report_.At(map_, path_.empty() ? "(top level)" : path_,
+                        "expected a mapping of fields");
+    std::set<std::string, std::less<>> seen;
+    for (const auto& kv : map_) {
+      const YAML::Node& key = kv.first;
+      if (!key.IsScalar()) return report_.At(key, path_, "field names must be plain strings");
+      const std::string& name = key.Scalar();
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        std::string expected;
+        for (auto k : known) expected += (expected.empty() ? "" : ", ") + std::string(k);
+        return report_.At(key, Path(name), "unknown field (expected " + expected + ")");
+      }
+      if (!seen.insert(name).second) return report_.At(key, Path(name), "field given twice");
+    }
+    return Status::Ok();
+  }
+
+  // The value of a field, or an undefined node when it is absent.
+  YAML::Node Get(std::string_view field) const {
+    for (const auto& kv : map_) {
+      if (kv.first.Scalar() == field) return kv.second;
+    }
+    return YAML::Node(YAML::NodeType::Undefined);
+  }
+
+  Status Missing(std::string_view field) const {
+    return report_.At(map_, Path(field), "missing required field");
+  }
+
+  Result<std::string> ReadString(const YAML::Node& node, std::string_view field) const {
+    if (!node.IsScalar()) return report_.At(node, Path(field), "expected a string");
+    return node.Scalar();
+  }
+
+  Result<int64_t> ReadInteger(const YAML::Node& node, std::string_view field) const {
+    if (!node.IsScalar()) return report_.At(node, Path(field), "expected an integer");
+    const std::string& text = node.Scalar();
+    int64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+      return report_.At(node, Path(field), "expected an integer, got '" + text + "'");
+    }
+    return value;
+  }
+
+  Result<sluice::Duration> ReadDuration(const YAML::Node& node, std::string_view field) const {
+    auto text = ReadString(node, field);
+    if (!text.ok()) return text.status();
+    auto duration = cli::ParseDuration(*text);
+    if (!duration.ok()) return report_.At(node, Path(field), duration.status().message());
+    return *duration;
+  }
+
+ private:
+  const Reporter& report_;
+  const YAML::Node& map_;
+  std::string path_;
+};
+
+Result<Rule> ParseRule(const Reporter& report, const YAML::Node& node, size_t index) {
+  const std::string path = "rules[" + std::to_string(index) + "]";
+  Fields fields(report, node, path);
+  if (Status s = fields.Check({"name", "algorithm", "limit", "period", "burst"}); !s.ok()) {
+    return s;
+  }
+  for (std::string_view required : {"name", "algorithm", "limit", "period"}) {
+    if (!fields.Get(required).IsDefined()) return fields.Missing(required);
+  }
+
+  const YAML::Node name_node = fields.Get("name");
+  auto name = fields.ReadString(name_node, "name");
+  if (!name.ok()) return name.status();
+  if (name->empty() || name->size() > kMaxRuleNameBytes ||
+      !std::all_of(name->begin(), name->end(), IsRuleNameChar)) {
+    return report.At(name_node, fields.Path("name"),
+                     "'" + *name + "' is not a rule name: 1 to " +
+                         std::to_string(kMaxRuleNameBytes) +
+                         " characters of A-Z, a-z, 0-9, '_', '.', ':' or '-'");
+  }
+
+  const YAML::Node algorithm_node = fields.Get("algorithm");
+  auto algorithm_name = fields.ReadString(algorithm_node, "algorithm");
+  if (!algorithm_name.ok()) return algorithm_name.status();
+  auto algorithm = ParseAlgorithm(*algorithm_name);
+  if (!algorithm.ok()) {
+    return report.At(algorithm_node, fields.Path("algorithm"), algorithm.status().message());
+  }
+
+  const YAML::Node limit_node = fields.Get("limit");
+  auto count = fields.ReadInteger(limit_node, "limit");
+  if (!count.ok()) return count.status();
+  const YAML::Node period_node = fields.Get("period");
+  auto period = fields.ReadDuration(period_node, "period");
+  if (!period.ok()) return period.status();
+  const YAML::Node burst_node = fields.Get("burst");
+  std::optional<int64_t> burst;
+  if (burst_node.IsDefined()) {
+    auto parsed = fields.ReadInteger(burst_node, "burst");
+    if (!parsed.ok()) return parsed.status();
+    burst = *parsed;
+  }
+
+  auto limit = Limit::Create(*algorithm, *count, *period, burst);
+  if (!limit.ok()) {
+    // Point at the field the library's complaint is about.
+    const Status status = limit.status();
+    const std::string& message = status.message();
+    if (burst && message.find("burst") != std::string::npos) {
+      return report.At(burst_node, fields.Path("burst"), message);
+    }
+    if (message.starts_with("period")) {
+      return report.At(period_node, fields.Path("period"), message);
+    }
+    return report.At(limit_node, fields.Path("limit"), message);
+  }
+  return Rule{std::move(*name), *limit};
+}
+
+Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
+  Config config;
+  Fields top(report, root, "");
+  if (Status s = top.Check({"listen", "store", "server", "rules"}); !s.ok()) return s;
+
+  if (const YAML::Node listen = top.Get("listen"); listen.IsDefined()) {
+    auto text = top.ReadString(listen, "listen");
+    if (!text.ok()) return text.status();
+    auto address = ParseListenAddress(*text);
+    if (!address.ok()) return report.At(listen, "listen", address.status().message());
+    config.listen = *address;
+  }
+
+  if (const YAML::Node store = top.Get("store"); store.IsDefined()) {
+    Fields fields(report, store, "store");
+    if (Status s = fields.Check({"url", "timeout_ms"}); !s.ok()) return s;
+    if (const YAML::Node url = fields.Get("url"); url.IsDefined()) {
+      auto text = fields.ReadString(url, "url");
+      if (!text.ok()) return text.status();
+      if (text->empty()) return report.At(url, fields.Path("url"), "must not be empty");
+      config.store.url = std::move(*text);
+    }
+    if (const YAML::Node timeout = fields.Get("timeout_ms"); timeout.IsDefined()) {
+      auto ms = fields.ReadInteger(timeout, "timeout_ms");
+      if (!ms.ok()) return ms.status();
+      if (*ms < 1 || *ms > 60'000) {
+        return report.At(timeout, fields.Path("timeout_ms"), "must be between 1 and 60000");
+      }
+      config.store.timeout = std::chrono::milliseconds(*ms);
+    }
+  }
+
+  if (const YAML::Node server = top.Get("server"); server.IsDefined()) {
+    Fields fields(report, server, "server");
+    if (Status s = fields.Check({"io_threads", "read_timeout", "idle_timeout"}); !s.ok()) return s;
+    if (const YAML::Node threads = fields.Get("io_threads"); threads.IsDefined()) {
+      auto n = fields.ReadInteger(threads, "io_threads");
+      if (!n.ok()) return n.status();
+      if (*n < 1 || *n > kMaxIoThreads) {
+        return report.At(threads, fields.Path("io_threads"),
+                         "must be between 1 and " + std::to_string(kMaxIoThreads));
+      }
+      config.server.io_threads = static_cast<int>(*n);
+    }
+    for (auto [field, target] : {std::pair{"read_timeout", &config.server.read_timeout},
+                                 std::pair{"idle_timeout", &config.server.idle_timeout}}) {
+      const YAML::Node node = fields.Get(field);
+      if (!node.IsDefined()) continue;
+      auto d = fields.ReadDuration(node, field);
+      if (!d.ok()) return d.status();
+      if (*d < std::chrono::milliseconds(1)) {
+        return report.At(node, fields.Path(field), "must be at least 1ms");
+      }
+      *target = *d;
+    }
+  }
+
+  const YAML::Node rules = top.Get("rules");
+  if (!rules.IsDefined()) return top.Missing("rules");
+  if (!rules.IsSequence() || rules.size() == 0) {
+    return report.At(rules, "rules", "expected a non-empty list of rules");
+  }
+  for (size_t i = 0; i < rules.size(); ++i) {
+    auto rule = ParseRule(report, rules[i], i);
+    if (!rule.ok()) return rule.status();
+    for (const Rule& earlier : config.rules) {
+      if (earlier.name == rule->name) {
+        return report.At(rules[i]["name"], "rules[" + std::to_string(i) + "].name",
+                         "duplicate rule name '" + rule->name + "'");
+      }
+    }
+    config.rules.push_back(std::move(*rule));
+  }
+  return config;
+}
+
+}  // namespace
+
+std::string ListenAddress::ToString() const {
+  const bool ipv6 = host.find(':') != std::string::npos;
+  return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+Result<ListenAddress> ParseListenAddress(std::string_view text) {
+  const auto bad = [&](std::string_view why) {
+    return Status::InvalidArgument("bad listen address '" + std::string(text) +
+                                   "': " + std::string(why));
+  };
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) return bad("expected HOST:PORT");
+  std::string_view host = text.substr(0, colon);
+  const std::string_view port_text = text.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string_view::npos) {
+    return bad("write an IPv6 address in brackets: [::1]:8080");
+  }
+  if (host.empty()) return bad("missing host");
+  unsigned port = 0;
+  const auto [end, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port_text.empty() || ec != std::errc() || end != port_text.data() + port_text.size() ||
+      port > 65535) {
+    return bad("port must be a number from 0 to 65535");
+  }
+  return ListenAddress{std::string(host), static_cast<uint16_t>(port)};
+}
+
+Result<Config> ParseConfig(std::string_view yaml, std::string_view file_name) {
+  const Reporter report(file_name);
+  try {
+    const YAML::Node root = YAML::Load(std::string(yaml));
+    if (!root.IsDefined() || root.IsNull()) {
+      return report.At(YAML::Mark(), "(top level)", "the file is empty");
+    }
+    return ParseDocument(report, root);
+  } catch (const YAML::Exception& e) {
+    return report.At(e.mark, "(syntax)", e.msg);
+  }
+}
+
+Result<Config> LoadConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Status::InvalidArgument("cannot open config file '" + path +
+                                   "': " + std::strerror(errno));
+  }
+  std::string text(kMaxConfigBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return Status::InvalidArgument("cannot read config file '" + path + "'");
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxConfigBytes) {
+    return Status::InvalidArgument("config file '" + path + "' is larger than 1 MiB");
+  }
+  return ParseConfig(text, path);
+}
+
+}  // namespace sluice::config

@@ -1,0 +1,72 @@
+// The configuration of `sluice serve`: where to listen, which store to use, the HTTP server's
+// knobs and the rule set, read from a YAML file:
+//
+//   listen: 127.0.0.1:8080
+//   store: { url: memory://, timeout_ms: 50 }
+//   server: { io_threads: 2, read_timeout: 10s, idle_timeout: 60s }   # optional
+//   rules:
+//     - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20 }
+//
+// Parsing is strict: an unknown or repeated field, a value of the wrong type, a duplicate rule
+// name, a bad duration or a limit that Limit::Create rejects is an error whose message names the
+// file, the line and the field ("sluice.yaml:7: rules[1].period: bad duration '1x': ...").
+// Plain values; parsing is a pure function of the text.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/clock.h"
+#include "sluice/limit.h"
+#include "sluice/status.h"
+
+namespace sluice::config {
+
+// Rule names appear in JSON, metric labels and RateLimit headers; keeping them to [A-Za-z0-9_.:-]
+// means none of those ever needs to escape one.
+inline constexpr size_t kMaxRuleNameBytes = 64;
+
+struct Rule {
+  std::string name;
+  Limit limit;
+};
+
+struct ListenAddress {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;
+
+  std::string ToString() const;
+};
+
+struct StoreConfig {
+  std::string url = "memory://";
+  Duration timeout = std::chrono::milliseconds(50);
+};
+
+struct ServerConfig {
+  // 0: one per hardware thread.
+  int io_threads = 0;
+  // The longest a request may take to arrive once its first byte has, and a response to leave.
+  Duration read_timeout = std::chrono::seconds(10);
+  // The longest a keep-alive connection may wait for its next request.
+  Duration idle_timeout = std::chrono::seconds(60);
+};
+
+struct Config {
+  ListenAddress listen;
+  StoreConfig store;
+  ServerConfig server;
+  std::vector<Rule> rules;  // at least one; names unique
+};
+
+// `file_name` is only used in error messages.
+Result<Config> ParseConfig(std::string_view yaml, std::string_view file_name);
+// Reads and parses a file (at most 1 MiB).
+Result<Config> LoadConfigFile(const std::string& path);
+
+// "HOST:PORT" or "[IPV6]:PORT".
+Result<ListenAddress> ParseListenAddress(std::string_view text);
+
+}  // namespace sluice::config

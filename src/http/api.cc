@@ -1,0 +1,337 @@
+#include "http/api.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cassert>
+#include <iterator>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "http/rate_limit_headers.h"
+
+namespace sluice::http {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::string_view kJson = "application/json";
+constexpr std::string_view kPrometheusText = "text/plain; version=0.0.4; charset=utf-8";
+// Readiness peeks here. '#' cannot appear in a rule name, so no rule shares its state.
+constexpr std::string_view kProbeScope = "#sluice";
+constexpr std::string_view kProbeKey = "readyz";
+
+int64_t CeilMillis(Duration d) { return d.count() <= 0 ? 0 : (d.count() + 999) / 1000; }
+
+void AppendJsonString(std::string& out, std::string_view text) {
+  out += json(text).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+void AppendDecision(std::string& out, const Decision& d) {
+  fmt::format_to(std::back_inserter(out),
+                 R"({{"allowed":{},"limit":{},"remaining":{},"retry_after_ms":{},)"
+                 R"("reset_after_ms":{}}})",
+                 d.allowed, d.limit, d.remaining, CeilMillis(d.retry_after),
+                 CeilMillis(d.reset_after));
+}
+
+void AppendError(std::string& out, std::string_view message) {
+  out += R"({"error":)";
+  AppendJsonString(out, message);
+  out += '}';
+}
+
+struct ParsedCheck {
+  const ServedRule* rule;
+  CheckRequest request;
+};
+
+// One check object, {"rule":..., "key":..., "cost":...}, looked up and validated. The request's
+// views point into `item` and the rule table.
+Result<ParsedCheck> ParseCheck(const json& item, const RuleTable& rules) {
+  if (!item.is_object()) return Status::InvalidArgument("a check must be a JSON object");
+  const json* rule_name = nullptr;
+  const json* key = nullptr;
+  const json* cost = nullptr;
+  for (const auto& [field, value] : item.items()) {
+    if (field == "rule") {
+      rule_name = &value;
+    } else if (field == "key") {
+      key = &value;
+    } else if (field == "cost") {
+      cost = &value;
+    } else {
+      return Status::InvalidArgument("unknown field '" + field + "' (expected rule, key, cost)");
+    }
+  }
+  if (rule_name == nullptr) return Status::InvalidArgument("missing field 'rule'");
+  if (!rule_name->is_string()) return Status::InvalidArgument("'rule' must be a string");
+  if (key == nullptr) return Status::InvalidArgument("missing field 'key'");
+  if (!key->is_string()) return Status::InvalidArgument("'key' must be a string");
+
+  int64_t units = 1;
+  if (cost != nullptr) {
+    if (!cost->is_number_unsigned() ||
+        cost->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Status::InvalidArgument("'cost' must be a non-negative integer");
+    }
+    units = static_cast<int64_t>(cost->get<uint64_t>());
+  }
+
+  const auto& name = rule_name->get_ref<const std::string&>();
+  const ServedRule* rule = rules.Find(name);
+  if (rule == nullptr) return Status::InvalidArgument("unknown rule '" + name + "'");
+  const CheckRequest request{.scope = rule->name,
+                             .limit = &rule->limit,
+                             .key = key->get_ref<const std::string&>(),
+                             .cost = units};
+  if (Status s = ValidateCheck(request); !s.ok()) return s;
+  return ParsedCheck{rule, request};
+}
+
+Limit ProbeLimit() {
+  return Limit::Create(Algorithm::kFixedWindow, 1, std::chrono::seconds(1)).value();
+}
+
+}  // namespace
+
+void Response::Reset() {
+  status = 200;
+  content_type = kJson;
+  header_count = 0;
+  body.clear();
+}
+
+void Response::AddHeader(std::string_view name, std::string_view value) {
+  assert(header_count < headers.size());
+  Header& h = headers[header_count++];
+  h.name = name;
+  h.value.assign(value);
+}
+
+const std::string* Response::FindHeader(std::string_view name) const {
+  for (size_t i = 0; i < header_count; ++i) {
+    if (headers[i].name == name) return &headers[i].value;
+  }
+  return nullptr;
+}
+
+std::shared_ptr<const RuleTable> RuleTable::Build(const std::vector<config::Rule>& rules,
+                                                  Metrics& metrics) {
+  auto table = std::make_shared<RuleTable>();
+  table->rules_.reserve(rules.size());
+  for (const config::Rule& rule : rules) {
+    table->rules_.push_back(ServedRule{rule.name, rule.limit,
+                                       RateLimitPolicyValue(rule.name, rule.limit),
+                                       &metrics.ForRule(rule.name)});
+  }
+  std::sort(table->rules_.begin(), table->rules_.end(),
+            [](const ServedRule& a, const ServedRule& b) { return a.name < b.name; });
+  return table;
+}
+
+const ServedRule* RuleTable::Find(std::string_view name) const {
+  auto it = std::lower_bound(rules_.begin(), rules_.end(), name,
+                             [](const ServedRule& r, std::string_view n) { return r.name < n; });
+  return it != rules_.end() && it->name == name ? &*it : nullptr;
+}
+
+Api::Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules)
+    : store_(store), metrics_(metrics), probe_limit_(ProbeLimit()), rules_(std::move(rules)) {}
+
+void Api::SetRules(std::shared_ptr<const RuleTable> rules) {
+  std::lock_guard lock(rules_mu_);
+  rules_.swap(rules);
+}
+
+std::shared_ptr<const RuleTable> Api::rules() const {
+  std::lock_guard lock(rules_mu_);
+  return rules_;
+}
+
+void Api::Handle(const Request& request, Exchange& exchange) {
+  exchange.response.Reset();
+  const std::string_view path = request.target.substr(0, request.target.find('?'));
+  const auto route = [&](std::string_view method) {
+    if (request.method == method) return true;
+    exchange.response.AddHeader("Allow", method);
+    Fail(exchange, 405, fmt::format("{} allows {} only", path, method));
+    return false;
+  };
+
+  if (path == "/v1/check") {
+    if (route("POST")) HandleCheck(request, exchange);
+  } else if (path == "/healthz") {
+    if (!route("GET")) return;
+    exchange.response.body = R"({"status":"ok"})";
+    Finish(exchange);
+  } else if (path == "/readyz") {
+    if (route("GET")) HandleReady(exchange);
+  } else if (path == "/metrics") {
+    if (!route("GET")) return;
+    exchange.response.content_type = kPrometheusText;
+    exchange.response.body = metrics_.Exposition();
+    Finish(exchange);
+  } else {
+    Fail(exchange, 404, "no such path; try POST /v1/check, GET /healthz, /readyz or /metrics");
+  }
+}
+
+void Api::HandleCheck(const Request& request, Exchange& exchange) {
+  if (request.body.size() > kMaxBodyBytes) {
+    return Fail(exchange, 413,
+                fmt::format("request body is above the maximum of {} bytes", kMaxBodyBytes));
+  }
+  json document;
+  try {
+    document = json::parse(request.body);
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
+    return Fail(exchange, 400, fmt::format("malformed JSON: {}", e.what()));
+  }
+  if (!document.is_object()) return Fail(exchange, 400, "the body must be a JSON object");
+
+  std::shared_ptr<const RuleTable> rules = this->rules();
+  if (auto checks = document.find("checks"); checks != document.end()) {
+    if (document.size() != 1) {
+      return Fail(exchange, 400, "a batch has one field, 'checks'");
+    }
+    return HandleBatch(*checks, std::move(rules), exchange);
+  }
+
+  auto check = ParseCheck(document, *rules);
+  if (!check.ok()) return Fail(exchange, 400, check.status().message());
+  exchange.rules_ = std::move(rules);
+  exchange.rule_ = check->rule;
+  exchange.started_ = Clock::now();
+  store_.CheckAsync(check->request, [this, &exchange](Result<Decision> decision) {
+    OnDecision(exchange, std::move(decision));
+  });
+}
+
+void Api::OnDecision(Exchange& exchange, Result<Decision> decision) {
+  metrics_.ObserveCheckDuration(Clock::now() - exchange.started_);
+  const std::shared_ptr<const RuleTable> rules = std::move(exchange.rules_);
+  const ServedRule& rule = *exchange.rule_;
+  if (!decision.ok()) {
+    StoreFailed(decision.status());
+    return Fail(exchange, 503, decision.status().message());
+  }
+  StoreAnswered();
+  metrics_.CountDecision(*rule.counters, decision->allowed);
+
+  Response& response = exchange.response;
+  AppendDecision(response.body, *decision);
+  response.AddHeader("RateLimit-Policy", rule.policy_header);
+  response.AddHeader("RateLimit", RateLimitValue(rule.name, *decision));
+  if (!decision->allowed) response.AddHeader("Retry-After", RetryAfterValue(*decision));
+  Finish(exchange);
+}
+
+void Api::HandleBatch(const json& checks, std::shared_ptr<const RuleTable> rules,
+                      Exchange& exchange) {
+  if (!checks.is_array()) return Fail(exchange, 400, "'checks' must be an array");
+  if (checks.size() > kMaxBatchChecks) {
+    return Fail(
+        exchange, 400,
+        fmt::format("a batch holds at most {} checks, got {}", kMaxBatchChecks, checks.size()));
+  }
+  exchange.batch_.resize(checks.size());
+  exchange.requests_.clear();
+  for (size_t i = 0; i < checks.size(); ++i) {
+    auto check = ParseCheck(checks[i], *rules);
+    Exchange::BatchItem& item = exchange.batch_[i];
+    if (check.ok()) {
+      item.rule = check->rule;
+      exchange.requests_.push_back(check->request);
+    } else {
+      item.rule = nullptr;
+      item.error = check.status().message();
+    }
+  }
+  exchange.rules_ = std::move(rules);
+  if (exchange.requests_.empty()) return OnBatch(exchange, {});
+  exchange.started_ = Clock::now();
+  store_.CheckBatchAsync(exchange.requests_,
+                         [this, &exchange](std::vector<Result<Decision>> results) {
+                           metrics_.ObserveCheckDuration(Clock::now() - exchange.started_);
+                           OnBatch(exchange, std::move(results));
+                         });
+}
+
+void Api::OnBatch(Exchange& exchange, std::vector<Result<Decision>> results) {
+  const std::shared_ptr<const RuleTable> rules = std::move(exchange.rules_);
+  std::string& body = exchange.response.body;
+  body += R"({"results":[)";
+  size_t next = 0;
+  bool any_decided = false;
+  for (size_t i = 0; i < exchange.batch_.size(); ++i) {
+    if (i > 0) body += ',';
+    const Exchange::BatchItem& item = exchange.batch_[i];
+    if (item.rule == nullptr) {
+      AppendError(body, item.error);
+      continue;
+    }
+    assert(next < results.size());
+    const Result<Decision>& result = results[next++];
+    if (!result.ok()) {
+      StoreFailed(result.status());
+      AppendError(body, result.status().message());
+      continue;
+    }
+    any_decided = true;
+    metrics_.CountDecision(*item.rule->counters, result->allowed);
+    AppendDecision(body, *result);
+  }
+  body += "]}";
+  if (any_decided) StoreAnswered();
+  Finish(exchange);
+}
+
+void Api::HandleReady(Exchange& exchange) {
+  const CheckRequest probe{
+      .scope = kProbeScope, .limit = &probe_limit_, .key = kProbeKey, .cost = 0};
+  store_.CheckAsync(probe, [this, &exchange](Result<Decision> decision) {
+    if (!decision.ok()) {
+      StoreFailed(decision.status());
+      return Fail(exchange, 503, "store unavailable: " + decision.status().message());
+    }
+    StoreAnswered();
+    exchange.response.body = R"({"status":"ready"})";
+    Finish(exchange);
+  });
+}
+
+void Api::Refuse(int status, std::string_view message, Response& response) {
+  response.Reset();
+  response.status = status;
+  AppendError(response.body, message);
+  metrics_.CountHttpResponse(status);
+}
+
+void Api::Fail(Exchange& exchange, int status, std::string_view message) {
+  Response& response = exchange.response;
+  response.status = status;
+  response.body.clear();
+  AppendError(response.body, message);
+  Finish(exchange);
+}
+
+void Api::Finish(Exchange& exchange) {
+  metrics_.CountHttpResponse(exchange.response.status);
+  exchange.on_done_();
+}
+
+void Api::StoreAnswered() {
+  if (!store_healthy_.load(std::memory_order_relaxed) && !store_healthy_.exchange(true)) {
+    spdlog::info("store is answering again");
+  }
+}
+
+void Api::StoreFailed(const Status& status) {
+  metrics_.CountStoreError();
+  if (store_healthy_.exchange(false)) spdlog::warn("store failed: {}", status.ToString());
+}
+
+}  // namespace sluice::http

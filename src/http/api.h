@@ -1,0 +1,152 @@
+// The decision service's HTTP API as a function of a request's method, target and body, apart
+// from any socket, so it can be unit-tested and fuzzed directly:
+//
+//   POST /v1/check   {"rule":"api","key":"user:42","cost":1}  → 200 {"allowed":...} plus the
+//                    RateLimit-Policy, RateLimit (and when denied Retry-After) headers; a denied
+//                    check is still 200: the service answers the question, it is not limiting.
+//                    {"checks":[{...},...]}  → 200 {"results":[...]}, in order, decided in one
+//                    store round trip; an item that cannot be decided is {"error":"..."}.
+//   GET /healthz     200 while the process serves
+//   GET /readyz      200 when the store answers a peek (cost 0) on an internal key, else 503
+//   GET /metrics     Prometheus text exposition
+//
+// Errors are {"error":"..."}: 400 bad JSON or check, 404 unknown path, 405 wrong method (with
+// Allow), 413 body over kMaxBodyBytes, 503 the store failed. Bad input changes no limiter state.
+//
+// Thread safety: Handle may be called concurrently, each call with its own Exchange. The rule set
+// is an immutable snapshot; SetRules swaps it atomically and calls in flight keep the one they
+// started with.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+#include "http/metrics.h"
+#include "sluice/limit.h"
+#include "sluice/store.h"
+
+namespace sluice::http {
+
+inline constexpr size_t kMaxBodyBytes = 64 * 1024;
+inline constexpr size_t kMaxBatchChecks = 1000;
+
+struct Request {
+  std::string_view method;
+  std::string_view target;
+  std::string_view body;
+};
+
+struct Header {
+  std::string_view name;  // a string literal
+  std::string value;
+};
+
+// Reused from one request to the next: Reset keeps the strings' capacity.
+struct Response {
+  int status = 200;
+  std::string_view content_type;  // a string literal
+  std::array<Header, 4> headers;
+  size_t header_count = 0;
+  std::string body;
+
+  void Reset();
+  void AddHeader(std::string_view name, std::string_view value);
+  // The value of header `name`, or null when it is absent.
+  const std::string* FindHeader(std::string_view name) const;
+};
+
+// A rule as the service serves it: its limit, its RateLimit-Policy value and its counters.
+struct ServedRule {
+  std::string name;
+  Limit limit;
+  std::string policy_header;
+  RuleCounters* counters = nullptr;
+};
+
+// An immutable rule set, looked up by name.
+class RuleTable {
+ public:
+  // Creates (or finds) each rule's counters in `metrics`.
+  static std::shared_ptr<const RuleTable> Build(const std::vector<config::Rule>& rules,
+                                                Metrics& metrics);
+
+  const ServedRule* Find(std::string_view name) const;
+  size_t size() const { return rules_.size(); }
+
+ private:
+  std::vector<ServedRule> rules_;  // sorted by name
+};
+
+// One request on its way through the Api. The caller owns it (one per connection, reused), keeps
+// it alive until on_done runs, and reads the answer from `response`.
+class Exchange {
+ public:
+  // Called once per Handle, when `response` is complete: on the calling thread or on a store
+  // thread. Must not block.
+  explicit Exchange(std::function<void()> on_done) : on_done_(std::move(on_done)) {}
+
+  Response response;
+
+ private:
+  friend class Api;
+
+  struct BatchItem {
+    const ServedRule* rule = nullptr;  // null: `error` says why the item was not decided
+    std::string error;
+  };
+
+  std::function<void()> on_done_;
+  std::shared_ptr<const RuleTable> rules_;  // keeps rule_ and batch_ rules alive
+  const ServedRule* rule_ = nullptr;
+  std::chrono::steady_clock::time_point started_;
+  std::vector<BatchItem> batch_;
+  std::vector<CheckRequest> requests_;
+};
+
+class Api {
+ public:
+  // `store` and `metrics` must outlive the Api.
+  Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules);
+
+  void SetRules(std::shared_ptr<const RuleTable> rules);
+  std::shared_ptr<const RuleTable> rules() const;
+
+  // Answers `request` into exchange.response, then calls its on_done. What `request` points to
+  // need only live until Handle returns.
+  void Handle(const Request& request, Exchange& exchange);
+
+  // The response to a request the HTTP layer refused before it reached Handle (too large,
+  // unparsable), counted like any other.
+  void Refuse(int status, std::string_view message, Response& response);
+
+ private:
+  void HandleCheck(const Request& request, Exchange& exchange);
+  void HandleBatch(const nlohmann::json& checks, std::shared_ptr<const RuleTable> rules,
+                   Exchange& exchange);
+  void HandleReady(Exchange& exchange);
+  void OnDecision(Exchange& exchange, Result<Decision> decision);
+  void OnBatch(Exchange& exchange, std::vector<Result<Decision>> results);
+  void Fail(Exchange& exchange, int status, std::string_view message);
+  void Finish(Exchange& exchange);
+  void StoreAnswered();
+  void StoreFailed(const Status& status);
+
+  Store& store_;
+  Metrics& metrics_;
+  const Limit probe_limit_;
+  std::atomic<bool> store_healthy_{true};
+  mutable std::mutex rules_mu_;
+  std::shared_ptr<const RuleTable> rules_;
+};
+
+}  // namespace sluice::http

@@ -1,0 +1,102 @@
+#include "http/metrics.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+
+namespace sluice::http {
+namespace {
+
+size_t HttpSlot(int status) {
+  for (size_t i = 0; i < Metrics::kHttpCodes.size(); ++i) {
+    if (Metrics::kHttpCodes[i] == status) return i;
+  }
+  return Metrics::kHttpCodes.size();
+}
+
+uint64_t Load(const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); }
+
+}  // namespace
+
+RuleCounters& Metrics::ForRule(std::string_view name) {
+  std::lock_guard lock(rules_mu_);
+  auto it = rules_.find(name);
+  if (it == rules_.end()) {
+    it = rules_.emplace(std::string(name), std::make_unique<RuleCounters>()).first;
+  }
+  return *it->second;
+}
+
+void Metrics::ObserveCheckDuration(std::chrono::nanoseconds elapsed) {
+  const int64_t ns = std::max<int64_t>(elapsed.count(), 0);
+  size_t bucket = 0;
+  while (bucket < kBucketBoundsNs.size() && ns > kBucketBoundsNs[bucket]) ++bucket;
+  buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
+  duration_sum_ns_.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
+}
+
+void Metrics::CountHttpResponse(int status) {
+  http_[HttpSlot(status)].fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t Metrics::http_responses(int status) const { return Load(http_[HttpSlot(status)]); }
+
+uint64_t Metrics::check_duration_count() const {
+  uint64_t total = 0;
+  for (const auto& b : buckets_) total += Load(b);
+  return total;
+}
+
+std::string Metrics::Exposition() const {
+  std::string out;
+  auto put = std::back_inserter(out);
+
+  fmt::format_to(put,
+                 "# HELP sluice_checks_total Checks decided, by rule and result.\n"
+                 "# TYPE sluice_checks_total counter\n");
+  {
+    std::lock_guard lock(rules_mu_);
+    for (const auto& [name, counters] : rules_) {
+      fmt::format_to(put, "sluice_checks_total{{rule=\"{}\",result=\"allowed\"}} {}\n", name,
+                     Load(counters->allowed));
+      fmt::format_to(put, "sluice_checks_total{{rule=\"{}\",result=\"denied\"}} {}\n", name,
+                     Load(counters->denied));
+    }
+  }
+
+  fmt::format_to(put,
+                 "# HELP sluice_store_errors_total Checks the store failed to decide.\n"
+                 "# TYPE sluice_store_errors_total counter\n"
+                 "sluice_store_errors_total {}\n",
+                 store_errors());
+
+  fmt::format_to(put,
+                 "# HELP sluice_check_duration_seconds Time from a parsed check request to its "
+                 "decision.\n"
+                 "# TYPE sluice_check_duration_seconds histogram\n");
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < kBucketBoundsNs.size(); ++i) {
+    cumulative += Load(buckets_[i]);
+    fmt::format_to(put, "sluice_check_duration_seconds_bucket{{le=\"{}\"}} {}\n",
+                   static_cast<double>(kBucketBoundsNs[i]) / 1e9, cumulative);
+  }
+  cumulative += Load(buckets_.back());
+  fmt::format_to(put,
+                 "sluice_check_duration_seconds_bucket{{le=\"+Inf\"}} {}\n"
+                 "sluice_check_duration_seconds_sum {}\n"
+                 "sluice_check_duration_seconds_count {}\n",
+                 cumulative, static_cast<double>(Load(duration_sum_ns_)) / 1e9, cumulative);
+
+  fmt::format_to(put,
+                 "# HELP sluice_http_requests_total HTTP responses sent, by status code.\n"
+                 "# TYPE sluice_http_requests_total counter\n");
+  for (size_t i = 0; i < kHttpCodes.size(); ++i) {
+    fmt::format_to(put, "sluice_http_requests_total{{code=\"{}\"}} {}\n", kHttpCodes[i],
+                   Load(http_[i]));
+  }
+  fmt::format_to(put, "sluice_http_requests_total{{code=\"other\"}} {}\n", Load(http_.back()));
+  return out;
+}
+
+}  // namespace sluice::http

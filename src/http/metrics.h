@@ -1,0 +1,69 @@
+// The service's Prometheus metrics, kept in atomics so counting on the request path neither
+// locks nor allocates:
+//
+//   sluice_checks_total{rule,result="allowed|denied"}   decisions made, per rule
+//   sluice_store_errors_total                           checks the store failed to decide
+//   sluice_check_duration_seconds                       histogram: check request to decision
+//   sluice_http_requests_total{code}                    responses sent, per status code
+//
+// A rule's counters are created when a rule set naming it is loaded and then live as long as the
+// Metrics, so a reload neither resets nor loses them.
+//
+// Thread safety: every method may be called concurrently.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace sluice::http {
+
+struct RuleCounters {
+  std::atomic<uint64_t> allowed{0};
+  std::atomic<uint64_t> denied{0};
+};
+
+class Metrics {
+ public:
+  // Upper bounds of the latency histogram's buckets, in nanoseconds (+Inf is implied).
+  static constexpr std::array<int64_t, 14> kBucketBoundsNs = {
+      50'000,     100'000,    250'000,    500'000,     1'000'000,   2'500'000,   5'000'000,
+      10'000'000, 25'000'000, 50'000'000, 100'000'000, 250'000'000, 500'000'000, 1'000'000'000};
+  // The status codes counted one by one; any other is counted as "other".
+  static constexpr std::array<int, 7> kHttpCodes = {200, 400, 404, 405, 413, 431, 503};
+
+  // The counters of rule `name`, created on first call. The reference stays valid for the
+  // lifetime of this object. `name` must not need escaping in a label value (no '"', '\', LF).
+  RuleCounters& ForRule(std::string_view name);
+
+  void CountDecision(RuleCounters& rule, bool allowed) {
+    (allowed ? rule.allowed : rule.denied).fetch_add(1, std::memory_order_relaxed);
+  }
+  void CountStoreError() { store_errors_.fetch_add(1, std::memory_order_relaxed); }
+  void ObserveCheckDuration(std::chrono::nanoseconds elapsed);
+  void CountHttpResponse(int status);
+
+  uint64_t store_errors() const { return store_errors_.load(std::memory_order_relaxed); }
+  uint64_t http_responses(int status) const;
+  uint64_t check_duration_count() const;
+
+  // The text exposition format, version 0.0.4.
+  std::string Exposition() const;
+
+ private:
+  mutable std::mutex rules_mu_;
+  std::map<std::string, std::unique_ptr<RuleCounters>, std::less<>> rules_;
+
+  std::atomic<uint64_t> store_errors_{0};
+  std::array<std::atomic<uint64_t>, kBucketBoundsNs.size() + 1> buckets_{};  // last: +Inf
+  std::atomic<uint64_t> duration_sum_ns_{0};
+  std::array<std::atomic<uint64_t>, kHttpCodes.size() + 1> http_{};  // last: other codes
+};
+
+}  // namespace sluice::http

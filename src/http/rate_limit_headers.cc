@@ -1,0 +1,58 @@
+#include "http/rate_limit_headers.h"
+
+#include <fmt/format.h>
+
+namespace sluice::http {
+namespace {
+
+// An sf-string (RFC 9651 section 3.3.3) holds printable ASCII only, with '"' and '\' escaped;
+// any other byte cannot be represented and is replaced by '?'.
+void AppendSfString(std::string& out, std::string_view text) {
+  out.push_back('"');
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c >= 0x20 && c <= 0x7e) {
+      out.push_back(c);
+    } else {
+      out.push_back('?');
+    }
+  }
+  out.push_back('"');
+}
+
+}  // namespace
+
+int64_t CeilSeconds(Duration d) {
+  constexpr int64_t kMicrosPerSecond = 1'000'000;
+  return d.count() <= 0 ? 0 : (d.count() + kMicrosPerSecond - 1) / kMicrosPerSecond;
+}
+
+std::string RateLimitPolicyValue(std::string_view policy_name, const Limit& limit) {
+  std::string out;
+  AppendSfString(out, policy_name);
+  fmt::format_to(std::back_inserter(out), ";q={};w={}", limit.count(), CeilSeconds(limit.period()));
+  return out;
+}
+
+std::string RateLimitValue(std::string_view policy_name, const Decision& decision) {
+  std::string out;
+  AppendSfString(out, policy_name);
+  fmt::format_to(std::back_inserter(out), ";r={};t={}", decision.remaining,
+                 CeilSeconds(decision.reset_after));
+  return out;
+}
+
+std::string RetryAfterValue(const Decision& decision) {
+  if (decision.allowed) return {};
+  return std::to_string(CeilSeconds(decision.retry_after));
+}
+
+RateLimitHeaders FormatRateLimitHeaders(std::string_view policy_name, const Limit& limit,
+                                        const Decision& decision) {
+  return {RateLimitPolicyValue(policy_name, limit), RateLimitValue(policy_name, decision),
+          RetryAfterValue(decision)};
+}
+
+}  // namespace sluice::http

@@ -1,0 +1,40 @@
+// The RateLimit-Policy, RateLimit and Retry-After response header values for one decision, as
+// defined by the IETF httpapi draft "RateLimit header fields for HTTP" (draft-ietf-httpapi-
+// ratelimit-headers-08 and later): both fields are Structured Field Lists (RFC 9651) of one item,
+// the policy name as an sf-string, with parameters
+//
+//   RateLimit-Policy: "api";q=100;w=60    q: the quota (the limit's count), w: its window, seconds
+//   RateLimit: "api";r=99;t=1             r: units remaining, t: seconds until the quota is full
+//   Retry-After: 3                        (RFC 9110) only when denied: seconds until a retry passes
+//
+// Seconds are whole and rounded up, so a client that waits them is never early. Pure functions;
+// thread-safe. Shared by `sluice serve` and the HTTP middleware.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "sluice/decision.h"
+#include "sluice/limit.h"
+
+namespace sluice::http {
+
+struct RateLimitHeaders {
+  std::string policy;       // RateLimit-Policy
+  std::string rate_limit;   // RateLimit
+  std::string retry_after;  // Retry-After; empty when the request was allowed
+};
+
+RateLimitHeaders FormatRateLimitHeaders(std::string_view policy_name, const Limit& limit,
+                                        const Decision& decision);
+
+// The pieces of FormatRateLimitHeaders. RateLimit-Policy depends on the limit only, so a caller
+// serving many requests under one policy can format it once.
+std::string RateLimitPolicyValue(std::string_view policy_name, const Limit& limit);
+std::string RateLimitValue(std::string_view policy_name, const Decision& decision);
+std::string RetryAfterValue(const Decision& decision);
+
+// A duration in whole seconds, rounded up.
+int64_t CeilSeconds(Duration d);
+
+}  // namespace sluice::http

@@ -1,0 +1,310 @@
+#include "http/server.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <csignal>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+namespace sluice::http {
+namespace {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+constexpr size_t kReadChunk = 4096;
+// After refusing a request, the bytes and time spent reading what the client still sends, so
+// that it reads the refusal instead of a connection reset.
+constexpr size_t kMaxLingerBytes = 1 << 20;
+constexpr auto kLingerTime = std::chrono::seconds(1);
+constexpr auto kAcceptBackoff = std::chrono::milliseconds(50);
+
+bool IsHttpSyntaxError(const beast::error_code& ec) {
+  return ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
+         ec != bhttp::error::partial_message;
+}
+
+}  // namespace
+
+class Server::Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(Server& server, tcp::socket socket)
+      : server_(server),
+        stream_(std::move(socket)),
+        buffer_(server.options_.header_limit + server.options_.body_limit + kReadChunk),
+        exchange_([this] { OnExchangeDone(); }) {}
+
+  ~Session() { server_.Unregister(this); }
+
+  void Start() {
+    server_.Register(this);
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitForRequest(); });
+  }
+
+  // Closes the connection once the request in flight, if any, is answered.
+  void Drain() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      self->draining_ = true;
+      if (!self->busy_) self->stream_.cancel();
+    });
+  }
+
+ private:
+  void WaitForRequest() {
+    busy_ = false;
+    if (draining_ || server_.draining_.load()) return Close();
+    if (buffer_.size() > 0) return ReadRequest();  // pipelined
+    stream_.expires_after(server_.options_.idle_timeout);
+    stream_.async_read_some(buffer_.prepare(kReadChunk),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              self->buffer_.commit(n);
+                              if (ec) return self->Close();
+                              self->ReadRequest();
+                            });
+  }
+
+  void ReadRequest() {
+    if (parser_) {
+      // Reuse the last body's storage.
+      body_storage_ = std::move(parser_->release().body());
+      body_storage_.clear();
+    }
+    parser_.emplace(std::piecewise_construct, std::make_tuple(std::move(body_storage_)));
+    parser_->header_limit(static_cast<uint32_t>(server_.options_.header_limit));
+    parser_->body_limit(server_.options_.body_limit);
+    stream_.expires_after(server_.options_.read_timeout);
+    bhttp::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+  }
+
+  void OnRead(beast::error_code ec) {
+    if (ec == bhttp::error::body_limit) {
+      return Refuse(413, fmt::format("request body is above the maximum of {} bytes",
+                                     server_.options_.body_limit));
+    }
+    if (ec == bhttp::error::header_limit) {
+      return Refuse(431, fmt::format("request header is above the maximum of {} bytes",
+                                     server_.options_.header_limit));
+    }
+    if (ec && IsHttpSyntaxError(ec)) return Refuse(400, "malformed HTTP request: " + ec.message());
+    if (ec) return Close();
+
+    busy_ = true;
+    const auto& request = parser_->get();
+    keep_alive_ = request.keep_alive();
+    version_ = request.version();
+    stream_.expires_never();
+    in_flight_ = shared_from_this();
+    server_.api_.Handle({request.method_string(), request.target(), request.body()}, exchange_);
+  }
+
+  // Answers a request the HTTP layer could not take, then closes the connection.
+  void Refuse(int status, std::string_view message) {
+    busy_ = true;
+    server_.api_.Refuse(status, message, exchange_.response);
+    keep_alive_ = false;
+    version_ = parser_->is_header_done() ? parser_->get().version() : 11;
+    linger_ = true;
+    Respond();
+  }
+
+  // Runs on any thread, when the Api has answered.
+  void OnExchangeDone() {
+    net::dispatch(stream_.get_executor(), [self = std::move(in_flight_)] { self->Respond(); });
+  }
+
+  void Respond() {
+    Response& answer = exchange_.response;
+    response_ = {};
+    response_.version(version_);
+    response_.result(static_cast<unsigned>(answer.status));
+    response_.set(bhttp::field::content_type, answer.content_type);
+    for (size_t i = 0; i < answer.header_count; ++i) {
+      response_.set(answer.headers[i].name, answer.headers[i].value);
+    }
+    response_.keep_alive(keep_alive_ && !draining_);
+    response_.body() = std::move(answer.body);
+    response_.prepare_payload();
+    stream_.expires_after(server_.options_.read_timeout);
+    bhttp::async_write(
+        stream_, response_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnWrite(ec); });
+  }
+
+  void OnWrite(beast::error_code ec) {
+    exchange_.response.body = std::move(response_.body());  // keep its capacity
+    if (ec) return Close();
+    if (linger_) return Linger();
+    if (!response_.keep_alive()) return Close();
+    WaitForRequest();
+  }
+
+  void Linger() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(kLingerTime);
+    buffer_.clear();
+    Discard();
+  }
+
+  void Discard() {
+    stream_.async_read_some(buffer_.prepare(kReadChunk),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              self->lingered_ += n;
+                              if (ec || self->lingered_ > kMaxLingerBytes) return;
+                              self->Discard();
+                            });
+  }
+
+  void Close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.close();
+  }
+
+  Server& server_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::string body_storage_;
+  bhttp::response<bhttp::string_body> response_;
+  Exchange exchange_;
+  std::shared_ptr<Session> in_flight_;  // keeps the session alive while the Api has the request
+  bool keep_alive_ = false;
+  unsigned version_ = 11;
+  bool busy_ = false;  // a request is being answered
+  bool draining_ = false;
+  bool linger_ = false;
+  size_t lingered_ = 0;
+};
+
+Server::Server(ServerOptions options, Api& api)
+    : options_(std::move(options)),
+      api_(api),
+      strand_(net::make_strand(ioc_)),
+      acceptor_(strand_),
+      signals_(strand_, SIGTERM, SIGINT, SIGHUP),
+      accept_backoff_(strand_) {}
+
+Server::~Server() = default;
+
+Status Server::Listen() {
+  const auto fail = [&](const beast::error_code& ec) {
+    return Status::Unavailable(
+        fmt::format("cannot listen on {}:{}: {}", options_.host, options_.port, ec.message()));
+  };
+  beast::error_code ec;
+  tcp::resolver resolver(ioc_);
+  const auto endpoints =
+      resolver.resolve(options_.host, std::to_string(options_.port), tcp::resolver::passive, ec);
+  if (ec) return fail(ec);
+  const tcp::endpoint endpoint = *endpoints.begin();
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) return fail(ec);
+  return Status::Ok();
+}
+
+uint16_t Server::port() const { return acceptor_.local_endpoint().port(); }
+
+void Server::Accept() {
+  acceptor_.async_accept(net::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
+    if (!acceptor_.is_open()) return;
+    if (ec) {
+      // Typically out of file descriptors: wait for some to be released rather than spin.
+      spdlog::warn("accept failed: {}", ec.message());
+      accept_backoff_.expires_after(kAcceptBackoff);
+      accept_backoff_.async_wait([this](beast::error_code) { Accept(); });
+      return;
+    }
+    std::make_shared<Session>(*this, std::move(socket))->Start();
+    Accept();
+  });
+}
+
+void Server::WaitForSignal() {
+  signals_.async_wait([this](beast::error_code ec, int signal) {
+    if (ec) return;
+    {
+      std::lock_guard lock(mu_);
+      (signal == SIGHUP ? reload_requested_ : stop_requested_) = true;
+    }
+    cv_.notify_all();
+    if (signal == SIGHUP) WaitForSignal();
+  });
+}
+
+void Server::Register(Session* session) {
+  std::lock_guard lock(mu_);
+  sessions_.insert(session);
+}
+
+void Server::Unregister(Session* session) {
+  std::lock_guard lock(mu_);
+  sessions_.erase(session);
+  if (sessions_.empty()) cv_.notify_all();
+}
+
+void Server::Run(const std::function<void()>& on_reload) {
+  net::dispatch(strand_, [this] {
+    WaitForSignal();
+    Accept();
+  });
+  std::vector<std::thread> threads;
+  for (int i = 0; i < std::max(options_.io_threads, 1); ++i) {
+    threads.emplace_back([this] { ioc_.run(); });
+  }
+
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stop_requested_ || reload_requested_; });
+    if (stop_requested_) break;
+    reload_requested_ = false;
+    lock.unlock();
+    on_reload();
+    lock.lock();
+  }
+
+  spdlog::info("stopping: draining {} connection(s)", sessions_.size());
+  // Sessions registering from now on see draining_ and close at once.
+  draining_ = true;
+  net::post(strand_, [this] {
+    beast::error_code ignored;
+    acceptor_.close(ignored);
+    accept_backoff_.cancel();
+    signals_.cancel(ignored);
+  });
+  std::vector<std::shared_ptr<Session>> live;
+  for (Session* session : sessions_) {
+    // Null while the session is being destroyed.
+    if (auto alive = session->weak_from_this().lock()) live.push_back(std::move(alive));
+  }
+  // Dropping the last reference to a session unregisters it, which takes mu_.
+  lock.unlock();
+  for (auto& session : live) session->Drain();
+  live.clear();
+  lock.lock();
+  const bool drained =
+      cv_.wait_for(lock, options_.drain_timeout, [this] { return sessions_.empty(); });
+  lock.unlock();
+  if (!drained) spdlog::warn("drain timed out; closing the remaining connections");
+  ioc_.stop();
+  for (auto& t : threads) t.join();
+  spdlog::info("stopped");
+}
+
+}  // namespace sluice::http

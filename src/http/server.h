@@ -1,0 +1,90 @@
+// The HTTP/1.1 server of `sluice serve`, on Boost.Beast: asynchronous, keep-alive, on a pool of
+// I/O threads, with every connection on its own strand. Each request goes to Api::Handle; the
+// answer may come back on a store thread and is written from the connection's strand, so a slow
+// store never blocks an I/O thread. Limits: a request's header (431 above header_limit), its
+// body (413 above body_limit), the time for a request to arrive once started (read_timeout) and
+// for a kept-alive connection to stay silent (idle_timeout).
+//
+// Run serves until SIGTERM or SIGINT, then drains: it stops accepting, closes idle connections,
+// lets requests in flight be answered (on a closing connection), and returns once every
+// connection is gone or drain_timeout has passed. SIGHUP calls the reload hook.
+//
+// Thread safety: construct, Listen and Run from one thread; Run blocks.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+#include "http/api.h"
+#include "sluice/clock.h"
+#include "sluice/status.h"
+
+namespace sluice::http {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;  // 0: any free port
+  int io_threads = 1;
+  Duration read_timeout = std::chrono::seconds(10);
+  Duration idle_timeout = std::chrono::seconds(60);
+  size_t header_limit = 8 * 1024;
+  size_t body_limit = kMaxBodyBytes;
+  Duration drain_timeout = std::chrono::seconds(10);
+};
+
+class Server {
+ public:
+  // `api` must outlive the server.
+  Server(ServerOptions options, Api& api);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds and listens. UNAVAILABLE if the address cannot be resolved or bound.
+  Status Listen();
+  // The bound port, once listening.
+  uint16_t port() const;
+
+  // Serves until SIGTERM or SIGINT and drains (see above). `on_reload` runs on the calling
+  // thread, once per SIGHUP (several pending SIGHUPs may be coalesced into one call).
+  void Run(const std::function<void()>& on_reload);
+
+ private:
+  class Session;
+  using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
+
+  void Accept();
+  void WaitForSignal();
+  void Register(Session* session);
+  void Unregister(Session* session);
+
+  const ServerOptions options_;
+  Api& api_;
+
+  // Declared before the io_context: sessions destroyed with it still unregister here.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::unordered_set<Session*> sessions_;  // guarded by mu_
+  bool stop_requested_ = false;            // guarded by mu_
+  bool reload_requested_ = false;          // guarded by mu_
+  std::atomic<bool> draining_{false};
+
+  boost::asio::io_context ioc_;
+  Strand strand_;  // the acceptor's, the signals' and the accept backoff timer's
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::signal_set signals_;
+  boost::asio::steady_timer accept_backoff_;
+};
+
+}  // namespace sluice::http

@@ -1,0 +1,398 @@
+#include "http/api.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "sluice/memory_store.h"
+
+namespace sluice::http {
+namespace {
+
+using std::chrono::seconds;
+
+constexpr std::string_view kRules = R"(
+rules:
+  - { name: api, algorithm: gcra, limit: 100, period: 1m }
+  - { name: slow, algorithm: gcra, limit: 1, period: 10s }
+  - { name: window, algorithm: fixed_window, limit: 3, period: 1s }
+)";
+
+std::vector<config::Rule> ParseRules(std::string_view yaml) {
+  auto config = config::ParseConfig(yaml, "test.yaml");
+  EXPECT_TRUE(config.ok()) << config.status().ToString();
+  return config->rules;
+}
+
+// A store that answers every check with UNAVAILABLE, as a store that cannot be reached does.
+class UnreachableStore final : public Store {
+ protected:
+  void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override {
+    done(std::vector<Result<Decision>>(requests.size(), Status::Unavailable("connection refused")));
+  }
+  void DoResetAsync(std::string_view, std::string_view, StatusCallback done) override {
+    done(Status::Unavailable("connection refused"));
+  }
+};
+
+// A MemoryStore seen through the asynchronous API only, counting the calls it gets and, when
+// `defer` is set, holding the answers back until Deliver(): a slow remote store.
+class RecordingStore final : public Store {
+ public:
+  explicit RecordingStore(const Clock& clock) : memory_(MemoryStoreOptions{.clock = &clock}) {}
+
+  int batch_calls = 0;
+  bool defer = false;
+
+  void Deliver() {
+    while (!pending_.empty()) {
+      auto next = std::move(pending_.front());
+      pending_.pop_front();
+      next();
+    }
+  }
+  size_t pending() const { return pending_.size(); }
+  size_t keys() const { return memory_.size(); }
+
+ protected:
+  void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override {
+    ++batch_calls;
+    // Decided now, from requests that only live for this call; answered now or later.
+    auto results = memory_.CheckBatch(requests);
+    if (!defer) return done(std::move(results));
+    pending_.push_back([done = std::move(done), results = std::move(results)]() mutable {
+      done(std::move(results));
+    });
+  }
+  void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override {
+    done(memory_.Reset(scope, key));
+  }
+
+ private:
+  MemoryStore memory_;
+  std::deque<std::function<void()>> pending_;
+};
+
+struct Answer {
+  bool done = false;
+  Response response;
+
+  const std::string& header(std::string_view name) const {
+    static const std::string kAbsent = "<absent>";
+    const std::string* value = response.FindHeader(name);
+    return value ? *value : kAbsent;
+  }
+};
+
+class ApiTest : public ::testing::Test {
+ protected:
+  ApiTest()
+      : store_(clock_), api_(store_, metrics_, RuleTable::Build(ParseRules(kRules), metrics_)) {}
+
+  Answer Call(std::string_view method, std::string_view target, std::string_view body = "") {
+    Answer answer;
+    Exchange exchange([&answer] { answer.done = true; });
+    api_.Handle({method, target, body}, exchange);
+    EXPECT_TRUE(answer.done) << method << " " << target << " " << body;
+    answer.response = exchange.response;
+    return answer;
+  }
+  Answer Check(std::string_view body) { return Call("POST", "/v1/check", body); }
+
+  uint64_t Decisions(std::string_view rule) {
+    RuleCounters& c = metrics_.ForRule(rule);
+    return c.allowed.load() + c.denied.load();
+  }
+
+  ManualClock clock_;
+  RecordingStore store_;
+  Metrics metrics_;
+  Api api_;
+};
+
+TEST_F(ApiTest, AllowedCheckAnswersWithDecisionAndRateLimitHeaders) {
+  const Answer a = Check(R"({"rule":"api","key":"user:42","cost":1})");
+  EXPECT_EQ(a.response.status, 200);
+  EXPECT_EQ(a.response.content_type, "application/json");
+  EXPECT_EQ(a.response.body, R"({"allowed":true,"limit":100,"remaining":99,"retry_after_ms":0,)"
+                             R"("reset_after_ms":600})");
+  EXPECT_EQ(a.header("RateLimit-Policy"), R"("api";q=100;w=60)");
+  EXPECT_EQ(a.header("RateLimit"), R"("api";r=99;t=1)");
+  EXPECT_EQ(a.header("Retry-After"), "<absent>");
+  EXPECT_EQ(metrics_.ForRule("api").allowed.load(), 1u);
+}
+
+TEST_F(ApiTest, CostDefaultsToOneAndZeroPeeks) {
+  EXPECT_EQ(Check(R"({"rule":"api","key":"k"})").header("RateLimit"), R"("api";r=99;t=1)");
+  EXPECT_EQ(Check(R"({"rule":"api","key":"k","cost":0})").header("RateLimit"), R"("api";r=99;t=1)");
+  EXPECT_EQ(Check(R"({"rule":"api","key":"k","cost":5})").header("RateLimit"), R"("api";r=94;t=4)");
+}
+
+TEST_F(ApiTest, DeniedCheckIsStill200WithRetryAfterAndConsumesNothing) {
+  EXPECT_EQ(Check(R"({"rule":"slow","key":"k"})").response.status, 200);
+  const Answer denied = Check(R"({"rule":"slow","key":"k"})");
+  EXPECT_EQ(denied.response.status, 200);
+  EXPECT_EQ(denied.response.body,
+            R"({"allowed":false,"limit":1,"remaining":0,"retry_after_ms":10000,)"
+            R"("reset_after_ms":10000})");
+  EXPECT_EQ(denied.header("Retry-After"), "10");
+  EXPECT_EQ(denied.header("RateLimit"), R"("slow";r=0;t=10)");
+  EXPECT_EQ(metrics_.ForRule("slow").denied.load(), 1u);
+
+  clock_.Advance(seconds(10));  // exactly retry_after: the denial took nothing
+  EXPECT_EQ(Check(R"({"rule":"slow","key":"k"})").response.body.substr(0, 15),
+            R"({"allowed":true)");
+}
+
+TEST_F(ApiTest, RetryAfterRoundsUpToWholeSeconds) {
+  Check(R"({"rule":"slow","key":"k"})");
+  clock_.Advance(std::chrono::milliseconds(8'500));
+  const Answer denied = Check(R"({"rule":"slow","key":"k"})");
+  EXPECT_EQ(denied.header("Retry-After"), "2");  // 1.5 s
+  EXPECT_EQ(denied.header("RateLimit"), R"("slow";r=0;t=2)");
+  EXPECT_NE(denied.response.body.find(R"("retry_after_ms":1500)"), std::string::npos);
+}
+
+TEST_F(ApiTest, CheckWithStoreErrorIs503AndCounted) {
+  UnreachableStore unreachable;
+  Api api(unreachable, metrics_, RuleTable::Build(ParseRules(kRules), metrics_));
+  bool done = false;
+  Exchange exchange([&done] { done = true; });
+  api.Handle({"POST", "/v1/check", R"({"rule":"api","key":"k"})"}, exchange);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(exchange.response.status, 503);
+  EXPECT_EQ(exchange.response.body, R"({"error":"connection refused"})");
+  EXPECT_EQ(metrics_.store_errors(), 1u);
+  EXPECT_EQ(Decisions("api"), 0u);
+
+  api.Handle({"GET", "/readyz", ""}, exchange);
+  EXPECT_EQ(exchange.response.status, 503);
+  EXPECT_EQ(exchange.response.body, R"({"error":"store unavailable: connection refused"})");
+  api.Handle({"GET", "/healthz", ""}, exchange);
+  EXPECT_EQ(exchange.response.status, 200);
+}
+
+TEST_F(ApiTest, BatchAnswersInOrderWithPerItemErrorsInOneStoreCall) {
+  const Answer a = Check(R"({"checks":[
+      {"rule":"api","key":"a"},
+      {"rule":"nope","key":"b"},
+      {"rule":"slow","key":"c","cost":1},
+      {"rule":"slow","key":"c"},
+      {"rule":"api","key":""},
+      {"rule":"api","key":"a","cost":-1},
+      7]})");
+  EXPECT_EQ(a.response.status, 200);
+  EXPECT_EQ(
+      a.response.body,
+      R"({"results":[)"
+      R"({"allowed":true,"limit":100,"remaining":99,"retry_after_ms":0,"reset_after_ms":600},)"
+      R"({"error":"unknown rule 'nope'"},)"
+      R"({"allowed":true,"limit":1,"remaining":0,"retry_after_ms":0,"reset_after_ms":10000},)"
+      R"({"allowed":false,"limit":1,"remaining":0,"retry_after_ms":10000,)"
+      R"("reset_after_ms":10000},)"
+      R"({"error":"key must not be empty"},)"
+      R"({"error":"'cost' must be a non-negative integer"},)"
+      R"({"error":"a check must be a JSON object"}]})");
+  EXPECT_EQ(a.response.FindHeader("RateLimit"), nullptr);
+  EXPECT_EQ(store_.batch_calls, 1);
+  EXPECT_EQ(metrics_.ForRule("api").allowed.load(), 1u);
+  EXPECT_EQ(metrics_.ForRule("slow").allowed.load(), 1u);
+  EXPECT_EQ(metrics_.ForRule("slow").denied.load(), 1u);
+}
+
+TEST_F(ApiTest, BatchWithNothingValidOrNothingAtAllSkipsTheStore) {
+  EXPECT_EQ(Check(R"({"checks":[]})").response.body, R"({"results":[]})");
+  EXPECT_EQ(Check(R"({"checks":[{"rule":"nope","key":"a"}]})").response.body,
+            R"({"results":[{"error":"unknown rule 'nope'"}]})");
+  EXPECT_EQ(store_.batch_calls, 0);
+}
+
+TEST_F(ApiTest, BatchStoreErrorsArePerItem) {
+  UnreachableStore unreachable;
+  Api api(unreachable, metrics_, RuleTable::Build(ParseRules(kRules), metrics_));
+  bool done = false;
+  Exchange exchange([&done] { done = true; });
+  api.Handle(
+      {"POST", "/v1/check", R"({"checks":[{"rule":"api","key":"a"},{"rule":"x","key":"b"}]})"},
+      exchange);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(exchange.response.status, 200);
+  EXPECT_EQ(exchange.response.body,
+            R"({"results":[{"error":"connection refused"},{"error":"unknown rule 'x'"}]})");
+  EXPECT_EQ(metrics_.store_errors(), 1u);
+}
+
+TEST_F(ApiTest, MalformedBatchesAre400) {
+  EXPECT_EQ(Check(R"({"checks":{}})").response.body, R"({"error":"'checks' must be an array"})");
+  EXPECT_EQ(Check(R"({"checks":[],"rule":"api"})").response.status, 400);
+  std::string big = R"({"checks":[)";
+  for (size_t i = 0; i <= kMaxBatchChecks; ++i) big += (i ? "," : "") + std::string("{}");
+  big += "]}";
+  const Answer a = Check(big);
+  EXPECT_EQ(a.response.status, 400);
+  EXPECT_EQ(a.response.body, R"({"error":"a batch holds at most 1000 checks, got 1001"})");
+  EXPECT_EQ(store_.batch_calls, 0);
+}
+
+struct BadCheck {
+  std::string body;
+  std::string error;  // a substring of the error message
+};
+
+TEST_F(ApiTest, BadChecksAre400AndChangeNothing) {
+  const std::vector<BadCheck> cases = {
+      {"", "malformed JSON"},
+      {R"({"rule":"api","key":"k")", "malformed JSON"},
+      {"\"\xff\"", "malformed JSON"},
+      {"[]", "the body must be a JSON object"},
+      {R"({"rule":"api","key":"k","cost":1e999})", "malformed JSON"},
+      {"7e77777777777777777", "malformed JSON"},
+      {R"({"key":"k"})", "missing field 'rule'"},
+      {R"({"rule":1,"key":"k"})", "'rule' must be a string"},
+      {R"({"rule":"api"})", "missing field 'key'"},
+      {R"({"rule":"api","key":42})", "'key' must be a string"},
+      {R"({"rule":"nope","key":"k"})", "unknown rule 'nope'"},
+      {R"({"rule":"api","key":""})", "key must not be empty"},
+      {R"({"rule":"api","key":")" + std::string(513, 'k') + R"("})",
+       "key is 513 bytes, above the maximum 512"},
+      {R"({"rule":"api","key":"k","cost":-1})", "'cost' must be a non-negative integer"},
+      {R"({"rule":"api","key":"k","cost":1.5})", "'cost' must be a non-negative integer"},
+      {R"({"rule":"api","key":"k","cost":"1"})", "'cost' must be a non-negative integer"},
+      {R"({"rule":"api","key":"k","cost":true})", "'cost' must be a non-negative integer"},
+      {R"({"rule":"api","key":"k","cost":null})", "'cost' must be a non-negative integer"},
+      {R"({"rule":"api","key":"k","cost":9223372036854775808})",
+       "'cost' must be a non-negative integer"},
+      {R"({"rule":"api","key":"k","cost":101})",
+       "cost 101 exceeds the capacity 100 of this limit; it can never be admitted"},
+      {R"({"rule":"api","key":"k","weight":1})", "unknown field 'weight'"},
+  };
+  for (const BadCheck& c : cases) {
+    const Answer a = Check(c.body);
+    EXPECT_EQ(a.response.status, 400) << c.body;
+    EXPECT_EQ(a.response.content_type, "application/json");
+    EXPECT_TRUE(a.response.body.starts_with(R"({"error":")")) << a.response.body;
+    EXPECT_NE(a.response.body.find(c.error), std::string::npos)
+        << c.body << " -> " << a.response.body;
+  }
+  EXPECT_EQ(store_.batch_calls, 0);
+  EXPECT_EQ(store_.keys(), 0u);
+  EXPECT_EQ(Decisions("api"), 0u);
+  EXPECT_EQ(metrics_.http_responses(400), cases.size());
+  // The key a bad check named still has its whole quota.
+  EXPECT_EQ(Check(R"({"rule":"api","key":"k","cost":0})").header("RateLimit"),
+            R"("api";r=100;t=0)");
+}
+
+TEST_F(ApiTest, ErrorMessagesAreValidJsonWhateverTheInput) {
+  const Answer a = Check(R"({"rule":"a\"b\\c\u0001\u00e9","key":"k"})");
+  EXPECT_EQ(a.response.status, 400);
+  EXPECT_EQ(a.response.body, R"({"error":"unknown rule 'a\"b\\c\u0001é'"})");
+}
+
+TEST_F(ApiTest, BodyOverTheCapIs413) {
+  const std::string body = R"({"rule":"api","key":")" + std::string(kMaxBodyBytes, 'k') + "\"}";
+  const Answer a = Check(body);
+  EXPECT_EQ(a.response.status, 413);
+  EXPECT_EQ(a.response.body, R"({"error":"request body is above the maximum of 65536 bytes"})");
+  EXPECT_EQ(store_.keys(), 0u);
+}
+
+TEST_F(ApiTest, UnknownPathIs404AndWrongMethodIs405WithAllow) {
+  const Answer missing = Call("GET", "/v2/check");
+  EXPECT_EQ(missing.response.status, 404);
+  EXPECT_NE(missing.response.body.find("no such path"), std::string::npos);
+
+  const Answer get_check = Call("GET", "/v1/check");
+  EXPECT_EQ(get_check.response.status, 405);
+  EXPECT_EQ(get_check.header("Allow"), "POST");
+  EXPECT_EQ(get_check.response.body, R"({"error":"/v1/check allows POST only"})");
+  for (std::string_view path : {"/healthz", "/readyz", "/metrics"}) {
+    const Answer a = Call("POST", path, "{}");
+    EXPECT_EQ(a.response.status, 405) << path;
+    EXPECT_EQ(a.header("Allow"), "GET") << path;
+  }
+  EXPECT_EQ(metrics_.http_responses(404), 1u);
+  EXPECT_EQ(metrics_.http_responses(405), 4u);
+}
+
+TEST_F(ApiTest, HealthAndReadinessProbesLeaveNoState) {
+  const Answer health = Call("GET", "/healthz?verbose=1");
+  EXPECT_EQ(health.response.status, 200);
+  EXPECT_EQ(health.response.body, R"({"status":"ok"})");
+  const Answer ready = Call("GET", "/readyz");
+  EXPECT_EQ(ready.response.status, 200);
+  EXPECT_EQ(ready.response.body, R"({"status":"ready"})");
+  EXPECT_EQ(store_.keys(), 0u);
+}
+
+TEST_F(ApiTest, MetricsExposeChecksAndResponses) {
+  Check(R"({"rule":"slow","key":"k"})");
+  Check(R"({"rule":"slow","key":"k"})");
+  Call("GET", "/nowhere");
+  const Answer a = Call("GET", "/metrics");
+  EXPECT_EQ(a.response.status, 200);
+  EXPECT_EQ(a.response.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  const std::string& text = a.response.body;
+  for (std::string_view line : {
+           "sluice_checks_total{rule=\"slow\",result=\"allowed\"} 1\n",
+           "sluice_checks_total{rule=\"slow\",result=\"denied\"} 1\n",
+           "sluice_checks_total{rule=\"api\",result=\"allowed\"} 0\n",
+           "sluice_store_errors_total 0\n",
+           "sluice_check_duration_seconds_count 2\n",
+           "sluice_http_requests_total{code=\"200\"} 2\n",
+           "sluice_http_requests_total{code=\"404\"} 1\n",
+       }) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\nin:\n" << text;
+  }
+}
+
+TEST_F(ApiTest, ReloadSwapsRulesWhileRequestsInFlightKeepTheirOwn) {
+  store_.defer = true;
+  bool done = false;
+  Exchange in_flight([&done] { done = true; });
+  api_.Handle({"POST", "/v1/check", R"({"rule":"slow","key":"k"})"}, in_flight);
+  EXPECT_FALSE(done);
+  EXPECT_EQ(store_.pending(), 1u);
+
+  api_.SetRules(RuleTable::Build(
+      ParseRules("rules: [{name: fresh, algorithm: fixed_window, limit: 2, period: 1s}]"),
+      metrics_));
+  store_.Deliver();  // the old rule table is gone from the Api, not from this request
+  ASSERT_TRUE(done);
+  EXPECT_EQ(in_flight.response.status, 200);
+  EXPECT_EQ(*in_flight.response.FindHeader("RateLimit-Policy"), R"("slow";q=1;w=10)");
+
+  store_.defer = false;
+  EXPECT_EQ(Check(R"({"rule":"slow","key":"k"})").response.status, 400);
+  EXPECT_EQ(Check(R"({"rule":"fresh","key":"k"})").header("RateLimit-Policy"),
+            R"("fresh";q=2;w=1)");
+  // Counters outlive the rule table that created them.
+  EXPECT_EQ(metrics_.ForRule("slow").allowed.load(), 1u);
+}
+
+TEST_F(ApiTest, RefuseCountsTheResponse) {
+  Response response;
+  api_.Refuse(431, "request header is above the maximum of 8192 bytes", response);
+  EXPECT_EQ(response.status, 431);
+  EXPECT_EQ(response.body, R"({"error":"request header is above the maximum of 8192 bytes"})");
+  EXPECT_EQ(metrics_.http_responses(431), 1u);
+}
+
+TEST_F(ApiTest, ExchangeIsReusedAcrossRequests) {
+  int calls = 0;
+  Exchange exchange([&calls] { ++calls; });
+  api_.Handle({"GET", "/v1/check", ""}, exchange);
+  ASSERT_EQ(exchange.response.header_count, 1u);
+  api_.Handle({"POST", "/v1/check", R"({"rule":"slow","key":"k"})"}, exchange);
+  api_.Handle({"POST", "/v1/check", R"({"rule":"slow","key":"k"})"}, exchange);
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(exchange.response.header_count, 3u);  // no Allow left over; Retry-After this time
+  EXPECT_EQ(*exchange.response.FindHeader("Retry-After"), "10");
+}
+
+}  // namespace
+}  // namespace sluice::http

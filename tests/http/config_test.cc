@@ -1,0 +1,166 @@
+#include "config/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace sluice::config {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+TEST(ConfigTest, ParsesEveryField) {
+  auto config = ParseConfig(R"(listen: 0.0.0.0:9000
+store: { url: "redis://127.0.0.1:6379", timeout_ms: 20 }
+server: { io_threads: 3, read_timeout: 2s, idle_timeout: 500ms }
+rules:
+  - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20 }
+  - name: login.v2
+    algorithm: sliding_window
+    limit: 5
+    period: 15m
+)",
+                            "sluice.yaml");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->listen.host, "0.0.0.0");
+  EXPECT_EQ(config->listen.port, 9000);
+  EXPECT_EQ(config->store.url, "redis://127.0.0.1:6379");
+  EXPECT_EQ(config->store.timeout, milliseconds(20));
+  EXPECT_EQ(config->server.io_threads, 3);
+  EXPECT_EQ(config->server.read_timeout, seconds(2));
+  EXPECT_EQ(config->server.idle_timeout, milliseconds(500));
+  ASSERT_EQ(config->rules.size(), 2u);
+  EXPECT_EQ(config->rules[0].name, "api");
+  EXPECT_EQ(config->rules[0].limit, *Limit::Create(Algorithm::kGcra, 100, seconds(60), 20));
+  EXPECT_EQ(config->rules[1].name, "login.v2");
+  EXPECT_EQ(config->rules[1].limit,
+            *Limit::Create(Algorithm::kSlidingWindow, 5, std::chrono::minutes(15)));
+}
+
+TEST(ConfigTest, OptionalSectionsHaveDefaults) {
+  auto config =
+      ParseConfig("rules: [{name: a, algorithm: fixed_window, limit: 1, period: 1s}]", "x.yaml");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->listen.ToString(), "127.0.0.1:8080");
+  EXPECT_EQ(config->store.url, "memory://");
+  EXPECT_EQ(config->store.timeout, milliseconds(50));
+  EXPECT_EQ(config->server.io_threads, 0);
+  EXPECT_EQ(config->server.read_timeout, seconds(10));
+  EXPECT_EQ(config->server.idle_timeout, seconds(60));
+}
+
+TEST(ConfigTest, TheShippedExampleIsValid) {
+  auto config = LoadConfigFile(SLUICE_SOURCE_DIR "/examples/sluice.yaml");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->listen.ToString(), "127.0.0.1:8080");
+  EXPECT_EQ(config->store.url, "memory://");
+  EXPECT_GE(config->rules.size(), 1u);
+}
+
+struct BadConfig {
+  std::string yaml;
+  std::string error;  // the whole message
+};
+
+constexpr std::string_view kRuleHead = "rules:\n  - name: api\n";  // lines 1 and 2
+
+TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
+  const std::string rule = std::string(kRuleHead);
+  const std::vector<BadConfig> cases = {
+      {rule + "    algorithm: gcr\n    limit: 10\n    period: 1s\n",
+       "bad.yaml:3: rules[0].algorithm: unknown algorithm 'gcr' (expected fixed_window, "
+       "sliding_log, sliding_window, token_bucket, leaky_bucket or gcra)"},
+      {rule + "    algorithm: gcra\n    limit: 10\n",
+       "bad.yaml:2: rules[0].period: missing required field"},
+      {rule + "    algorithm: gcra\n    limit: ten\n    period: 1s\n",
+       "bad.yaml:4: rules[0].limit: expected an integer, got 'ten'"},
+      {rule + "    algorithm: gcra\n    limit: 1.5\n    period: 1s\n",
+       "bad.yaml:4: rules[0].limit: expected an integer, got '1.5'"},
+      {rule + "    algorithm: gcra\n    limit: [10]\n    period: 1s\n",
+       "bad.yaml:4: rules[0].limit: expected an integer"},
+      {rule + "    algorithm: [gcra]\n    limit: 10\n    period: 1s\n",
+       "bad.yaml:3: rules[0].algorithm: expected a string"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 1x\n",
+       "bad.yaml:5: rules[0].period: bad duration '1x': unknown unit 'x' (us, ms, s, m, h or d)"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 10\n",
+       "bad.yaml:5: rules[0].period: bad duration '10': missing unit (us, ms, s, m, h or d)"},
+      {rule + "    algorithm: gcra\n    limit: 0\n    period: 1s\n",
+       "bad.yaml:4: rules[0].limit: limit must be positive, got 0"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 0s\n",
+       "bad.yaml:5: rules[0].period: period must be between 1ms and 366 days, got 0us"},
+      {rule + "    algorithm: fixed_window\n    limit: 10\n    period: 1s\n    burst: 5\n",
+       "bad.yaml:6: rules[0].burst: burst applies to token_bucket, leaky_bucket and gcra, not "
+       "fixed_window"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    burst: -1\n",
+       "bad.yaml:6: rules[0].burst: burst must be positive, got -1"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    brust: 5\n",
+       "bad.yaml:6: rules[0].brust: unknown field (expected name, algorithm, limit, period, "
+       "burst)"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    limit: 20\n    period: 1s\n",
+       "bad.yaml:5: rules[0].limit: field given twice"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n"
+              "  - { name: api, algorithm: gcra, limit: 1, period: 1s }\n",
+       "bad.yaml:6: rules[1].name: duplicate rule name 'api'"},
+      {"rules:\n  - { name: a b, algorithm: gcra, limit: 1, period: 1s }\n",
+       "bad.yaml:2: rules[0].name: 'a b' is not a rule name: 1 to 64 characters of A-Z, a-z, "
+       "0-9, '_', '.', ':' or '-'"},
+      {"rules:\n  - 42\n", "bad.yaml:2: rules[0]: expected a mapping of fields"},
+      {"listen: 127.0.0.1:8080\n", "bad.yaml:1: rules: missing required field"},
+      {"rules: []\n", "bad.yaml:1: rules: expected a non-empty list of rules"},
+      {"rules: {a: 1}\n", "bad.yaml:1: rules: expected a non-empty list of rules"},
+      {"lissen: 127.0.0.1:80\n",
+       "bad.yaml:1: lissen: unknown field (expected listen, store, server, rules)"},
+      {"listen: localhost\nrules: []\n",
+       "bad.yaml:1: listen: bad listen address 'localhost': expected HOST:PORT"},
+      {"store: {url: memory://, timeout_ms: 0}\n",
+       "bad.yaml:1: store.timeout_ms: must be between 1 and 60000"},
+      {"store: memory://\n", "bad.yaml:1: store: expected a mapping of fields"},
+      {"server:\n  io_threads: 0\n", "bad.yaml:2: server.io_threads: must be between 1 and 256"},
+      {"server:\n  read_timeout: soon\n",
+       "bad.yaml:2: server.read_timeout: bad duration 'soon': expected a whole number and a "
+       "unit"},
+      {"rules:\n  - { name: a, algorithm: gcra\n",
+       "bad.yaml:3: (syntax): end of map flow not found"},
+      {"", "bad.yaml:1: (top level): the file is empty"},
+      {"- a\n- b\n", "bad.yaml:1: (top level): expected a mapping of fields"},
+  };
+  for (const BadConfig& c : cases) {
+    auto config = ParseConfig(c.yaml, "bad.yaml");
+    ASSERT_FALSE(config.ok()) << c.yaml;
+    EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(config.status().message(), c.error) << c.yaml;
+  }
+}
+
+TEST(ConfigTest, UnreadableFileIsNamed) {
+  auto config = LoadConfigFile("/nonexistent/sluice.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().message(),
+            "cannot open config file '/nonexistent/sluice.yaml': No such file or directory");
+}
+
+TEST(ConfigTest, LoadedFileErrorsNameThePath) {
+  const std::string path = ::testing::TempDir() + "sluice_config_test.yaml";
+  std::ofstream(path) << "rules:\n  - { name: a, algorithm: gcra, limit: -3, period: 1s }\n";
+  auto config = LoadConfigFile(path);
+  std::remove(path.c_str());
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().message(), path + ":2: rules[0].limit: limit must be positive, got -3");
+}
+
+TEST(ConfigTest, ListenAddresses) {
+  EXPECT_EQ(ParseListenAddress("127.0.0.1:0")->port, 0);
+  EXPECT_EQ(ParseListenAddress("localhost:80")->host, "localhost");
+  EXPECT_EQ(ParseListenAddress("[::1]:8080")->host, "::1");
+  EXPECT_EQ(ParseListenAddress("[::1]:8080")->ToString(), "[::1]:8080");
+  for (std::string_view bad : {"", "host", ":80", "h:", "h:-1", "h:65536", "h:8o", "::1:80"}) {
+    EXPECT_FALSE(ParseListenAddress(bad).ok()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace sluice::config

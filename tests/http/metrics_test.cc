@@ -1,0 +1,89 @@
+#include "http/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sluice::http {
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+bool Has(const std::string& text, std::string_view line) {
+  return text.find(line) != std::string::npos;
+}
+
+TEST(MetricsTest, RuleCountersAreCreatedOnceAndKept) {
+  Metrics metrics;
+  RuleCounters& api = metrics.ForRule("api");
+  EXPECT_EQ(&metrics.ForRule("api"), &api);
+  metrics.CountDecision(api, true);
+  metrics.CountDecision(api, true);
+  metrics.CountDecision(api, false);
+  metrics.ForRule("login");
+  const std::string text = metrics.Exposition();
+  EXPECT_TRUE(Has(text, "# TYPE sluice_checks_total counter\n"));
+  EXPECT_TRUE(Has(text, "sluice_checks_total{rule=\"api\",result=\"allowed\"} 2\n"));
+  EXPECT_TRUE(Has(text, "sluice_checks_total{rule=\"api\",result=\"denied\"} 1\n"));
+  EXPECT_TRUE(Has(text, "sluice_checks_total{rule=\"login\",result=\"allowed\"} 0\n"));
+}
+
+TEST(MetricsTest, HistogramBucketsAreCumulative) {
+  Metrics metrics;
+  metrics.ObserveCheckDuration(microseconds(30));         // <= 50us
+  metrics.ObserveCheckDuration(microseconds(50));         // <= 50us: bounds are inclusive
+  metrics.ObserveCheckDuration(microseconds(700));        // <= 1ms
+  metrics.ObserveCheckDuration(std::chrono::seconds(3));  // +Inf only
+  const std::string text = metrics.Exposition();
+  EXPECT_TRUE(Has(text, "# TYPE sluice_check_duration_seconds histogram\n"));
+  EXPECT_TRUE(Has(text, "sluice_check_duration_seconds_bucket{le=\"5e-05\"} 2\n")) << text;
+  EXPECT_TRUE(Has(text, "sluice_check_duration_seconds_bucket{le=\"0.0005\"} 2\n"));
+  EXPECT_TRUE(Has(text, "sluice_check_duration_seconds_bucket{le=\"0.001\"} 3\n"));
+  EXPECT_TRUE(Has(text, "sluice_check_duration_seconds_bucket{le=\"1\"} 3\n"));
+  EXPECT_TRUE(Has(text, "sluice_check_duration_seconds_bucket{le=\"+Inf\"} 4\n"));
+  EXPECT_TRUE(Has(text, "sluice_check_duration_seconds_sum 3.00078\n")) << text;
+  EXPECT_TRUE(Has(text, "sluice_check_duration_seconds_count 4\n"));
+  EXPECT_EQ(metrics.check_duration_count(), 4u);
+}
+
+TEST(MetricsTest, HttpResponsesByCodeWithOthersTogether) {
+  Metrics metrics;
+  metrics.CountHttpResponse(200);
+  metrics.CountHttpResponse(200);
+  metrics.CountHttpResponse(503);
+  metrics.CountHttpResponse(418);
+  metrics.CountHttpResponse(501);
+  metrics.CountStoreError();
+  const std::string text = metrics.Exposition();
+  EXPECT_TRUE(Has(text, "sluice_http_requests_total{code=\"200\"} 2\n"));
+  EXPECT_TRUE(Has(text, "sluice_http_requests_total{code=\"503\"} 1\n"));
+  EXPECT_TRUE(Has(text, "sluice_http_requests_total{code=\"other\"} 2\n"));
+  EXPECT_TRUE(Has(text, "sluice_store_errors_total 1\n"));
+  EXPECT_EQ(metrics.http_responses(418), 2u);  // "other"
+}
+
+TEST(MetricsTest, CountsFromManyThreadsAddUp) {
+  Metrics metrics;
+  RuleCounters& rule = metrics.ForRule("api");
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 1000; ++i) {
+        metrics.CountDecision(rule, i % 2 == 0);
+        metrics.CountHttpResponse(200);
+        metrics.ObserveCheckDuration(milliseconds(1));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(rule.allowed.load(), 2000u);
+  EXPECT_EQ(rule.denied.load(), 2000u);
+  EXPECT_EQ(metrics.http_responses(200), 4000u);
+  EXPECT_EQ(metrics.check_duration_count(), 4000u);
+}
+
+}  // namespace
+}  // namespace sluice::http

@@ -1,0 +1,455 @@
+// `sluice serve` as a user runs it: the real binary (its path is the first argument of this test
+// program) on a free loopback port with a temporary config, spoken to over real HTTP.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/redis_server.h"
+
+extern char** environ;
+
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string g_sluice;  // the binary under test
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Writes through a temporary file and a rename, as an editor or a deploy would, so a reload
+// never reads a half-written file.
+void WriteFile(const std::string& path, const std::string& text) {
+  const std::string temp = path + ".tmp";
+  std::ofstream(temp) << text;
+  std::filesystem::rename(temp, path);
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = ::testing::TempDir() + "sluice_serve_XXXXXX";
+    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+  bool ok() const { return !path_.empty(); }
+
+ private:
+  std::string path_;
+};
+
+// A process of the binary under test, with stdout and stderr going to a log file.
+class Process {
+ public:
+  Process(std::vector<std::string> args, std::string log_path) : log_path_(std::move(log_path)) {
+    args.insert(args.begin(), g_sluice);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    if (posix_spawn(&pid_, g_sluice.c_str(), &actions, nullptr, argv.data(), environ) != 0) {
+      pid_ = -1;
+    }
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~Process() {
+    if (pid_ > 0 && !exit_status_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  bool started() const { return pid_ > 0; }
+  void Signal(int signal) const { kill(pid_, signal); }
+  std::string Log() const { return ReadFile(log_path_); }
+
+  // The exit status once the process has exited normally within `timeout`; nullopt otherwise.
+  std::optional<int> WaitExit(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!exit_status_) {
+      int status = 0;
+      const pid_t r = waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        break;
+      }
+      if (r < 0 || std::chrono::steady_clock::now() > deadline) return std::nullopt;
+      std::this_thread::sleep_for(10ms);
+    }
+    return exit_status_;
+  }
+  bool Exited() { return WaitExit(0ms).has_value(); }
+
+  // Polls the log until it contains `text` (bounded by `timeout`).
+  bool WaitForLog(std::string_view text, std::chrono::milliseconds timeout = 5s) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (Log().find(text) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(10ms);
+    }
+    return true;
+  }
+
+ private:
+  std::string log_path_;
+  pid_t pid_ = -1;
+  std::optional<int> exit_status_;
+};
+
+// `sluice serve` on a free port with the given rules, up and answering /healthz.
+class Service {
+ public:
+  explicit Service(const std::string& rules_yaml, std::string store_url = "memory://")
+      : port_(sluice::testing::FreeLoopbackPort()),
+        config_(dir_.File("sluice.yaml")),
+        store_url_(std::move(store_url)) {
+    WriteConfig(rules_yaml);
+    process_ = std::make_unique<Process>(
+        std::vector<std::string>{"serve", "--config", config_, "--listen",
+                                 "127.0.0.1:" + std::to_string(port_), "--io-threads", "2"},
+        dir_.File("serve.log"));
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    httplib::Client client = Client();
+    while (std::chrono::steady_clock::now() < deadline && !process_->Exited()) {
+      if (auto r = client.Get("/healthz"); r && r->status == 200) {
+        up_ = true;
+        break;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+
+  void WriteConfig(const std::string& rules_yaml) const {
+    WriteFile(config_, "store: {url: \"" + store_url_ + "\"}\n" + rules_yaml);
+  }
+
+  bool up() const { return up_; }
+  int port() const { return port_; }
+  const std::string& config_path() const { return config_; }
+  Process& process() { return *process_; }
+
+  httplib::Client Client() const {
+    httplib::Client client("127.0.0.1", port_);
+    client.set_connection_timeout(5s);
+    client.set_read_timeout(5s);
+    client.set_keep_alive(true);
+    return client;
+  }
+
+ private:
+  TempDir dir_;
+  int port_;
+  std::string config_;
+  std::string store_url_;
+  std::unique_ptr<Process> process_;
+  bool up_ = false;
+};
+
+// Sends raw bytes on a new connection and returns everything read until the server closes it (or
+// 5 s pass).
+std::string RawExchange(int port, const std::string& bytes) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  timeval timeout{.tv_sec = 5, .tv_usec = 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size())) {
+    char buf[4096];
+    for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;)
+      out.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
+constexpr const char* kRules = R"(rules:
+  - { name: api, algorithm: gcra, limit: 100, period: 1m }
+  - { name: slow, algorithm: gcra, limit: 1, period: 10s }
+)";
+
+json Body(const httplib::Result& r) { return json::parse(r->body, nullptr, false); }
+
+TEST(ServeE2ETest, AnswersChecksWithRateLimitHeaders) {
+  Service service(kRules);
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  httplib::Client client = service.Client();
+
+  auto r =
+      client.Post("/v1/check", R"({"rule":"api","key":"user:42","cost":1})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(Body(r), json::parse(R"({"allowed":true,"limit":100,"remaining":99,
+                                    "retry_after_ms":0,"reset_after_ms":600})"));
+  EXPECT_EQ(r->get_header_value("RateLimit-Policy"), R"("api";q=100;w=60)");
+  EXPECT_EQ(r->get_header_value("RateLimit"), R"("api";r=99;t=1)");
+  EXPECT_FALSE(r->has_header("Retry-After"));
+
+  ASSERT_EQ(client.Post("/v1/check", R"({"rule":"slow","key":"k"})", "application/json")->status,
+            200);
+  auto denied = client.Post("/v1/check", R"({"rule":"slow","key":"k"})", "application/json");
+  ASSERT_TRUE(denied);
+  EXPECT_EQ(denied->status, 200);
+  EXPECT_EQ(Body(denied)["allowed"], false);
+  EXPECT_EQ(denied->get_header_value("Retry-After"), "10");
+  EXPECT_EQ(denied->get_header_value("RateLimit"), R"("slow";r=0;t=10)");
+
+  auto batch = client.Post("/v1/check",
+                           R"({"checks":[{"rule":"api","key":"user:42"},{"rule":"nope","key":"x"},
+                                         {"rule":"slow","key":"other"}]})",
+                           "application/json");
+  ASSERT_TRUE(batch);
+  EXPECT_EQ(batch->status, 200);
+  const json results = Body(batch)["results"];
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0]["remaining"], 98);
+  EXPECT_EQ(results[1], json::parse(R"({"error":"unknown rule 'nope'"})"));
+  EXPECT_EQ(results[2]["allowed"], true);
+
+  auto ready = client.Get("/readyz");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 200);
+
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_NE(metrics->body.find("sluice_checks_total{rule=\"slow\",result=\"denied\"} 1\n"),
+            std::string::npos)
+      << metrics->body;
+  EXPECT_NE(metrics->body.find("sluice_checks_total{rule=\"api\",result=\"allowed\"} 2\n"),
+            std::string::npos);
+}
+
+TEST(ServeE2ETest, RefusesBadRequests) {
+  Service service(kRules);
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  httplib::Client client = service.Client();
+
+  auto unknown = client.Post("/v1/check", R"({"rule":"nope","key":"k"})", "application/json");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 400);
+  EXPECT_EQ(Body(unknown), json::parse(R"({"error":"unknown rule 'nope'"})"));
+
+  auto malformed = client.Post("/v1/check", "{", "application/json");
+  ASSERT_TRUE(malformed);
+  EXPECT_EQ(malformed->status, 400);
+
+  auto missing = client.Get("/v1/nothing");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+
+  auto wrong_method = client.Get("/v1/check");
+  ASSERT_TRUE(wrong_method);
+  EXPECT_EQ(wrong_method->status, 405);
+  EXPECT_EQ(wrong_method->get_header_value("Allow"), "POST");
+
+  httplib::Client fresh = service.Client();
+  auto too_large = fresh.Post("/v1/check", std::string(70 * 1024, 'x'), "application/json");
+  ASSERT_TRUE(too_large);
+  EXPECT_EQ(too_large->status, 413);
+  EXPECT_EQ(Body(too_large),
+            json::parse(R"({"error":"request body is above the maximum of 65536 bytes"})"));
+
+  httplib::Client another = service.Client();
+  auto big_header = another.Get("/healthz", {{"X-Padding", std::string(9000, 'p')}});
+  ASSERT_TRUE(big_header);
+  EXPECT_EQ(big_header->status, 431);
+
+  EXPECT_TRUE(RawExchange(service.port(), "NOT HTTP AT ALL\r\n\r\n")
+                  .starts_with("HTTP/1.1 400 Bad Request"));
+
+  // Still serving, and none of the above touched a limit.
+  auto peek = client.Post("/v1/check", R"({"rule":"slow","key":"k","cost":0})", "application/json");
+  ASSERT_TRUE(peek);
+  EXPECT_EQ(peek->get_header_value("RateLimit"), R"("slow";r=1;t=0)");
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  for (std::string_view line : {"sluice_http_requests_total{code=\"400\"} 3\n",
+                                "sluice_http_requests_total{code=\"404\"} 1\n",
+                                "sluice_http_requests_total{code=\"405\"} 1\n",
+                                "sluice_http_requests_total{code=\"413\"} 1\n",
+                                "sluice_http_requests_total{code=\"431\"} 1\n"}) {
+    EXPECT_NE(metrics->body.find(line), std::string::npos) << line << metrics->body;
+  }
+}
+
+TEST(ServeE2ETest, AnswersPipelinedRequestsInOrderOnOneConnection) {
+  Service service(kRules);
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  const std::string check = R"({"rule":"slow","key":"p"})";
+  const std::string post =
+      "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(check.size()) +
+      "\r\n\r\n" + check;
+  const std::string out =
+      RawExchange(service.port(),
+                  post + post + "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const size_t first = out.find(R"({"allowed":true)");
+  const size_t second = out.find(R"({"allowed":false)");
+  const size_t health = out.find(R"({"status":"ok"})");
+  ASSERT_NE(first, std::string::npos) << out;
+  ASSERT_NE(second, std::string::npos) << out;
+  ASSERT_NE(health, std::string::npos) << out;
+  EXPECT_LT(first, second);
+  EXPECT_LT(second, health);
+}
+
+TEST(ServeE2ETest, OnRedisAnUnreachableStoreIs503UntilItIsBack) {
+  auto redis = sluice::testing::RedisServer::Start();
+  ASSERT_NE(redis, nullptr);
+  Service service(kRules, redis->url());
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  httplib::Client client = service.Client();
+  const auto check = [&] {
+    return client.Post("/v1/check", R"({"rule":"slow","key":"k"})", "application/json");
+  };
+  const auto ready_status = [&] {
+    auto r = client.Get("/readyz");
+    return r ? r->status : -1;
+  };
+  auto first = check();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 200);
+  EXPECT_EQ(Body(first)["allowed"], true);
+  EXPECT_EQ(check()->get_header_value("Retry-After"), "10");  // the state is in Redis
+  EXPECT_EQ(ready_status(), 200);
+
+  redis->Kill();
+  auto failed = check();
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->status, 503);
+  EXPECT_TRUE(Body(failed)["error"].is_string()) << failed->body;
+  EXPECT_EQ(ready_status(), 503);
+  EXPECT_TRUE(service.process().WaitForLog("store failed")) << service.process().Log();
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->body.find("sluice_store_errors_total 0\n"), std::string::npos);
+  EXPECT_NE(metrics->body.find("sluice_http_requests_total{code=\"503\"} 2\n"), std::string::npos)
+      << metrics->body;
+
+  ASSERT_TRUE(redis->Restart());
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (ready_status() != 200 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(ready_status(), 200);
+  EXPECT_TRUE(service.process().WaitForLog("store is answering again")) << service.process().Log();
+  EXPECT_EQ(check()->status, 200);
+}
+
+TEST(ServeE2ETest, SighupReloadsAGoodFileAndKeepsTheOldRulesOnABadOne) {
+  Service service(kRules);
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  httplib::Client client = service.Client();
+  const auto status_of = [&](std::string_view rule) {
+    auto r = client.Post("/v1/check", R"({"rule":")" + std::string(rule) + R"(","key":"k"})",
+                         "application/json");
+    return r ? r->status : -1;
+  };
+  ASSERT_EQ(status_of("api"), 200);
+
+  service.WriteConfig(
+      "rules:\n  - { name: fresh, algorithm: fixed_window, limit: 5, period: 1s }\n");
+  service.process().Signal(SIGHUP);
+  ASSERT_TRUE(service.process().WaitForLog("reloaded 1 rule(s)")) << service.process().Log();
+  EXPECT_EQ(status_of("fresh"), 200);
+  EXPECT_EQ(status_of("api"), 400);
+
+  service.WriteConfig("rules:\n  - { name: broken, algorithm: gcra, limit: 0, period: 1s }\n");
+  service.process().Signal(SIGHUP);
+  ASSERT_TRUE(service.process().WaitForLog("reload rejected")) << service.process().Log();
+  EXPECT_NE(service.process().Log().find(service.config_path() +
+                                         ":3: rules[0].limit: limit must be positive, got 0"),
+            std::string::npos)
+      << service.process().Log();
+  EXPECT_EQ(status_of("fresh"), 200);
+  EXPECT_EQ(status_of("broken"), 400);
+}
+
+TEST(ServeE2ETest, SigtermAndSigintStopGracefullyWithStatusZero) {
+  for (int signal : {SIGTERM, SIGINT}) {
+    Service service(kRules);
+    ASSERT_TRUE(service.up()) << service.process().Log();
+    // A kept-alive idle connection must not hold the process up.
+    httplib::Client client = service.Client();
+    ASSERT_EQ(client.Get("/healthz")->status, 200);
+    service.process().Signal(signal);
+    EXPECT_EQ(service.process().WaitExit(5s), 0) << service.process().Log();
+    EXPECT_NE(service.process().Log().find("stopped"), std::string::npos);
+  }
+}
+
+TEST(ServeE2ETest, BadConfigExitsWithStatusTwoNamingFileLineAndField) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string config = dir.File("bad.yaml");
+  WriteFile(config, "rules:\n  - name: api\n    algorithm: gcra2\n    limit: 1\n    period: 1s\n");
+  Process process({"serve", "--config", config}, dir.File("log"));
+  ASSERT_TRUE(process.started());
+  EXPECT_EQ(process.WaitExit(5s), 2);
+  EXPECT_NE(process.Log().find(config + ":3: rules[0].algorithm: unknown algorithm 'gcra2'"),
+            std::string::npos)
+      << process.Log();
+
+  Process bad_flag({"serve", "--config", config, "--listen", "nowhere"}, dir.File("log2"));
+  EXPECT_EQ(bad_flag.WaitExit(5s), 2);
+}
+
+TEST(ServeE2ETest, AddressInUseExitsWithStatusOne) {
+  Service first(kRules);
+  ASSERT_TRUE(first.up()) << first.process().Log();
+  TempDir dir;
+  Process second({"serve", "--config", first.config_path(), "--listen",
+                  "127.0.0.1:" + std::to_string(first.port())},
+                 dir.File("log"));
+  EXPECT_EQ(second.WaitExit(5s), 1) << second.Log();
+  EXPECT_NE(second.Log().find("cannot listen on 127.0.0.1:"), std::string::npos) << second.Log();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (argc != 2) {
+    std::cerr << "usage: " << argv[0] << " PATH_TO_SLUICE_BINARY [gtest flags]\n";
+    return 2;
+  }
+  g_sluice = argv[1];
+  return RUN_ALL_TESTS();
+}
