@@ -2,8 +2,8 @@
 // system clock: one hot key; 1M keys drawn uniformly; 1M keys drawn Zipf(1.0); 1 and 2 threads
 // (each thread on its own keys, to measure scaling on distinct keys).
 //
-//   build/release/bench/sluice_benchmarks --benchmark_repetitions=5 \
-//     --benchmark_report_aggregates_only=true
+//   build/release/bench/sluice_benchmarks --benchmark_repetitions=5
+//       --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
 #include <cmath>
