@@ -5,7 +5,7 @@
 # Needs a release build: cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C build/release
 set -euo pipefail
 cd "$(dirname "$0")/.."
-sluice=build/release/src/cli/sluice
+sluice=build/release/sluice
 [ -x "$sluice" ] || { echo "build $sluice first (see the usage line)" >&2; exit 2; }
 algorithms=("$@")
 ((${#algorithms[@]})) || algorithms=(gcra fixed_window)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The two Quick start commands of the README:
-#   scripts/dev.sh run    install what is missing, build, run the main job
+#   scripts/dev.sh run    install what is missing, build, run the main job: `sluice serve` on the
+#                         in-memory store with examples/sluice.yaml, on 127.0.0.1:8080
 #   scripts/dev.sh test   install what is missing, build, run every test: a release build with
-#                         -Werror, an ASan+UBSan build, and a TSan build of the concurrent code
+#                         -Werror, an ASan+UBSan build, a TSan build of the concurrent code, and
+#                         the libFuzzer targets for a bounded time
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,9 +18,9 @@ configure() {  # DIR [cmake args...]
 run() {
   configure build/release -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCH=OFF
   ninja -C build/release -j "$jobs" sluice_cli
-  echo "== sluice simulate: gcra, 5 per 10s, on examples/traces/burst.txt"
-  ./build/release/sluice simulate --algorithm gcra --limit 5 --period 10s \
-    --trace examples/traces/burst.txt
+  echo "== sluice serve on 127.0.0.1:8080 (in-memory store, examples/sluice.yaml); Ctrl-C stops it"
+  echo "   try: curl -si localhost:8080/v1/check -d '{\"rule\":\"api\",\"key\":\"user:42\"}'"
+  exec ./build/release/sluice serve --config examples/sluice.yaml
 }
 
 test_all() {
@@ -38,7 +40,10 @@ test_all() {
   CC=clang CXX=clang++ configure build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DSLUICE_SANITIZE=thread -DSLUICE_BUILD_BENCH=OFF
   ninja -C build/tsan -j "$jobs"
-  ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L 'concurrency|redis' -LE fault
+  ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L 'concurrency|redis|http' -LE fault
+
+  echo "== libFuzzer: the HTTP API and the config parser, 20 s each"
+  bash scripts/fuzz.sh 20
 }
 
 bash scripts/install-deps.sh

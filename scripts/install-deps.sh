@@ -8,7 +8,7 @@ packages=(
   libboost1.81-dev libhiredis-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libfmt-dev libspdlog-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  redis-server redis-tools
+  redis-server redis-tools curl wrk
 )
 
 missing=()
