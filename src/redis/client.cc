@@ -136,13 +136,20 @@ class Connection {
     asio::post(io_, [this] { Connect(); });
   }
 
-  // On any thread. Fails the entry inline when it can't be taken.
+  // On any thread. Fails the entries inline when they can't be taken. Admission and queueing
+  // happen under one lock, and the connection becomes ready or stops being ready under that lock
+  // too, so a call admitted on a connection that then drops can never be written on the next one
+  // ahead of its AUTH and SELECT.
   void Submit(std::string bytes, std::vector<Pending> entries) {
-    if (Status s = Admit(entries.size()); !s.ok()) {
-      for (auto& e : entries) e.done(s);
-      return;
+    Refusal refusal;
+    {
+      std::lock_guard lock(mu_);
+      refusal = Admit(entries.size());
+      if (refusal == Refusal::kNone) EnqueueLocked(bytes, entries);
     }
-    Enqueue(bytes, std::move(entries));
+    if (refusal == Refusal::kNone) return;
+    const Status status = Refuse(refusal);
+    for (auto& e : entries) e.done(status);
   }
 
   bool ready() const { return ready_.load(std::memory_order_acquire); }
@@ -161,23 +168,36 @@ class Connection {
   std::atomic<uint64_t> commands{0}, writes{0}, connects{0};
 
  private:
-  Status Admit(size_t n) {
-    if (!ready()) {
-      return Status::Unavailable("not connected to Redis at " + Address() +
-                                 (last_error_.empty() ? "" : ": " + LastError()));
-    }
+  enum class Refusal { kNone, kNotConnected, kTooManyPending };
+
+  // Under mu_.
+  Refusal Admit(size_t n) {
+    if (!ready()) return Refusal::kNotConnected;
     if (pending_.fetch_add(n, std::memory_order_relaxed) + n >
         options_.max_pending_per_connection) {
       pending_.fetch_sub(n, std::memory_order_relaxed);
+      return Refusal::kTooManyPending;
+    }
+    return Refusal::kNone;
+  }
+
+  Status Refuse(Refusal refusal) const {
+    if (refusal == Refusal::kTooManyPending) {
       return Status::ResourceExhausted("too many Redis calls pending (" +
                                        std::to_string(options_.max_pending_per_connection) +
                                        " on one connection)");
     }
-    return Status::Ok();
+    const std::string why = LastError();
+    return Status::Unavailable("not connected to Redis at " + Address() +
+                               (why.empty() ? "" : ": " + why));
   }
 
-  void Enqueue(const std::string& bytes, std::vector<Pending> entries) {
+  void Enqueue(const std::string& bytes, std::vector<Pending>& entries) {
     std::lock_guard lock(mu_);
+    EnqueueLocked(bytes, entries);
+  }
+
+  void EnqueueLocked(const std::string& bytes, std::vector<Pending>& entries) {
     outgoing_.append(bytes);
     for (auto& e : entries) incoming_.push_back(std::move(e));
     if (!flush_posted_) {
@@ -198,27 +218,35 @@ class Connection {
 
   // --- I/O thread from here on ---
 
+  // Moves every queued call into the in-flight queue at once, so its deadline is watched even
+  // while the bytes wait behind a write that does not complete (a hung server with full socket
+  // buffers); the bytes leave in one write as soon as none is in flight.
   void Flush() {
     std::vector<Pending> taken;
+    bool write = false;
     {
       std::lock_guard lock(mu_);
       flush_posted_ = false;
-      if (writing_active_ && connected_) return;  // the write in flight takes it on completion
       taken.swap(incoming_);
-      if (connected_) {
-        writing_.swap(outgoing_);
-      } else {
+      if (!connected_) {
         outgoing_.clear();
+      } else if (!writing_active_) {
+        writing_.swap(outgoing_);
+        write = !writing_.empty();
       }
     }
     if (!connected_) {
       FailAll(taken, Status::Unavailable("connection to Redis at " + Address() + " lost"));
       return;
     }
-    for (auto& p : taken) inflight_.push_back(std::move(p));
+    Steady::time_point earliest = Steady::time_point::max();
+    for (auto& p : taken) {
+      if (!p.finished) earliest = std::min(earliest, p.deadline);
+      inflight_.push_back(std::move(p));
+    }
     commands.fetch_add(taken.size(), std::memory_order_relaxed);
-    ArmDeadlineTimer();
-    if (!writing_.empty()) Write();
+    ArmDeadlineTimer(earliest);
+    if (write) Write();
   }
 
   void Write() {
@@ -294,25 +322,17 @@ class Connection {
     entries[1] = std::move(entry);
     ++resent_in_flight_;
     pending_.fetch_add(2, std::memory_order_relaxed);
-    Enqueue(bytes, std::move(entries));
+    Enqueue(bytes, entries);
   }
 
-  void ArmDeadlineTimer() {
-    if (timer_armed_) return;
-    Steady::time_point at = Steady::time_point::max();
-    for (const auto& p : inflight_) {
-      if (!p.finished) {
-        at = std::min(at, p.deadline);
-        if (resent_in_flight_ == 0) break;
-      }
-    }
-    if (at == Steady::time_point::max()) {
-      if (inflight_.empty()) return;
-      at = inflight_.front().deadline + options_.hang_timeout;  // only late replies are awaited
-    }
+  // Makes the timer fire by `at` (or keeps it firing earlier).
+  void ArmDeadlineTimer(Steady::time_point at) {
+    if (at == Steady::time_point::max() || (timer_armed_ && timer_at_ <= at)) return;
     timer_armed_ = true;
-    deadline_timer_.expires_at(at);
-    deadline_timer_.async_wait([this](boost::system::error_code ec) {
+    timer_at_ = at;
+    deadline_timer_.expires_at(at);  // a wait armed for later completes as aborted and is ignored
+    deadline_timer_.async_wait([this, gen = ++timer_generation_](boost::system::error_code ec) {
+      if (gen != timer_generation_) return;
       timer_armed_ = false;
       if (ec || stopping_) return;
       ExpireCalls();
@@ -321,22 +341,26 @@ class Connection {
 
   void ExpireCalls() {
     const auto now = Steady::now();
+    Steady::time_point next = Steady::time_point::max();
     for (auto& p : inflight_) {
+      if (p.finished) continue;
       if (p.deadline > now) {
-        if (resent_in_flight_ == 0) break;
+        next = std::min(next, p.deadline);
+        if (resent_in_flight_ == 0) break;  // deadlines grow along the queue but for re-sends
         continue;
       }
-      if (p.finished) continue;
       p.finished = true;
       p.done(Status::DeadlineExceeded("no reply from Redis at " + Address() + " within " +
                                       std::to_string(options_.timeout.count() / 1000) + " ms"));
     }
-    if (!inflight_.empty() && inflight_.front().deadline + options_.hang_timeout <= now &&
-        last_read_ < inflight_.front().deadline) {
+    if (inflight_.empty()) return;
+    // Hung: the oldest call is past its deadline and nothing was read for hang_timeout since.
+    const auto hung_at = std::max(last_read_, inflight_.front().deadline) + options_.hang_timeout;
+    if (hung_at <= now) {
       return Disconnect("Redis did not answer for " +
                         std::to_string(options_.hang_timeout.count() / 1000) + " ms");
     }
-    ArmDeadlineTimer();
+    ArmDeadlineTimer(std::min(next, hung_at));
   }
 
   void Connect() {
@@ -429,12 +453,13 @@ class Connection {
         if (last) {
           backoff_ = options_.reconnect_min;
           connects.fetch_add(1, std::memory_order_relaxed);
+          std::lock_guard lock(mu_);  // see Submit
           ready_.store(true, std::memory_order_release);
         }
       };
     }
     pending_.fetch_add(entries.size(), std::memory_order_relaxed);
-    Enqueue(bytes, std::move(entries));
+    Enqueue(bytes, entries);
   }
 
   void ConnectFailed(const std::string& why) {
@@ -454,7 +479,6 @@ class Connection {
   // Closes the socket and fails every call that has not been answered.
   void Drop(const Status& status) {
     ++generation_;
-    ready_.store(false, std::memory_order_release);
     boost::system::error_code ignored;
     socket_.close(ignored);
     redisReaderFree(reader_);
@@ -465,6 +489,7 @@ class Connection {
     std::vector<Pending> taken;
     {
       std::lock_guard lock(mu_);
+      ready_.store(false, std::memory_order_release);  // see Submit
       connected_ = false;
       taken.swap(incoming_);
       outgoing_.clear();
@@ -522,6 +547,8 @@ class Connection {
   std::string writing_;
   bool writing_active_ = false;
   bool timer_armed_ = false;
+  Steady::time_point timer_at_{};
+  uint64_t timer_generation_ = 0;
   bool stopping_ = false;
   int resent_in_flight_ = 0;
   uint64_t generation_ = 0;  // bumped per connection attempt; stale handlers see a mismatch
@@ -646,15 +673,22 @@ class AsioClient final : public Client {
     return p;
   }
 
-  // Round robin over the ready connections, the least loaded of two neighbours.
+  // Of the next two ready connections in round-robin order, the one with fewer calls pending.
   Connection& Pick() {
     const size_t n = connections_.size();
     const size_t start = next_.fetch_add(1, std::memory_order_relaxed);
+    Connection* best = nullptr;
     for (size_t i = 0; i < n; ++i) {
       Connection& c = *connections_[(start + i) % n];
-      if (c.ready()) return c;
+      if (!c.ready()) continue;
+      if (best == nullptr) {
+        best = &c;
+        continue;
+      }
+      if (c.pending() < best->pending()) best = &c;
+      break;
     }
-    return *connections_[start % n];  // none ready: it refuses with UNAVAILABLE
+    return best != nullptr ? *best : *connections_[start % n];  // none ready: UNAVAILABLE
   }
 
   const ClientOptions options_;

@@ -6,8 +6,21 @@
 namespace sluice::redis {
 namespace {
 
+// The URL with its password masked, fit for an error message that may reach a log.
+std::string Redacted(std::string_view url) {
+  const auto scheme_end = url.find("://");
+  const auto at = url.rfind('@');
+  if (scheme_end == std::string_view::npos || at == std::string_view::npos || at < scheme_end) {
+    return std::string(url);
+  }
+  const auto userinfo = scheme_end + 3;
+  const auto colon = url.substr(userinfo, at - userinfo).find(':');
+  const auto secret = colon == std::string_view::npos ? userinfo : userinfo + colon + 1;
+  return std::string(url.substr(0, secret)) + "***" + std::string(url.substr(at));
+}
+
 Status BadUrl(std::string_view url, std::string_view why) {
-  return Status::InvalidArgument("bad Redis URL '" + std::string(url) + "': " + std::string(why) +
+  return Status::InvalidArgument("bad Redis URL '" + Redacted(url) + "': " + std::string(why) +
                                  " (expected redis://[user:password@]host:port[/db] or "
                                  "unix:///path[?db=N])");
 }

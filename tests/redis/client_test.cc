@@ -57,6 +57,16 @@ TEST(ParseRedisUrl, RejectsWithTheReason) {
   }
 }
 
+TEST(ParseRedisUrl, ErrorsDoNotShowThePassword) {
+  for (const char* bad :
+       {"redis://alice:hunter2@h:0", "redis://:hunter2@h:x", "redis://hunter2@h:1/x"}) {
+    auto r = ParseRedisUrl(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().message().find("hunter2"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("***@h"), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(Script, Sha1MatchesRedis) {
   auto server = testing::RedisServer::Start();
   ASSERT_NE(server, nullptr);
@@ -188,6 +198,108 @@ TEST_F(ClientTest, HungServerMeetsTheDeadline) {
   EXPECT_EQ(after->str, "mine");
 }
 
+TEST_F(ClientTest, EveryCallOnAHungServerMeetsItsDeadline) {
+  ClientOptions options;
+  options.timeout = 50ms;
+  options.hang_timeout = 10s;
+  auto c = Connect(options);
+  server_->Pause();
+  for (int i = 0; i < 3; ++i) {
+    const auto start = Steady::now();
+    auto r = Run(*c, {"PING"});
+    const auto took = Steady::now() - start;
+    EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << "call " << i;
+    EXPECT_LT(took, 50ms + 40ms) << "call " << i;
+  }
+  server_->Resume();
+}
+
+// A hung server stops reading: once the socket buffers are full the write in flight never
+// completes, and calls queued behind it must still meet their deadline.
+TEST_F(ClientTest, DeadlineHoldsBehindABlockedWrite) {
+  ClientOptions options;
+  options.timeout = 100ms;
+  options.hang_timeout = 10s;
+  auto c = Connect(options);
+  server_->Pause();
+  const std::string big(1 << 20, 'x');
+  std::atomic<int> big_answered{0};
+  for (int i = 0; i < 24; ++i) {  // 24 MiB: far more than loopback socket buffers hold
+    const std::string_view set[] = {"SET", "big", big};
+    c->Command(set, [&](Result<Reply>) { big_answered.fetch_add(1); });
+  }
+  const auto start = Steady::now();
+  auto r = Run(*c, {"PING"});
+  const auto took = Steady::now() - start;
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
+  EXPECT_LT(took, 100ms + 40ms);
+  EXPECT_EQ(big_answered.load(), 24);
+  server_->Resume();
+  const auto until = Steady::now() + 3s;
+  Result<Reply> up = Status::Unavailable("not tried");
+  while (Steady::now() < until && !(up = Run(*c, {"ECHO", "after"})).ok()) {
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_TRUE(up.ok()) << up.status().ToString();
+  EXPECT_EQ(up->str, "after");
+}
+
+TEST_F(ClientTest, ManyConnectionsOnManyThreads) {
+  ClientOptions options;
+  options.io_threads = 2;
+  options.connections_per_thread = 2;
+  options.max_pending_per_connection = 16384;
+  options.timeout = 5s;  // about load sharing, not speed: sanitizer builds are slow
+  auto c = Connect(options);
+  EXPECT_EQ(c->stats().connects, 4u);
+  constexpr int kThreads = 4, kPerThread = 1000;
+  std::atomic<int> ok{0}, answered{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      const std::string_view incr[] = {"INCR", "shared"};
+      for (int i = 0; i < kPerThread; ++i) {
+        c->Command(incr, [&](Result<Reply> r) {
+          if (r.ok() && r->type == Reply::Type::kInteger) ok.fetch_add(1);
+          answered.fetch_add(1);
+        });
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const auto until = Steady::now() + 10s;
+  while (answered.load() < kThreads * kPerThread && Steady::now() < until) {
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_EQ(ok.load(), kThreads * kPerThread);
+  EXPECT_EQ(Run(*c, {"GET", "shared"})->str, std::to_string(kThreads * kPerThread));
+  // Four client connections and redis-cli's own.
+  EXPECT_NE(server_->Cli({"INFO", "clients"}).find("connected_clients:5"), std::string::npos);
+}
+
+TEST_F(ClientTest, DestroyingTheClientFailsWhatIsPending) {
+  ClientOptions options;
+  options.timeout = 5s;
+  options.hang_timeout = 10s;
+  auto c = Connect(options);
+  server_->Pause();
+  constexpr int kCalls = 100;
+  std::atomic<int> unavailable{0}, answered{0};
+  const std::string_view ping[] = {"PING"};
+  for (int i = 0; i < kCalls; ++i) {
+    c->Command(ping, [&](Result<Reply> r) {
+      if (r.status().code() == StatusCode::kUnavailable) unavailable.fetch_add(1);
+      answered.fetch_add(1);
+    });
+  }
+  const auto start = Steady::now();
+  c.reset();
+  EXPECT_LT(Steady::now() - start, 1s);
+  EXPECT_EQ(answered.load(), kCalls);  // each callback exactly once, before the destructor returns
+  EXPECT_EQ(unavailable.load(), kCalls);
+  server_->Resume();
+}
+
 TEST_F(ClientTest, PendingBoundFailsFast) {
   ClientOptions options;
   options.timeout = 300ms;
@@ -303,6 +415,35 @@ TEST(Client, BadOptionsAreRefused) {
   options = {};
   options.timeout = 0ms;
   EXPECT_EQ(Client::Create(options).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Calls refused from several threads while the connection keeps failing and recording why.
+TEST(Client, RefusalsRaceWithReconnection) {
+  ClientOptions options;
+  options.port = testing::FreeLoopbackPort();
+  options.reconnect_min = 1ms;
+  options.reconnect_max = 1ms;
+  auto c = Client::Create(options);
+  ASSERT_TRUE(c.ok());
+  constexpr int kThreads = 2;
+  std::atomic<int> calls{0}, unavailable{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      const std::string_view ping[] = {"PING"};
+      const auto until = Steady::now() + 100ms;
+      for (int i = 0; i < 100'000 && Steady::now() < until; ++i) {
+        calls.fetch_add(1);
+        (*c)->Command(ping, [&](Result<Reply> r) {
+          if (r.status().code() == StatusCode::kUnavailable) unavailable.fetch_add(1);
+        });
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  c->reset();
+  EXPECT_GT(calls.load(), 0);
+  EXPECT_EQ(unavailable.load(), calls.load());
 }
 
 TEST(Client, NoServerFailsFast) {

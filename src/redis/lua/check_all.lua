@@ -1,0 +1,37 @@
+-- Several limits on one request, all or nothing: every limit consumes if every one admits,
+-- otherwise none does.
+-- KEYS: per limit, its state key and its auxiliary key (distinct limiter keys).
+-- ARGV: now in µs ('' for Redis TIME), expiry margin in ms, the number of limits, then per
+--   limit: algorithm name, cost, and its two parameters.
+-- Returns one {allowed, remaining, retry_after, reset_after} per limit. When some limit refuses,
+-- a limit that would have admitted reports what a peek sees, as refused with retry_after 0.
+local now = clock(ARGV[1])
+local margin = tonumber(ARGV[2])
+local limits = {}
+local all_allowed = true
+for i = 1, tonumber(ARGV[3]) do
+  local arg = 4 + (i - 1) * 4
+  local l = {
+    algorithm = algorithms[ARGV[arg]],
+    keys = { main = KEYS[2 * i - 1], aux = KEYS[2 * i] },
+    cost = tonumber(ARGV[arg + 1]),
+    a = tonumber(ARGV[arg + 2]),
+    b = tonumber(ARGV[arg + 3]),
+  }
+  l.state, l.present = l.algorithm.load(l.keys, now, l.a, l.b)
+  l.d = decide(l.algorithm, l.keys, l.state, l.present, now, l.cost, l.a, l.b)
+  all_allowed = all_allowed and l.d.allowed
+  limits[i] = l
+end
+local replies = {}
+for i, l in ipairs(limits) do
+  if not all_allowed and l.d.allowed then
+    l.cost = 0
+    l.d = decide(l.algorithm, l.keys, l.state, l.present, now, 0, l.a, l.b)
+    l.d.allowed = false
+    l.d.retry_after = 0
+  end
+  commit(l.algorithm, l.keys, l.d, now, l.cost, margin)
+  replies[i] = reply(l.d)
+end
+return replies

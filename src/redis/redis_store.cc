@@ -1,0 +1,318 @@
+#include "sluice/redis_store.h"
+
+#include <charconv>
+#include <future>
+#include <optional>
+#include <utility>
+
+#include "redis/client.h"
+#include "redis/keys.h"
+#include "redis/scripts.h"
+
+namespace sluice {
+namespace {
+
+// The two parameters a script takes after the cost.
+std::pair<int64_t, int64_t> ScriptParameters(const Limit& limit) {
+  if (HasBurst(limit.algorithm())) return {limit.capacity(), limit.emission_interval().count()};
+  return {limit.count(), limit.period().count()};
+}
+
+// Decimal integers formatted into inline buffers.
+class Numbers {
+ public:
+  static constexpr size_t kMax = 5;
+  Numbers() = default;
+  Numbers(const Numbers&) = delete;
+  Numbers& operator=(const Numbers&) = delete;
+
+  void Add(int64_t n) {
+    auto [end, ec] = std::to_chars(buffers_[size_], buffers_[size_] + sizeof(buffers_[size_]), n);
+    views_[size_] = std::string_view(buffers_[size_], end - buffers_[size_]);
+    ++size_;
+  }
+  void AddEmpty() { views_[size_++] = std::string_view(); }
+  std::span<const std::string_view> views() const { return {views_, size_}; }
+
+ private:
+  char buffers_[kMax][24];
+  std::string_view views_[kMax];
+  size_t size_ = 0;
+};
+
+// Views into one growing byte string, recorded as offsets until it stops growing.
+class Pieces {
+ public:
+  explicit Pieces(size_t reserve) { bytes_.reserve(reserve); }
+  void append(std::string_view bytes) { bytes_.append(bytes); }
+  size_t size() const { return bytes_.size(); }
+  void Mark(size_t begin, size_t end) { spans_.emplace_back(begin, end - begin); }
+  void AddNumber(int64_t n) {
+    char buffer[24];
+    auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), n);
+    const size_t begin = bytes_.size();
+    bytes_.append(buffer, end);
+    Mark(begin, bytes_.size());
+  }
+  void AddText(std::string_view text) {
+    const size_t begin = bytes_.size();
+    bytes_.append(text);
+    Mark(begin, bytes_.size());
+  }
+  // Valid while this object lives and nothing more is added.
+  std::vector<std::string_view> Views() const {
+    std::vector<std::string_view> views;
+    views.reserve(spans_.size());
+    for (auto [pos, len] : spans_) views.push_back(std::string_view(bytes_).substr(pos, len));
+    return views;
+  }
+
+ private:
+  std::string bytes_;
+  std::vector<std::pair<size_t, size_t>> spans_;
+};
+
+Status ReplyError(const std::string& message) {
+  // "ERR ..." is the script failing: a bug, not the server's state.
+  if (message.starts_with("ERR")) return Status::Internal("Redis check script failed: " + message);
+  return Status::Unavailable("Redis refused the check: " + message);
+}
+
+Result<Decision> ToDecision(const redis::Reply& reply, int64_t limit_count) {
+  if (reply.is_error()) return ReplyError(reply.str);
+  const auto& e = reply.elements;
+  if (reply.type != redis::Reply::Type::kArray || e.size() != 4 ||
+      e[0].type != redis::Reply::Type::kInteger || e[1].type != redis::Reply::Type::kInteger ||
+      e[2].type != redis::Reply::Type::kInteger || e[3].type != redis::Reply::Type::kInteger) {
+    return Status::Internal("unexpected reply from the Redis check script");
+  }
+  return Decision{
+      .allowed = e[0].integer == 1,
+      .limit = limit_count,
+      .remaining = e[1].integer,
+      .retry_after = Duration(e[2].integer),
+      .reset_after = Duration(e[3].integer),
+  };
+}
+
+Result<Decision> ToDecision(const Result<redis::Reply>& reply, int64_t limit_count) {
+  if (!reply.ok()) return reply.status();
+  return ToDecision(*reply, limit_count);
+}
+
+// Upper bound of the bytes of one request's keys, for reserving.
+size_t KeyBytes(std::string_view prefix, const CheckRequest& r) {
+  return prefix.size() + 3 * (r.scope.size() + r.key.size()) + 3 + redis::kAuxSuffix.size();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RedisStore>> RedisStore::Create(RedisStoreOptions options) {
+  if (options.key_prefix.find_first_of("{}") != std::string::npos) {
+    return Status::InvalidArgument(
+        "key prefix must not contain '{' or '}' (the hash tag is "
+        "the limiter key's), got '" +
+        options.key_prefix + "'");
+  }
+  if (options.expiry_margin < std::chrono::milliseconds(1)) {
+    return Status::InvalidArgument("expiry margin must be at least 1ms");
+  }
+  auto client_options = redis::ParseRedisUrl(options.url);
+  if (!client_options.ok()) return client_options.status();
+  client_options->timeout = options.timeout;
+  client_options->connect_timeout = options.connect_timeout;
+  client_options->io_threads = options.io_threads;
+  client_options->connections_per_thread = options.connections_per_thread;
+  client_options->max_pending_per_connection = options.max_pending_per_connection;
+  auto client = redis::Client::Create(std::move(*client_options));
+  if (!client.ok()) return client.status();
+  return std::unique_ptr<RedisStore>(new RedisStore(std::move(*client), std::move(options)));
+}
+
+RedisStore::RedisStore(std::unique_ptr<redis::Client> client, RedisStoreOptions options)
+    : client_(std::move(client)),
+      prefix_(std::move(options.key_prefix)),
+      clock_(options.clock),
+      margin_ms_((options.expiry_margin.count() + 999) / 1000) {}
+
+RedisStore::~RedisStore() = default;
+
+std::vector<std::string> RedisStore::KeysOf(std::string_view scope, std::string_view key) const {
+  std::string state;
+  redis::AppendStateKey(state, prefix_, scope, key);
+  std::string aux = state;
+  aux.append(redis::kAuxSuffix);
+  return {std::move(state), std::move(aux)};
+}
+
+void RedisStore::DoCheckAsync(const CheckRequest& request, DecisionCallback done) {
+  const Limit& limit = *request.limit;
+  // The auxiliary key is the state key and a suffix: both are views of one buffer.
+  redis::KeyBuffer names;
+  redis::AppendStateKey(names, prefix_, request.scope, request.key);
+  const size_t state_size = names.size();
+  const bool with_aux = limit.algorithm() == Algorithm::kSlidingLog;
+  if (with_aux) names.append(redis::kAuxSuffix);
+  const std::string_view keys[2] = {names.View(0, state_size), names.View(0, names.size())};
+
+  Numbers args;
+  if (clock_ != nullptr) {
+    args.Add(clock_->now().time_since_epoch().count());
+  } else {
+    args.AddEmpty();
+  }
+  args.Add(margin_ms_);
+  args.Add(request.cost);
+  const auto [a, b] = ScriptParameters(limit);
+  args.Add(a);
+  args.Add(b);
+  client_->EvalSha(redis::CheckScript(limit.algorithm()), std::span(keys, with_aux ? 2 : 1),
+                   args.views(),
+                   [count = limit.count(), done = std::move(done)](Result<redis::Reply> reply) {
+                     done(ToDecision(reply, count));
+                   });
+}
+
+void RedisStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) {
+  size_t reserve = 0;
+  for (const auto& r : requests) reserve += KeyBytes(prefix_, r) + 5 * 20;
+  Pieces pieces(reserve);
+  std::optional<int64_t> now;
+  if (clock_ != nullptr) now = clock_->now().time_since_epoch().count();
+  std::vector<size_t> key_counts;
+  key_counts.reserve(requests.size());
+  for (const auto& r : requests) {
+    const size_t begin = pieces.size();
+    redis::AppendStateKey(pieces, prefix_, r.scope, r.key);
+    pieces.Mark(begin, pieces.size());
+    const bool with_aux = r.limit->algorithm() == Algorithm::kSlidingLog;
+    if (with_aux) {
+      pieces.append(redis::kAuxSuffix);
+      pieces.Mark(begin, pieces.size());
+    }
+    key_counts.push_back(with_aux ? 2 : 1);
+    if (now) {
+      pieces.AddNumber(*now);
+    } else {
+      pieces.AddText("");
+    }
+    pieces.AddNumber(margin_ms_);
+    pieces.AddNumber(r.cost);
+    const auto [a, b] = ScriptParameters(*r.limit);
+    pieces.AddNumber(a);
+    pieces.AddNumber(b);
+  }
+  const std::vector<std::string_view> views = pieces.Views();
+  std::vector<redis::ScriptCall> calls;
+  calls.reserve(requests.size());
+  std::vector<int64_t> counts;
+  counts.reserve(requests.size());
+  size_t next = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const std::span<const std::string_view> keys(views.data() + next, key_counts[i]);
+    const std::span<const std::string_view> args(views.data() + next + key_counts[i], 5);
+    next += key_counts[i] + 5;
+    calls.push_back({&redis::CheckScript(requests[i].limit->algorithm()), keys, args});
+    counts.push_back(requests[i].limit->count());
+  }
+  client_->EvalShaBatch(calls, [counts = std::move(counts),
+                                done = std::move(done)](std::vector<Result<redis::Reply>> replies) {
+    std::vector<Result<Decision>> decisions;
+    decisions.reserve(replies.size());
+    for (size_t i = 0; i < replies.size(); ++i) {
+      decisions.push_back(i < counts.size() ? ToDecision(replies[i], counts[i])
+                                            : Status::Internal("more replies than checks"));
+    }
+    done(std::move(decisions));
+  });
+}
+
+void RedisStore::DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) {
+  redis::KeyBuffer names;
+  redis::AppendStateKey(names, prefix_, scope, key);
+  const size_t state_size = names.size();
+  names.append(redis::kAuxSuffix);
+  const std::string_view argv[3] = {"DEL", names.View(0, state_size), names.View(0, names.size())};
+  client_->Command(argv, [done = std::move(done)](Result<redis::Reply> reply) {
+    if (!reply.ok()) return done(reply.status());
+    if (reply->is_error()) return done(Status::Unavailable("Redis refused DEL: " + reply->str));
+    done(Status::Ok());
+  });
+}
+
+void RedisStore::CheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) {
+  if (requests.empty()) return done(Status::InvalidArgument("CheckAll needs at least one check"));
+  size_t reserve = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const CheckRequest& r = requests[i];
+    if (Status s = ValidateCheck(r); !s.ok()) return done(std::move(s));
+    if (r.key != requests[0].key) {
+      return done(Status::InvalidArgument(
+          "CheckAll decides limits on one key (one hash tag); got two different keys"));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (requests[j].scope == r.scope) {
+        return done(Status::InvalidArgument("CheckAll got the limiter name '" +
+                                            std::string(r.scope) + "' twice for one key"));
+      }
+    }
+    reserve += KeyBytes(prefix_, r) * 2 + 4 * 20;
+  }
+
+  Pieces pieces(reserve);
+  for (const auto& r : requests) {
+    const size_t begin = pieces.size();
+    redis::AppendStateKey(pieces, prefix_, r.scope, r.key);
+    pieces.Mark(begin, pieces.size());
+    pieces.append(redis::kAuxSuffix);
+    pieces.Mark(begin, pieces.size());
+  }
+  if (clock_ != nullptr) {
+    pieces.AddNumber(clock_->now().time_since_epoch().count());
+  } else {
+    pieces.AddText("");
+  }
+  pieces.AddNumber(margin_ms_);
+  pieces.AddNumber(static_cast<int64_t>(requests.size()));
+  std::vector<int64_t> counts;
+  counts.reserve(requests.size());
+  for (const auto& r : requests) {
+    pieces.AddText(AlgorithmName(r.limit->algorithm()));
+    pieces.AddNumber(r.cost);
+    const auto [a, b] = ScriptParameters(*r.limit);
+    pieces.AddNumber(a);
+    pieces.AddNumber(b);
+    counts.push_back(r.limit->count());
+  }
+  const std::vector<std::string_view> views = pieces.Views();
+  const size_t key_count = 2 * requests.size();
+  client_->EvalSha(
+      redis::CheckAllScript(), std::span(views.data(), key_count),
+      std::span(views.data() + key_count, views.size() - key_count),
+      [counts = std::move(counts), done = std::move(done)](Result<redis::Reply> reply) {
+        if (!reply.ok()) return done(reply.status());
+        if (reply->is_error()) return done(ReplyError(reply->str));
+        if (reply->type != redis::Reply::Type::kArray || reply->elements.size() != counts.size()) {
+          return done(Status::Internal("unexpected reply from the Redis CheckAll script"));
+        }
+        std::vector<Decision> decisions;
+        decisions.reserve(counts.size());
+        for (size_t i = 0; i < counts.size(); ++i) {
+          Result<Decision> d = ToDecision(reply->elements[i], counts[i]);
+          if (!d.ok()) return done(d.status());
+          decisions.push_back(*d);
+        }
+        done(std::move(decisions));
+      });
+}
+
+Result<std::vector<Decision>> RedisStore::CheckAll(std::span<const CheckRequest> requests) {
+  std::promise<Result<std::vector<Decision>>> promise;
+  auto future = promise.get_future();
+  CheckAllAsync(requests, [&promise](Result<std::vector<Decision>> result) {
+    promise.set_value(std::move(result));
+  });
+  return future.get();
+}
+
+}  // namespace sluice

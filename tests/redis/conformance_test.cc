@@ -1,0 +1,189 @@
+// RedisStore decides exactly as MemoryStore: the same traces of (time, key, cost), hand-written
+// edge cases and seeded random ones, through both stores on one ManualClock (RedisStore sends
+// it as the caller's clock) give identical decisions for every algorithm.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sluice/memory_store.h"
+#include "sluice/redis_store.h"
+#include "store_test_support.h"
+
+namespace sluice::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Step {
+  Duration advance;  // before the check
+  int key;
+  int64_t cost;
+};
+
+std::string DescribeDecision(const Result<Decision>& r) {
+  if (!r.ok()) return r.status().ToString();
+  return std::string(r->allowed ? "allowed" : "denied") +
+         " remaining=" + std::to_string(r->remaining) +
+         " retry_after=" + std::to_string(r->retry_after.count()) +
+         " reset_after=" + std::to_string(r->reset_after.count());
+}
+
+class ConformanceTest : public RedisStoreTest {
+ protected:
+  void SetUp() override {
+    RedisStoreTest::SetUp();
+    if (HasFatalFailure()) return;
+    // The ManualClock stands still while real time passes: keys must outlive the test.
+    redis_ = MakeStore({.clock = &clock_, .expiry_margin = 10min});
+    ASSERT_NE(redis_, nullptr);
+  }
+
+  // Runs `trace` through both stores under a scope of its own; every decision must match.
+  void RunTrace(const Limit& limit, const std::vector<Step>& trace, const std::string& what) {
+    const std::string scope = "s" + std::to_string(traces_++);
+    for (size_t i = 0; i < trace.size(); ++i) {
+      clock_.Advance(trace[i].advance);
+      const std::string key = "k" + std::to_string(trace[i].key);
+      const CheckRequest request{
+          .scope = scope, .limit = &limit, .key = key, .cost = trace[i].cost};
+      const Result<Decision> expected = memory_.Check(request);
+      const Result<Decision> got = redis_->Check(request);
+      ASSERT_TRUE(expected.ok() && got.ok() && *expected == *got)
+          << what << " " << AlgorithmName(limit.algorithm()) << " count=" << limit.count()
+          << " period=" << limit.period().count() << "us capacity=" << limit.capacity() << ", step "
+          << i << " (t=" << clock_.now().time_since_epoch().count() << " key=" << key
+          << " cost=" << trace[i].cost << ")\n  memory: " << DescribeDecision(expected)
+          << "\n  redis:  " << DescribeDecision(got);
+    }
+  }
+
+  static std::vector<Limit> LimitsOf(Algorithm algorithm) {
+    std::vector<Limit> limits;
+    auto add = [&](int64_t count, Duration period, std::optional<int64_t> burst = std::nullopt) {
+      auto limit = Limit::Create(algorithm, count, period, burst);
+      ASSERT_TRUE(limit.ok()) << limit.status().ToString();
+      limits.push_back(*limit);
+    };
+    add(5, 1s);
+    add(3, 10s);  // emission interval 3'333'334us: not a divisor of the period
+    add(1, 1ms);
+    add(7, 999'983us);  // a prime period
+    add(1000, 1h);
+    // The largest values: sliding_window's products then exceed 2^53 and round.
+    add(algorithm == Algorithm::kSlidingLog ? Limit::kMaxSlidingLogCount : Limit::kMaxCount,
+        Duration(30'000'000'000'000));
+    if (HasBurst(algorithm)) {
+      add(10, 1s, 3);
+      add(2, 1s, 50);
+    }
+    return limits;
+  }
+
+  ManualClock clock_;
+  MemoryStore memory_{MemoryStoreOptions{.clock = &clock_}};
+  std::unique_ptr<RedisStore> redis_;
+  int traces_ = 0;
+};
+
+class Conformance : public ConformanceTest, public ::testing::WithParamInterface<Algorithm> {};
+
+TEST_P(Conformance, EdgeCases) {
+  for (const Limit& limit : LimitsOf(GetParam())) {
+    const int64_t period = limit.period().count();
+    const int64_t cap = limit.capacity();
+    // Start exactly on a window boundary, so the steps below land on known offsets.
+    const int64_t now = clock_.now().time_since_epoch().count();
+    clock_.Advance(Duration(period - now % period));
+    const Duration p(period);
+    const Duration last_us = p - 1us;
+    RunTrace(limit,
+             {
+                 {0us, 0, 0},      // peek at a fresh key
+                 {0us, 0, cap},    // the whole capacity at once
+                 {0us, 0, 1},      // denied
+                 {0us, 0, 0},      // peek while empty
+                 {last_us, 0, 1},  // last microsecond of the window
+                 {1us, 0, 1},      // first of the next
+                 {1us, 0, cap},    // capacity again
+                 {3 * p, 0, 1},    // a jump over several periods
+                 {0us, 0, cap},    // capacity, possibly denied
+                 {p / 2, 0, 1},    // half a window on
+                 {p / 2, 0, 0},    // peek on the boundary
+                 {10 * p, 0, 0},   // peek at a state long stale
+                 {0us, 1, cap},    // another key
+                 {0us, 0, 1},      // the first key, unaffected
+                 {p - 1us, 1, 1},  // just before the period ends
+                 {1us, 1, cap},    // when it ends
+             },
+             "edge cases");
+    // Simultaneous requests one unit at a time, then the refill unit by unit.
+    std::vector<Step> burst;
+    for (int64_t i = 0; i < std::min<int64_t>(cap + 3, 60); ++i) burst.push_back({0us, 2, 1});
+    for (int i = 0; i < 40; ++i) burst.push_back({limit.emission_interval() / 2, 2, 1});
+    RunTrace(limit, burst, "burst then refill");
+  }
+}
+
+TEST_P(Conformance, RandomTraces) {
+  for (const Limit& limit : LimitsOf(GetParam())) {
+    for (uint32_t seed = 1; seed <= 3; ++seed) {
+      std::mt19937_64 rng(seed * 7919 + static_cast<uint32_t>(limit.count()));
+      const int64_t period = limit.period().count();
+      const int64_t cap = limit.capacity();
+      std::vector<Step> trace;
+      for (int i = 0; i < 300; ++i) {
+        Step step{0us, static_cast<int>(rng() % 3), 1};
+        const uint64_t dice = rng() % 100;
+        if (dice < 30) {
+          step.advance = 0us;
+        } else if (dice < 75) {
+          step.advance = Duration(1 + rng() % std::max<int64_t>(period / 10, 1));
+        } else if (dice < 97) {
+          step.advance = Duration(1 + rng() % period);
+        } else {
+          step.advance = Duration(period + rng() % (3 * period));
+        }
+        const uint64_t cost_dice = rng() % 100;
+        if (cost_dice < 10) {
+          step.cost = 0;
+        } else if (cost_dice < 70) {
+          step.cost = 1;
+        } else if (cost_dice < 95) {
+          step.cost = 1 + static_cast<int64_t>(rng() % cap);
+        } else {
+          step.cost = cap;
+        }
+        trace.push_back(step);
+      }
+      RunTrace(limit, trace, "seed " + std::to_string(seed));
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, Conformance, ::testing::ValuesIn(kAllAlgorithms),
+                         [](const auto& info) { return std::string(AlgorithmName(info.param)); });
+
+// A scope whose limit changes algorithm: the other algorithm's state is replaced by a fresh one,
+// in Redis as in memory (which holds one state per key).
+TEST_F(ConformanceTest, ChangingAlgorithmStartsFresh) {
+  std::vector<Limit> limits;
+  for (Algorithm a : kAllAlgorithms) limits.push_back(*Limit::Create(a, 4, 1s));
+  std::mt19937_64 rng(42);
+  for (int i = 0; i < 400; ++i) {
+    const Limit& limit = limits[rng() % limits.size()];
+    clock_.Advance(Duration(rng() % 200'000));
+    const int64_t cost = static_cast<int64_t>(rng() % 3);
+    const CheckRequest request{.scope = "changing", .limit = &limit, .key = "k", .cost = cost};
+    const Result<Decision> expected = memory_.Check(request);
+    const Result<Decision> got = redis_->Check(request);
+    ASSERT_TRUE(expected.ok() && got.ok() && *expected == *got)
+        << "step " << i << " " << AlgorithmName(limit.algorithm()) << " cost " << cost
+        << "\n  memory: " << DescribeDecision(expected) << "\n  redis:  " << DescribeDecision(got);
+  }
+}
+
+}  // namespace
+}  // namespace sluice::testing

@@ -1,0 +1,404 @@
+// RedisStore against a real redis-server: decisions and TTLs, reset, batches, input validation,
+// key names, the all-or-nothing CheckAll, script cache loss and memory per key.
+#include "sluice/redis_store.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/algorithms.h"
+#include "sluice/memory_store.h"
+#include "store_test_support.h"
+
+namespace sluice::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using namespace std::string_literals;
+
+Limit MakeLimit(Algorithm algorithm, int64_t count, Duration period) {
+  return *Limit::Create(algorithm, count, period);
+}
+
+// Redis Cluster's hash tag and slot of a key (CRC16/XMODEM of the tag, mod 16384).
+std::string_view HashTag(std::string_view key) {
+  const size_t open = key.find('{');
+  if (open == std::string_view::npos) return key;
+  const size_t close = key.find('}', open + 1);
+  if (close == std::string_view::npos || close == open + 1) return key;
+  return key.substr(open + 1, close - open - 1);
+}
+
+int Slot(std::string_view key) {
+  uint16_t crc = 0;
+  for (unsigned char c : HashTag(key)) {
+    crc ^= static_cast<uint16_t>(c) << 8;
+    for (int i = 0; i < 8; ++i) crc = (crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1;
+  }
+  return crc & 16383;
+}
+
+std::string PercentDecode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      out.push_back(static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+using RedisStoreBasics = RedisStoreTest;
+
+TEST_F(RedisStoreBasics, CreateRejectsBadOptions) {
+  auto brace = RedisStore::Create({.url = server_->url(), .key_prefix = "app{1}:"});
+  ASSERT_FALSE(brace.ok());
+  EXPECT_EQ(brace.status().code(), StatusCode::kInvalidArgument);
+  auto margin = RedisStore::Create({.url = server_->url(), .expiry_margin = 999us});
+  ASSERT_FALSE(margin.ok());
+  EXPECT_EQ(margin.status().code(), StatusCode::kInvalidArgument);
+  auto url = RedisStore::Create({.url = "http://localhost"});
+  ASSERT_FALSE(url.ok());
+  EXPECT_EQ(url.status().code(), StatusCode::kInvalidArgument);
+}
+
+// With Redis TIME: a check admits, writes the state with a TTL just above reset_after, and
+// the key is gone once it expires.
+TEST_F(RedisStoreBasics, StateKeyLivesAsLongAsItsState) {
+  auto store = MakeStore();
+  ASSERT_NE(store, nullptr);
+  for (Algorithm algorithm : kAllAlgorithms) {
+    const Limit limit = MakeLimit(algorithm, 3, 200ms);
+    const std::string scope(AlgorithmName(algorithm));
+    auto d = store->Check({.scope = scope, .limit = &limit, .key = "k", .cost = 2});
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    EXPECT_TRUE(d->allowed);
+    EXPECT_EQ(d->limit, 3);
+    EXPECT_EQ(d->remaining, 1) << scope;
+    EXPECT_GT(d->reset_after, 0us);
+    const auto keys = store->KeysOf(scope, "k");
+    const int64_t pttl = Command({"PTTL", keys[0]}).integer;
+    EXPECT_GT(pttl, 0) << scope;
+    // ceil(reset_after in ms) + 1 ms margin, less what already passed.
+    EXPECT_LE(pttl, (d->reset_after.count() + 999) / 1000 + 1) << scope;
+    EXPECT_EQ(Command({"EXISTS", keys[1]}).integer, algorithm == Algorithm::kSlidingLog ? 1 : 0);
+  }
+}
+
+TEST_F(RedisStoreBasics, PeeksAndDenialsWriteNothing) {
+  ManualClock clock;
+  auto store = MakeStore({.clock = &clock, .expiry_margin = 10min});
+  ASSERT_NE(store, nullptr);
+  for (Algorithm algorithm : kAllAlgorithms) {
+    const Limit limit = MakeLimit(algorithm, 2, 10s);
+    const std::string scope(AlgorithmName(algorithm));
+    const auto keys = store->KeysOf(scope, "k");
+    auto peek = store->Check({.scope = scope, .limit = &limit, .key = "k", .cost = 0});
+    ASSERT_TRUE(peek.ok());
+    EXPECT_TRUE(peek->allowed);
+    EXPECT_EQ(peek->remaining, 2);
+    EXPECT_EQ(Command({"EXISTS", keys[0], keys[1]}).integer, 0) << scope << ": a peek wrote";
+
+    ASSERT_TRUE(store->Check({.scope = scope, .limit = &limit, .key = "k", .cost = 2})->allowed);
+    const std::string before = Command({"DUMP", keys[0]}).str;
+    clock.Advance(1ms);
+    auto denied = store->Check({.scope = scope, .limit = &limit, .key = "k", .cost = 1});
+    ASSERT_TRUE(denied.ok());
+    EXPECT_FALSE(denied->allowed) << scope;
+    EXPECT_GT(denied->retry_after, 0us);
+    EXPECT_EQ(Command({"DUMP", keys[0]}).str, before) << scope << ": a denial wrote";
+  }
+}
+
+TEST_F(RedisStoreBasics, ResetForgetsTheStateOfEveryAlgorithm) {
+  auto store = MakeStore();
+  ASSERT_NE(store, nullptr);
+  for (Algorithm algorithm : kAllAlgorithms) {
+    const Limit limit = MakeLimit(algorithm, 2, 1h);
+    const std::string scope(AlgorithmName(algorithm));
+    const CheckRequest request{.scope = scope, .limit = &limit, .key = "k", .cost = 2};
+    ASSERT_TRUE(store->Check(request)->allowed);
+    ASSERT_FALSE(store->Check(request)->allowed);
+    ASSERT_TRUE(store->Reset(scope, "k").ok());
+    const auto keys = store->KeysOf(scope, "k");
+    EXPECT_EQ(Command({"EXISTS", keys[0], keys[1]}).integer, 0) << scope;
+    EXPECT_TRUE(store->Check(request)->allowed) << scope;
+  }
+  EXPECT_EQ(store->Reset("gcra", "").code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(RedisStoreBasics, BatchDecidesInOrderAsMemoryDoes) {
+  ManualClock clock;
+  auto store = MakeStore({.clock = &clock, .expiry_margin = 10min});
+  ASSERT_NE(store, nullptr);
+  MemoryStore memory({.clock = &clock});
+  const Limit gcra = MakeLimit(Algorithm::kGcra, 3, 1s);
+  const Limit log = MakeLimit(Algorithm::kSlidingLog, 4, 1s);
+  std::vector<CheckRequest> batch;
+  std::mt19937 rng(7);
+  const std::string keys[] = {"a", "b", "c"};
+  for (int i = 0; i < 40; ++i) {
+    const bool use_log = rng() % 2 == 0;
+    batch.push_back({.scope = use_log ? "log" : "gcra",
+                     .limit = use_log ? &log : &gcra,
+                     .key = keys[rng() % 3],
+                     .cost = static_cast<int64_t>(rng() % 3)});
+  }
+  batch[5].cost = -1;  // malformed: its error in place, the others decided
+  batch[9].key = "";
+  for (int round = 0; round < 3; ++round) {
+    const auto expected = memory.CheckBatch(batch);
+    const auto got = store->CheckBatch(batch);
+    ASSERT_EQ(got.size(), batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      ASSERT_EQ(got[i].ok(), expected[i].ok()) << i;
+      if (got[i].ok()) {
+        EXPECT_EQ(*got[i], *expected[i]) << "round " << round << " request " << i;
+      } else {
+        EXPECT_EQ(got[i].status().code(), expected[i].status().code()) << i;
+      }
+    }
+    clock.Advance(400ms);
+  }
+}
+
+TEST_F(RedisStoreBasics, InvalidRequestsSendNothing) {
+  auto store = MakeStore();
+  ASSERT_NE(store, nullptr);
+  const Limit limit = MakeLimit(Algorithm::kGcra, 5, 1s);
+  const std::string long_key(kMaxKeyBytes + 1, 'x');
+  const std::string long_scope(kMaxScopeBytes + 1, 's');
+  const int64_t calls_before = InfoNumber("commandstats", "cmdstat_evalsha:calls");
+  const int64_t del_before = InfoNumber("commandstats", "cmdstat_del:calls");
+  const std::vector<CheckRequest> bad = {
+      {.scope = "s", .limit = &limit, .key = "", .cost = 1},
+      {.scope = "s", .limit = &limit, .key = long_key, .cost = 1},
+      {.scope = long_scope, .limit = &limit, .key = "k", .cost = 1},
+      {.scope = "s", .limit = &limit, .key = "k", .cost = -1},
+      {.scope = "s", .limit = &limit, .key = "k", .cost = 6},
+      {.scope = "s", .limit = nullptr, .key = "k", .cost = 1},
+  };
+  for (const auto& r : bad) {
+    auto d = store->Check(r);
+    EXPECT_FALSE(d.ok());
+  }
+  EXPECT_EQ(store->Check(bad[4]).status().code(), StatusCode::kCostExceedsLimit);
+  for (const auto& r : store->CheckBatch(bad)) EXPECT_FALSE(r.ok());
+  EXPECT_EQ(store->CheckAll(bad).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->CheckAll({}).status().code(), StatusCode::kInvalidArgument);
+  const Limit other = MakeLimit(Algorithm::kFixedWindow, 5, 1s);
+  const CheckRequest two_keys[] = {{.scope = "a", .limit = &limit, .key = "k1"},
+                                   {.scope = "b", .limit = &other, .key = "k2"}};
+  EXPECT_EQ(store->CheckAll(two_keys).status().code(), StatusCode::kInvalidArgument);
+  const CheckRequest same_scope[] = {{.scope = "a", .limit = &limit, .key = "k"},
+                                     {.scope = "a", .limit = &other, .key = "k"}};
+  EXPECT_EQ(store->CheckAll(same_scope).status().code(), StatusCode::kInvalidArgument);
+  const CheckRequest too_costly[] = {{.scope = "a", .limit = &limit, .key = "k"},
+                                     {.scope = "b", .limit = &other, .key = "k", .cost = 9}};
+  EXPECT_EQ(store->CheckAll(too_costly).status().code(), StatusCode::kCostExceedsLimit);
+  EXPECT_EQ(store->Reset("s", "").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(InfoNumber("commandstats", "cmdstat_evalsha:calls"), calls_before);
+  EXPECT_EQ(InfoNumber("commandstats", "cmdstat_del:calls"), del_before);
+  EXPECT_TRUE(Scan(prefix_ + "*").empty());
+}
+
+TEST_F(RedisStoreBasics, KeysStayInTheirNamespaceAndHashTag) {
+  auto store = MakeStore();
+  ASSERT_NE(store, nullptr);
+  const Limit limit = MakeLimit(Algorithm::kSlidingLog, 1, 1h);
+  // Pairs that would collide, or leave the tag, under a naive encoding.
+  const std::vector<std::string> user_keys = {
+      "a{b",   "a%7Bb", "a}b",   "a%7Db",          "{",       "}", "{}", "%", "%25", "a:b", "a",
+      "b}:{c", "}{",    "x\0y"s, "\xff\xfe{\x01}", "k}suffix"};
+  const std::vector<std::string> scopes = {"s", "s:", "s:{a", "s}"};
+  for (const auto& scope : scopes) {
+    for (const auto& key : user_keys) {
+      const CheckRequest request{.scope = scope, .limit = &limit, .key = key};
+      auto first = store->Check(request);
+      ASSERT_TRUE(first.ok()) << first.status().ToString();
+      // Allowed: no other (scope, key) shares its state.
+      EXPECT_TRUE(first->allowed) << "scope '" << scope << "' key '" << key << "'";
+      EXPECT_FALSE(store->Check(request)->allowed);
+    }
+  }
+  std::set<std::string> tags;
+  for (const auto& key : user_keys) {
+    std::set<int> slots;
+    for (const auto& scope : scopes) {
+      for (const auto& name : store->KeysOf(scope, key)) {
+        ASSERT_TRUE(name.starts_with(prefix_)) << name;
+        EXPECT_EQ(PercentDecode(HashTag(name)), key) << name;
+        slots.insert(Slot(name));
+        tags.insert(std::string(HashTag(name)));
+      }
+    }
+    EXPECT_EQ(slots.size(), 1u) << "the keys of '" << key << "' span slots";
+  }
+  EXPECT_EQ(tags.size(), user_keys.size());
+  // Exactly the keys of those limiter keys exist, and nothing outside the prefix.
+  std::set<std::string> expected;
+  for (const auto& scope : scopes) {
+    for (const auto& key : user_keys) {
+      for (const auto& name : store->KeysOf(scope, key)) expected.insert(name);
+    }
+  }
+  const auto scanned = Scan(prefix_ + "*");
+  EXPECT_EQ(std::set<std::string>(scanned.begin(), scanned.end()), expected);
+}
+
+// The reference for CheckAll: core::Decide on copies of the states; commit all or none.
+class AllOrNothingModel {
+ public:
+  std::vector<Decision> CheckAll(std::span<const CheckRequest> requests, int64_t now) {
+    std::vector<core::State> next;
+    std::vector<Decision> decisions;
+    bool all = true;
+    for (const auto& r : requests) {
+      next.push_back(StateOf(r, now));
+      decisions.push_back(core::Decide(*r.limit, next.back(), now, r.cost));
+      all = all && decisions.back().allowed;
+    }
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (all) {
+        states_[std::string(requests[i].scope)] = next[i];
+      } else if (decisions[i].allowed) {
+        core::State peek = StateOf(requests[i], now);
+        decisions[i] = core::Decide(*requests[i].limit, peek, now, 0);
+        decisions[i].allowed = false;
+        decisions[i].retry_after = 0us;
+      }
+    }
+    return decisions;
+  }
+
+ private:
+  core::State StateOf(const CheckRequest& r, int64_t now) {
+    auto it = states_.find(std::string(r.scope));
+    return it != states_.end() ? it->second : core::FreshState(*r.limit, now);
+  }
+  std::map<std::string, core::State> states_;
+};
+
+TEST_F(RedisStoreBasics, CheckAllIsAllOrNothing) {
+  ManualClock clock;
+  auto store = MakeStore({.clock = &clock, .expiry_margin = 10min});
+  ASSERT_NE(store, nullptr);
+  const Limit per_second = *Limit::Create(Algorithm::kGcra, 2, 1s);
+  const Limit per_ten = MakeLimit(Algorithm::kFixedWindow, 5, 10s);
+  const Limit logged = MakeLimit(Algorithm::kSlidingLog, 4, 3s);
+  const Limit window = MakeLimit(Algorithm::kSlidingWindow, 6, 2s);
+  const Limit tokens = *Limit::Create(Algorithm::kTokenBucket, 3, 1s, 2);
+  const Limit leaky = MakeLimit(Algorithm::kLeakyBucket, 3, 2s);
+  AllOrNothingModel model;
+  std::mt19937_64 rng(3);
+  int admitted = 0, refused = 0;
+  for (int i = 0; i < 300; ++i) {
+    clock.Advance(Duration(rng() % 400'000));
+    std::vector<CheckRequest> requests = {
+        {.scope = "second", .limit = &per_second, .key = "user", .cost = 1},
+        {.scope = "ten", .limit = &per_ten, .key = "user", .cost = 1},
+        {.scope = "log", .limit = &logged, .key = "user", .cost = 1},
+        {.scope = "window", .limit = &window, .key = "user", .cost = 1},
+        {.scope = "tokens", .limit = &tokens, .key = "user", .cost = 1},
+        {.scope = "leaky", .limit = &leaky, .key = "user", .cost = 1},
+    };
+    std::shuffle(requests.begin(), requests.end(), rng);
+    requests.resize(1 + rng() % requests.size());
+    for (auto& r : requests) r.cost = static_cast<int64_t>(rng() % 3);
+    const auto expected = model.CheckAll(requests, clock.now().time_since_epoch().count());
+    const auto got = store->CheckAll(requests);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(got->size(), requests.size());
+    bool all = true;
+    for (size_t j = 0; j < requests.size(); ++j) {
+      EXPECT_EQ((*got)[j], expected[j]) << "call " << i << " limit " << requests[j].scope;
+      all = all && (*got)[j].allowed;
+    }
+    (all ? admitted : refused)++;
+  }
+  // The trace exercises both outcomes.
+  EXPECT_GT(admitted, 20);
+  EXPECT_GT(refused, 20);
+}
+
+TEST_F(RedisStoreBasics, SurvivesLosingTheScriptCache) {
+  auto store = MakeStore();
+  ASSERT_NE(store, nullptr);
+  const Limit limit = MakeLimit(Algorithm::kSlidingLog, 1000, 1s);
+  const int64_t noscript_before = InfoNumber("errorstats", "errorstat_NOSCRIPT:count");
+  std::mutex mu;
+  std::condition_variable cv;
+  int in_flight = 0, decided = 0, failed = 0;
+  std::string first_error;
+  constexpr int kChecks = 3000;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  for (int i = 0; i < kChecks; ++i) {
+    if (i % 1000 == 500) {
+      ASSERT_EQ(Command({"SCRIPT", "FLUSH"}).str, "OK");
+    }
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_until(lock, deadline, [&] { return in_flight < 32; }));
+    ++in_flight;
+    lock.unlock();
+    const std::string key = "k" + std::to_string(i % 7);
+    store->CheckAsync({.scope = "flush", .limit = &limit, .key = key}, [&](Result<Decision> d) {
+      std::lock_guard lock(mu);
+      ++decided;
+      if (!d.ok()) {
+        if (failed++ == 0) first_error = d.status().ToString();
+      }
+      --in_flight;
+      cv.notify_all();
+    });
+  }
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(cv.wait_until(lock, deadline, [&] { return in_flight == 0; }));
+  EXPECT_EQ(decided, kChecks);
+  EXPECT_EQ(failed, 0) << first_error;
+  // The flushes did hit calls in flight, which the client reloaded.
+  EXPECT_GT(InfoNumber("errorstats", "errorstat_NOSCRIPT:count"), noscript_before);
+}
+
+// MEMORY USAGE of one limiter key's Redis keys, filled to the limit one unit at a time, with
+// key names of a typical length ("sluice:api:{user:42}").
+TEST_F(RedisStoreBasics, MemoryPerKey) {
+  ManualClock clock;
+  prefix_ = "sluice:";
+  auto store = MakeStore({.clock = &clock, .expiry_margin = 1min});
+  ASSERT_NE(store, nullptr);
+  for (int64_t count : {100, 1000}) {
+    for (Algorithm algorithm : kAllAlgorithms) {
+      const Limit limit = MakeLimit(algorithm, count, 1h);
+      for (int64_t i = 0; i < count; ++i) {
+        clock.Advance(1us);
+        auto d = store->Check({.scope = "api", .limit = &limit, .key = "user:42"});
+        ASSERT_TRUE(d.ok() && d->allowed) << AlgorithmName(algorithm) << " " << i;
+      }
+      int64_t bytes = 0;
+      for (const auto& name : store->KeysOf("api", "user:42")) {
+        bytes += Command({"MEMORY", "USAGE", name, "SAMPLES", "0"}).integer;
+      }
+      std::printf("MEMORY USAGE %s limit=%lld: %lld bytes\n",
+                  std::string(AlgorithmName(algorithm)).c_str(), static_cast<long long>(count),
+                  static_cast<long long>(bytes));
+      if (algorithm != Algorithm::kSlidingLog && algorithm != Algorithm::kSlidingWindow) {
+        EXPECT_LE(bytes, 100) << AlgorithmName(algorithm);
+      }
+      ASSERT_TRUE(store->Reset("api", "user:42").ok());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sluice::testing

@@ -1,0 +1,99 @@
+#include "store_test_support.h"
+
+#include <atomic>
+#include <charconv>
+
+namespace sluice::testing {
+
+using namespace std::chrono_literals;
+
+RedisServer* SharedRedis() {
+  static std::unique_ptr<RedisServer> server = RedisServer::Start();
+  return server.get();
+}
+
+size_t ExpectEveryKeyExpires(redis::Client& client, const std::string& pattern) {
+  std::string cursor = "0";
+  size_t seen = 0;
+  for (int page = 0; page < 10'000; ++page) {
+    const std::string_view scan[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
+    auto reply = client.CommandSync(scan);
+    if (!reply.ok() || reply->elements.size() != 2) {
+      ADD_FAILURE() << "SCAN failed: " << reply.status().ToString();
+      return seen;
+    }
+    for (const auto& key : reply->elements[1].elements) {
+      const std::string_view pttl[] = {"PTTL", key.str};
+      auto ttl = client.CommandSync(pttl);
+      if (!ttl.ok()) {
+        ADD_FAILURE() << "PTTL failed: " << ttl.status().ToString();
+        continue;
+      }
+      // -2: it expired since SCAN saw it. -1 would be a key kept forever.
+      EXPECT_NE(ttl->integer, -1) << "key without TTL: " << key.str;
+      ++seen;
+    }
+    cursor = reply->elements[0].str;
+    if (cursor == "0") break;
+  }
+  return seen;
+}
+
+void RedisStoreTest::SetUp() {
+  static std::atomic<int> tests{0};
+  server_ = SharedRedis();
+  ASSERT_NE(server_, nullptr) << "no redis-server";
+  prefix_ = "t" + std::to_string(tests.fetch_add(1)) + ":";
+  redis::ClientOptions options;
+  options.port = server_->port();
+  options.timeout = 5s;
+  options.connect_timeout = 5s;
+  auto client = redis::Client::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  client_ = std::move(*client);
+}
+
+void RedisStoreTest::TearDown() {
+  if (client_) ExpectEveryKeyExpires(*client_, prefix_ + "*");
+}
+
+std::unique_ptr<RedisStore> RedisStoreTest::MakeStore(RedisStoreOptions options) {
+  options.url = server_->url();
+  options.key_prefix = prefix_;
+  options.timeout = 5s;
+  options.connect_timeout = 5s;
+  auto store = RedisStore::Create(options);
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  return store.ok() ? std::move(*store) : nullptr;
+}
+
+redis::Reply RedisStoreTest::Command(std::initializer_list<std::string_view> argv) {
+  auto reply = client_->CommandSync(std::span(argv.begin(), argv.size()));
+  EXPECT_TRUE(reply.ok()) << reply.status().ToString();
+  return reply.ok() ? std::move(*reply) : redis::Reply{};
+}
+
+int64_t RedisStoreTest::InfoNumber(std::string_view section, std::string_view field) {
+  const std::string info = Command({"INFO", section}).str;
+  const size_t at = info.find(field);
+  if (at == std::string::npos) return 0;
+  const char* begin = info.data() + at + field.size() + 1;
+  int64_t value = 0;
+  std::from_chars(begin, info.data() + info.size(), value);
+  return value;
+}
+
+std::vector<std::string> RedisStoreTest::Scan(const std::string& pattern) {
+  std::vector<std::string> keys;
+  std::string cursor = "0";
+  for (int page = 0; page < 10'000; ++page) {
+    auto reply = Command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+    if (reply.elements.size() != 2) break;
+    for (auto& key : reply.elements[1].elements) keys.push_back(key.str);
+    cursor = reply.elements[0].str;
+    if (cursor == "0") break;
+  }
+  return keys;
+}
+
+}  // namespace sluice::testing

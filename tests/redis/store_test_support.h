@@ -1,0 +1,46 @@
+// Shared by the RedisStore tests: one redis-server per test binary, a fixture giving each test
+// its own key prefix and a client to inspect Redis with, and, after each test, the check that
+// every key the test left behind has a TTL.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redis/client.h"
+#include "sluice/redis_store.h"
+#include "support/redis_server.h"
+
+namespace sluice::testing {
+
+// Started on first use, stopped at exit; null (after printing why) if it cannot start.
+RedisServer* SharedRedis();
+
+// Fails the current test unless every key matching `pattern` has a TTL (PTTL never -1).
+// Returns how many keys it saw.
+size_t ExpectEveryKeyExpires(redis::Client& client, const std::string& pattern);
+
+class RedisStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  // A store on the shared server under this test's prefix; a generous deadline, since the
+  // machine may be loaded.
+  std::unique_ptr<RedisStore> MakeStore(RedisStoreOptions options = {});
+  redis::Reply Command(std::initializer_list<std::string_view> argv);
+  // The integer after "<field>:" (or "<field>=") in an INFO section; 0 when absent.
+  int64_t InfoNumber(std::string_view section, std::string_view field);
+  std::vector<std::string> Scan(const std::string& pattern);
+
+  RedisServer* server_ = nullptr;
+  std::string prefix_;
+  std::unique_ptr<redis::Client> client_;
+};
+
+}  // namespace sluice::testing
