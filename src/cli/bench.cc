@@ -17,6 +17,7 @@
 #include "sluice/limiter.h"
 #include "sluice/memory_store.h"
 #include "sluice/open_store.h"
+#include "sluice/resilient_store.h"
 
 namespace sluice::cli {
 namespace {
@@ -131,10 +132,10 @@ void RunAsyncChains(Limiter& limiter, const BenchFlags& flags, Steady::time_poin
   finished.wait(lock, [&] { return running == 0; });
 }
 
-// An in-process store decides inline: one synchronous loop per thread.
-void RunThreads(Limiter& limiter, const BenchFlags& flags, Steady::time_point end, Tally& tally) {
-  const int threads = std::max(
-      1, std::min<int>(flags.concurrency, static_cast<int>(std::thread::hardware_concurrency())));
+// One synchronous loop per thread: for an in-process store, which decides inline, and for the
+// hot-key cache, whose inline answers would otherwise keep a chain spinning on an I/O thread.
+void RunThreads(Limiter& limiter, const BenchFlags& flags, int threads, Steady::time_point end,
+                Tally& tally) {
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
@@ -169,6 +170,8 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchFlags& f) {
   bench->add_option("--key-prefix", f.key_prefix)->capture_default_str();
   bench->add_option("--io-threads", f.io_threads, "Redis client I/O threads")
       ->capture_default_str();
+  bench->add_flag("--resilient", f.resilient,
+                  "Through a ResilientStore (hot-key cache, breaker, failure policy)");
   bench->add_flag("--json", f.json, "Print one JSON object");
   return bench;
 }
@@ -188,13 +191,18 @@ int RunBench(const BenchFlags& f) {
   if (!limit.ok()) return Fail(limit.status().message());
   auto store = OpenStore(f.store_url, OpenStoreOptions{.io_threads = f.io_threads});
   if (!store.ok()) return Fail(store.status().message());
-  Limiter limiter(**store, "bench", *limit);
+  std::unique_ptr<ResilientStore> resilient;
+  if (f.resilient) resilient = std::make_unique<ResilientStore>(**store);
+  Limiter limiter(resilient ? static_cast<Store&>(*resilient) : **store, "bench", *limit);
 
   Tally tally;
   const auto start = Steady::now();
   const auto end = start + *duration;
   if (dynamic_cast<MemoryStore*>(store->get()) != nullptr) {
-    RunThreads(limiter, f, end, tally);
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    RunThreads(limiter, f, std::max(1, std::min(f.concurrency, cores)), end, tally);
+  } else if (resilient) {
+    RunThreads(limiter, f, f.concurrency, end, tally);
   } else {
     RunAsyncChains(limiter, f, end, tally);
   }
@@ -217,7 +225,14 @@ int RunBench(const BenchFlags& f) {
                                 {"allowed", tally.allowed.load()},
                                 {"denied", tally.denied.load()},
                                 {"errors", tally.errors.load()}};
-    std::printf("%s\n", out.dump().c_str());
+    nlohmann::json report = out;
+    if (resilient) {
+      const ResilientStoreStats stats = resilient->stats();
+      report["decided_by_store"] = stats.store;
+      report["decided_by_hot_key_cache"] = stats.hot_key_cache;
+      report["decided_by_policy"] = stats.fail_open + stats.fail_closed + stats.local_fallback;
+    }
+    std::printf("%s\n", report.dump().c_str());
   } else {
     std::printf(
         "%s %s, %lld keys, %d in flight, %.1f s: %.0f decisions/s; latency p50 %lld us, "
