@@ -40,7 +40,8 @@ test_all() {
   CC=clang CXX=clang++ configure build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DSLUICE_SANITIZE=thread -DSLUICE_BUILD_BENCH=OFF
   ninja -C build/tsan -j "$jobs"
-  ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L 'concurrency|redis|http' -LE fault
+  TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp" \
+    ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L 'concurrency|redis|http' -LE fault
 
   echo "== libFuzzer: the HTTP API and the config parser, 20 s each"
   bash scripts/fuzz.sh 20

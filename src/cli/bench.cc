@@ -103,6 +103,7 @@ class KeyPicker {
 void RunAsyncChains(Limiter& limiter, const BenchFlags& flags, Steady::time_point end,
                     Tally& tally) {
   struct Chain {
+    explicit Chain(KeyPicker picker) : keys(std::move(picker)) {}
     KeyPicker keys;
     std::atomic<int> phase{0};  // 0 in flight, 1 completed, 2 the caller has left
   };

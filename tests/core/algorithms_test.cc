@@ -278,7 +278,7 @@ TEST_P(AlgorithmTrace, MatchesReferenceModel) {
     for (const auto& [now, cost] : RandomTrace(limit, seed, 300)) {
       const Decision got = Decide(limit, state, now, cost);
       const Expected want = model->Decide(now, cost);
-      const auto where = [&] {
+      const auto where = [&, now = now, cost = cost] {  // clang 14 cannot capture bindings
         return "seed " + std::to_string(seed) + " t " + std::to_string(now) + " cost " +
                std::to_string(cost);
       };
