@@ -107,8 +107,8 @@ void Check(benchmark::State& state, Algorithm algorithm, Pattern pattern) {
     allowed += d.ok() && d->allowed;
   }
   state.SetItemsProcessed(state.iterations());
-  state.counters["admitted"] = benchmark::Counter(static_cast<double>(allowed),
-                                                  benchmark::Counter::kAvgIterations);
+  state.counters["admitted"] =
+      benchmark::Counter(static_cast<double>(allowed), benchmark::Counter::kAvgIterations);
   if (state.thread_index() == 0) {
     state.counters["keys_held"] = static_cast<double>(shared.store->size());
   }

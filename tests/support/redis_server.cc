@@ -65,10 +65,23 @@ std::unique_ptr<RedisServer> RedisServer::Start(std::vector<std::string> extra_a
 }
 
 bool RedisServer::Launch() {
-  std::vector<std::string> args = {"redis-server", "--port", std::to_string(port_), "--bind",
-                                   "127.0.0.1", "--save", "", "--appendonly", "no", "--dir",
-                                   dir_, "--daemonize", "no", "--loglevel", "warning",
-                                   "--logfile", dir_ + "/redis.log"};
+  std::vector<std::string> args = {"redis-server",
+                                   "--port",
+                                   std::to_string(port_),
+                                   "--bind",
+                                   "127.0.0.1",
+                                   "--save",
+                                   "",
+                                   "--appendonly",
+                                   "no",
+                                   "--dir",
+                                   dir_,
+                                   "--daemonize",
+                                   "no",
+                                   "--loglevel",
+                                   "warning",
+                                   "--logfile",
+                                   dir_ + "/redis.log"};
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   pid_ = fork();
   if (pid_ == 0) {

@@ -25,10 +25,10 @@ class RedisServer {
   // Runs a command through redis-cli and returns its raw output (trailing newline removed).
   std::string Cli(const std::vector<std::string>& args) const;
 
-  void Kill();                   // SIGKILL, and reap it
-  bool Restart();                // start again on the same port after Kill()
-  void Pause();                  // SIGSTOP: a hung server
-  void Resume();                 // SIGCONT
+  void Kill();     // SIGKILL, and reap it
+  bool Restart();  // start again on the same port after Kill()
+  void Pause();    // SIGSTOP: a hung server
+  void Resume();   // SIGCONT
 
  private:
   RedisServer() = default;
