@@ -23,28 +23,54 @@ run() {
   exec ./build/release/sluice serve --config examples/sluice.yaml
 }
 
+passed=0
+failed=0
+# ctest, with its counts added to the run's totals.
+run_ctest() {
+  local log
+  log=$(mktemp)
+  set +e
+  ctest "$@" 2>&1 | tee "$log"
+  local status=${PIPESTATUS[0]}
+  set -e
+  local line
+  line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -n 1)
+  rm -f "$log"
+  if [[ $line =~ ([0-9]+)\ tests\ failed\ out\ of\ ([0-9]+) ]]; then
+    failed=$((failed + BASH_REMATCH[1]))
+    passed=$((passed + BASH_REMATCH[2] - BASH_REMATCH[1]))
+  fi
+  if ((status != 0)); then
+    echo "$passed passed, $failed failed"
+    exit "$status"
+  fi
+}
+
 test_all() {
   echo "== release build, every test"
   configure build/release -DCMAKE_BUILD_TYPE=Release
   ninja -C build/release -j "$jobs"
-  ctest --test-dir build/release --output-on-failure -j "$jobs"
+  run_ctest --test-dir build/release --output-on-failure -j "$jobs"
 
   echo "== ASan + UBSan build, every test"
   configure build/asan -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=address,undefined \
     -DSLUICE_BUILD_BENCH=OFF
   ninja -C build/asan -j "$jobs"
-  ctest --test-dir build/asan --output-on-failure -j "$jobs" -LE 'install|fault'
+  run_ctest --test-dir build/asan --output-on-failure -j "$jobs" -LE 'install|fault'
 
   # clang: GCC's TSan cannot model the atomic fences Boost.Asio uses.
   echo "== TSan build (clang), the concurrent code"
   CC=clang CXX=clang++ configure build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DSLUICE_SANITIZE=thread -DSLUICE_BUILD_BENCH=OFF
   ninja -C build/tsan -j "$jobs"
-  TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp" \
-    ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L 'concurrency|redis|http' -LE fault
+  export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp"
+  run_ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L 'concurrency|redis|http' -LE fault
 
   echo "== libFuzzer: the HTTP API and the config parser, 20 s each"
   bash scripts/fuzz.sh 20
+
+  echo "== every stage passed"
+  echo "$passed passed, $failed failed"
 }
 
 bash scripts/install-deps.sh
