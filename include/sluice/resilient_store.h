@@ -60,6 +60,12 @@ class ResilientStore final : public Store {
 
   ResilientStoreStats stats() const;
   BreakerState breaker_state() const;
+  // A readiness probe: sends `probe` (a peek, cost 0) to the backend if the breaker lets a call
+  // through, and answers with the backend's own result, errors included (no failure policy);
+  // while the breaker is open it answers UNAVAILABLE at once, without a network call. The
+  // outcome counts for the breaker like any call, so with no traffic at all, probes are what
+  // close it again once the backend recovers.
+  void ProbeAsync(const CheckRequest& probe, DecisionCallback done);
 
  protected:
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override;

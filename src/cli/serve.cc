@@ -12,6 +12,7 @@
 #include "http/metrics.h"
 #include "http/server.h"
 #include "sluice/open_store.h"
+#include "sluice/resilient_store.h"
 #include "sluice/store.h"
 
 namespace sluice::cli {
@@ -57,11 +58,20 @@ int RunServe(const ServeFlags& flags) {
   }
   if (!flags.store_url.empty()) config->store.url = flags.store_url;
 
-  auto store = OpenStore(config->store.url, OpenStoreOptions{.timeout = config->store.timeout});
-  if (!store.ok()) return ConfigError(store.status().message());
+  auto backend = OpenStore(config->store.url, OpenStoreOptions{.timeout = config->store.timeout});
+  if (!backend.ok()) return ConfigError(backend.status().message());
 
+  // A shared store can fail; each rule's failure policy then decides. The in-memory store
+  // cannot, and takes no detour.
   http::Metrics metrics;
-  http::Api api(**store, metrics, http::RuleTable::Build(config->rules, metrics));
+  std::unique_ptr<ResilientStore> resilient;
+  if (config->store.url != "memory://") {
+    resilient = std::make_unique<ResilientStore>(
+        **backend, ResilientStoreOptions{.instances = config->store.instances});
+    metrics.Watch(*resilient);
+  }
+  Store& store = resilient ? *resilient : **backend;
+  http::Api api(store, metrics, http::RuleTable::Build(config->rules, metrics), resilient.get());
   http::ServerOptions options;
   options.host = config->listen.host;
   options.port = config->listen.port;
@@ -89,7 +99,8 @@ int RunServe(const ServeFlags& flags) {
     if (flags.listen.empty() && reloaded->listen.ToString() != config->listen.ToString()) {
       spdlog::warn("listen changed in {}; it takes effect on restart", path);
     }
-    if (flags.store_url.empty() && reloaded->store.url != config->store.url) {
+    if (flags.store_url.empty() && (reloaded->store.url != config->store.url ||
+                                    reloaded->store.instances != config->store.instances)) {
       spdlog::warn("store changed in {}; it takes effect on restart", path);
     }
   });

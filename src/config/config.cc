@@ -17,6 +17,7 @@ namespace {
 
 constexpr size_t kMaxConfigBytes = 1 << 20;
 constexpr int kMaxIoThreads = 256;
+constexpr int64_t kMaxInstances = 1'000'000;
 
 bool IsRuleNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -116,7 +117,8 @@ class Fields {
 Result<Rule> ParseRule(const Reporter& report, const YAML::Node& node, size_t index) {
   const std::string path = "rules[" + std::to_string(index) + "]";
   Fields fields(report, node, path);
-  if (Status s = fields.Check({"name", "algorithm", "limit", "period", "burst"}); !s.ok()) {
+  if (Status s = fields.Check({"name", "algorithm", "limit", "period", "burst", "on_error"});
+      !s.ok()) {
     return s;
   }
   for (std::string_view required : {"name", "algorithm", "limit", "period"}) {
@@ -169,7 +171,17 @@ Result<Rule> ParseRule(const Reporter& report, const YAML::Node& node, size_t in
     }
     return report.At(limit_node, fields.Path("limit"), message);
   }
-  return Rule{std::move(*name), *limit};
+  FailurePolicy on_error = FailurePolicy::kFailOpen;
+  if (const YAML::Node policy_node = fields.Get("on_error"); policy_node.IsDefined()) {
+    auto policy_name = fields.ReadString(policy_node, "on_error");
+    if (!policy_name.ok()) return policy_name.status();
+    auto policy = ParseFailurePolicy(*policy_name);
+    if (!policy.ok()) {
+      return report.At(policy_node, fields.Path("on_error"), policy.status().message());
+    }
+    on_error = *policy;
+  }
+  return Rule{std::move(*name), *limit, on_error};
 }
 
 Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
@@ -187,7 +199,7 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
 
   if (const YAML::Node store = top.Get("store"); store.IsDefined()) {
     Fields fields(report, store, "store");
-    if (Status s = fields.Check({"url", "timeout_ms"}); !s.ok()) return s;
+    if (Status s = fields.Check({"url", "timeout_ms", "instances"}); !s.ok()) return s;
     if (const YAML::Node url = fields.Get("url"); url.IsDefined()) {
       auto text = fields.ReadString(url, "url");
       if (!text.ok()) return text.status();
@@ -201,6 +213,15 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
         return report.At(timeout, fields.Path("timeout_ms"), "must be between 1 and 60000");
       }
       config.store.timeout = std::chrono::milliseconds(*ms);
+    }
+    if (const YAML::Node instances = fields.Get("instances"); instances.IsDefined()) {
+      auto n = fields.ReadInteger(instances, "instances");
+      if (!n.ok()) return n.status();
+      if (*n < 1 || *n > kMaxInstances) {
+        return report.At(instances, fields.Path("instances"),
+                         "must be between 1 and " + std::to_string(kMaxInstances));
+      }
+      config.store.instances = *n;
     }
   }
 

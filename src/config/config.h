@@ -2,10 +2,10 @@
 // knobs and the rule set, read from a YAML file:
 //
 //   listen: 127.0.0.1:8080
-//   store: { url: memory://, timeout_ms: 50 }
+//   store: { url: memory://, timeout_ms: 50, instances: 1 }
 //   server: { io_threads: 2, read_timeout: 10s, idle_timeout: 60s }   # optional
 //   rules:
-//     - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20 }
+//     - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20, on_error: fail_open }
 //
 // Parsing is strict: an unknown or repeated field, a value of the wrong type, a duplicate rule
 // name, a bad duration or a limit that Limit::Create rejects is an error whose message names the
@@ -21,6 +21,7 @@
 #include "sluice/clock.h"
 #include "sluice/limit.h"
 #include "sluice/status.h"
+#include "sluice/store.h"
 
 namespace sluice::config {
 
@@ -31,6 +32,8 @@ inline constexpr size_t kMaxRuleNameBytes = 64;
 struct Rule {
   std::string name;
   Limit limit;
+  // What decides when the store fails (a shared store only; memory:// cannot fail).
+  FailurePolicy on_error = FailurePolicy::kFailOpen;
 };
 
 struct ListenAddress {
@@ -43,6 +46,9 @@ struct ListenAddress {
 struct StoreConfig {
   std::string url = "memory://";
   Duration timeout = std::chrono::milliseconds(50);
+  // How many `sluice serve` processes share the store: a local_fallback rule gives each
+  // limit/instances while the store is down.
+  int64_t instances = 1;
 };
 
 struct ServerConfig {

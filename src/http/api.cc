@@ -32,9 +32,9 @@ void AppendJsonString(std::string& out, std::string_view text) {
 void AppendDecision(std::string& out, const Decision& d) {
   fmt::format_to(std::back_inserter(out),
                  R"({{"allowed":{},"limit":{},"remaining":{},"retry_after_ms":{},)"
-                 R"("reset_after_ms":{}}})",
+                 R"("reset_after_ms":{},"source":"{}","degraded":{}}})",
                  d.allowed, d.limit, d.remaining, CeilMillis(d.retry_after),
-                 CeilMillis(d.reset_after));
+                 CeilMillis(d.reset_after), DecisionSourceName(d.source), d.degraded());
 }
 
 void AppendError(std::string& out, std::string_view message) {
@@ -86,7 +86,8 @@ Result<ParsedCheck> ParseCheck(const json& item, const RuleTable& rules) {
   const CheckRequest request{.scope = rule->name,
                              .limit = &rule->limit,
                              .key = key->get_ref<const std::string&>(),
-                             .cost = units};
+                             .cost = units,
+                             .on_error = rule->on_error};
   if (Status s = ValidateCheck(request); !s.ok()) return s;
   return ParsedCheck{rule, request};
 }
@@ -123,7 +124,7 @@ std::shared_ptr<const RuleTable> RuleTable::Build(const std::vector<config::Rule
   auto table = std::make_shared<RuleTable>();
   table->rules_.reserve(rules.size());
   for (const config::Rule& rule : rules) {
-    table->rules_.push_back(ServedRule{rule.name, rule.limit,
+    table->rules_.push_back(ServedRule{rule.name, rule.limit, rule.on_error,
                                        RateLimitPolicyValue(rule.name, rule.limit),
                                        &metrics.ForRule(rule.name)});
   }
@@ -138,8 +139,13 @@ const ServedRule* RuleTable::Find(std::string_view name) const {
   return it != rules_.end() && it->name == name ? &*it : nullptr;
 }
 
-Api::Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules)
-    : store_(store), metrics_(metrics), probe_limit_(ProbeLimit()), rules_(std::move(rules)) {}
+Api::Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules,
+         ResilientStore* resilient_store)
+    : store_(store),
+      resilient_store_(resilient_store),
+      metrics_(metrics),
+      probe_limit_(ProbeLimit()),
+      rules_(std::move(rules)) {}
 
 void Api::SetRules(std::shared_ptr<const RuleTable> rules) {
   std::lock_guard lock(rules_mu_);
@@ -215,11 +221,11 @@ void Api::OnDecision(Exchange& exchange, Result<Decision> decision) {
   const std::shared_ptr<const RuleTable> rules = std::move(exchange.rules_);
   const ServedRule& rule = *exchange.rule_;
   if (!decision.ok()) {
-    StoreFailed(decision.status());
+    StoreFailed(decision.status().ToString());
     return Fail(exchange, 503, decision.status().message());
   }
-  StoreAnswered();
-  metrics_.CountDecision(*rule.counters, decision->allowed);
+  Settled(*decision);
+  metrics_.CountDecision(*rule.counters, *decision);
 
   Response& response = exchange.response;
   AppendDecision(response.body, *decision);
@@ -265,7 +271,6 @@ void Api::OnBatch(Exchange& exchange, std::vector<Result<Decision>> results) {
   std::string& body = exchange.response.body;
   body += R"({"results":[)";
   size_t next = 0;
-  bool any_decided = false;
   for (size_t i = 0; i < exchange.batch_.size(); ++i) {
     if (i > 0) body += ',';
     const Exchange::BatchItem& item = exchange.batch_[i];
@@ -276,31 +281,41 @@ void Api::OnBatch(Exchange& exchange, std::vector<Result<Decision>> results) {
     assert(next < results.size());
     const Result<Decision>& result = results[next++];
     if (!result.ok()) {
-      StoreFailed(result.status());
+      StoreFailed(result.status().ToString());
       AppendError(body, result.status().message());
       continue;
     }
-    any_decided = true;
-    metrics_.CountDecision(*item.rule->counters, result->allowed);
+    Settled(*result);
+    metrics_.CountDecision(*item.rule->counters, *result);
     AppendDecision(body, *result);
   }
   body += "]}";
-  if (any_decided) StoreAnswered();
   Finish(exchange);
 }
 
 void Api::HandleReady(Exchange& exchange) {
   const CheckRequest probe{
       .scope = kProbeScope, .limit = &probe_limit_, .key = kProbeKey, .cost = 0};
-  store_.CheckAsync(probe, [this, &exchange](Result<Decision> decision) {
+  auto answer = [this, &exchange](Result<Decision> decision) {
+    Response& response = exchange.response;
     if (!decision.ok()) {
-      StoreFailed(decision.status());
-      return Fail(exchange, 503, "store unavailable: " + decision.status().message());
+      StoreFailed(decision.status().ToString());
+      response.status = 503;
+      response.body = R"({"error":)";
+      AppendJsonString(response.body, "store unavailable: " + decision.status().message());
+    } else {
+      StoreAnswered();
+      response.body = R"({"status":"ready")";
     }
-    StoreAnswered();
-    exchange.response.body = R"({"status":"ready"})";
+    if (resilient_store_ != nullptr) {
+      fmt::format_to(std::back_inserter(response.body), R"(,"breaker":"{}")",
+                     BreakerStateName(resilient_store_->breaker_state()));
+    }
+    response.body += '}';
     Finish(exchange);
-  });
+  };
+  if (resilient_store_ != nullptr) return resilient_store_->ProbeAsync(probe, std::move(answer));
+  store_.CheckAsync(probe, std::move(answer));
 }
 
 void Api::Refuse(int status, std::string_view message, Response& response) {
@@ -329,9 +344,18 @@ void Api::StoreAnswered() {
   }
 }
 
-void Api::StoreFailed(const Status& status) {
+void Api::StoreFailed(std::string_view why) {
   metrics_.CountStoreError();
-  if (store_healthy_.exchange(false)) spdlog::warn("store failed: {}", status.ToString());
+  if (store_healthy_.exchange(false)) spdlog::warn("store failed: {}", why);
+}
+
+void Api::Settled(const Decision& decision) {
+  if (decision.degraded()) {
+    StoreFailed(
+        fmt::format("deciding by failure policy ({})", DecisionSourceName(decision.source)));
+  } else if (decision.source == DecisionSource::kStore) {
+    StoreAnswered();
+  }
 }
 
 }  // namespace sluice::http

@@ -1,13 +1,18 @@
 // The decision service's HTTP API as a function of a request's method, target and body, apart
 // from any socket, so it can be unit-tested and fuzzed directly:
 //
-//   POST /v1/check   {"rule":"api","key":"user:42","cost":1}  → 200 {"allowed":...} plus the
+//   POST /v1/check   {"rule":"api","key":"user:42","cost":1}  → 200 {"allowed":..., "source":
+//                    "store", "degraded":false} ("source" names the path that decided: see
+//                    DecisionSource; "degraded" is true when a failure policy did) plus the
 //                    RateLimit-Policy, RateLimit (and when denied Retry-After) headers; a denied
 //                    check is still 200: the service answers the question, it is not limiting.
 //                    {"checks":[{...},...]}  → 200 {"results":[...]}, in order, decided in one
 //                    store round trip; an item that cannot be decided is {"error":"..."}.
 //   GET /healthz     200 while the process serves
-//   GET /readyz      200 when the store answers a peek (cost 0) on an internal key, else 503
+//   GET /readyz      200 when the store answers a peek (cost 0) on an internal key, else 503;
+//                    with a ResilientStore, the peek is its ProbeAsync: the backend's own answer
+//                    (a failure policy must not make it look ready), 503 at once while the
+//                    circuit breaker is open, and the breaker's state in the body
 //   GET /metrics     Prometheus text exposition
 //
 // Errors are {"error":"..."}: 400 bad JSON or check, 404 unknown path, 405 wrong method (with
@@ -33,6 +38,7 @@
 #include "config/config.h"
 #include "http/metrics.h"
 #include "sluice/limit.h"
+#include "sluice/resilient_store.h"
 #include "sluice/store.h"
 
 namespace sluice::http {
@@ -69,6 +75,7 @@ struct Response {
 struct ServedRule {
   std::string name;
   Limit limit;
+  FailurePolicy on_error = FailurePolicy::kFailOpen;
   std::string policy_header;
   RuleCounters* counters = nullptr;
 };
@@ -115,8 +122,10 @@ class Exchange {
 
 class Api {
  public:
-  // `store` and `metrics` must outlive the Api.
-  Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules);
+  // `store` and `metrics` (and `resilient_store`, when given) must outlive the Api.
+  // `resilient_store`, when `store` is one, lets /readyz see through it.
+  Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules,
+      ResilientStore* resilient_store = nullptr);
 
   void SetRules(std::shared_ptr<const RuleTable> rules);
   std::shared_ptr<const RuleTable> rules() const;
@@ -139,9 +148,12 @@ class Api {
   void Fail(Exchange& exchange, int status, std::string_view message);
   void Finish(Exchange& exchange);
   void StoreAnswered();
-  void StoreFailed(const Status& status);
+  // Notes which path decided: the store answering, or a failure policy standing in for it.
+  void Settled(const Decision& decision);
+  void StoreFailed(std::string_view why);
 
   Store& store_;
+  ResilientStore* const resilient_store_;
   Metrics& metrics_;
   const Limit probe_limit_;
   std::atomic<bool> store_healthy_{true};

@@ -63,6 +63,16 @@ std::string Metrics::Exposition() const {
       fmt::format_to(put, "sluice_checks_total{{rule=\"{}\",result=\"denied\"}} {}\n", name,
                      Load(counters->denied));
     }
+    fmt::format_to(put,
+                   "# HELP sluice_decisions_total Decisions, by rule and the path that made them.\n"
+                   "# TYPE sluice_decisions_total counter\n");
+    for (const auto& [name, counters] : rules_) {
+      for (size_t source = 0; source < kDecisionSources; ++source) {
+        fmt::format_to(put, "sluice_decisions_total{{rule=\"{}\",source=\"{}\"}} {}\n", name,
+                       DecisionSourceName(static_cast<DecisionSource>(source)),
+                       Load(counters->by_source[source]));
+      }
+    }
   }
 
   fmt::format_to(put,
@@ -96,6 +106,26 @@ std::string Metrics::Exposition() const {
                    Load(http_[i]));
   }
   fmt::format_to(put, "sluice_http_requests_total{{code=\"other\"}} {}\n", Load(http_.back()));
+
+  if (resilient_store_ != nullptr) {
+    const ResilientStoreStats stats = resilient_store_->stats();
+    fmt::format_to(put,
+                   "# HELP sluice_breaker_state The store's circuit breaker: 1 for its state.\n"
+                   "# TYPE sluice_breaker_state gauge\n");
+    for (auto state : {BreakerState::kClosed, BreakerState::kOpen, BreakerState::kHalfOpen}) {
+      fmt::format_to(put, "sluice_breaker_state{{state=\"{}\"}} {}\n", BreakerStateName(state),
+                     stats.breaker == state ? 1 : 0);
+    }
+    fmt::format_to(put,
+                   "# HELP sluice_breaker_opens_total Times the store's circuit breaker opened.\n"
+                   "# TYPE sluice_breaker_opens_total counter\n"
+                   "sluice_breaker_opens_total {}\n"
+                   "# HELP sluice_hot_key_cache_hits_total Denials made by the hot-key cache "
+                   "without a store round trip.\n"
+                   "# TYPE sluice_hot_key_cache_hits_total counter\n"
+                   "sluice_hot_key_cache_hits_total {}\n",
+                   stats.breaker_opens, stats.hot_key_cache);
+  }
   return out;
 }
 

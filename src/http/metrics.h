@@ -2,9 +2,18 @@
 // locks nor allocates:
 //
 //   sluice_checks_total{rule,result="allowed|denied"}   decisions made, per rule
+//   sluice_decisions_total{rule,source}                 decisions, per rule and deciding path
+//                                                       (store, hot_key_cache, fail_open,
+//                                                       fail_closed, local_fallback)
 //   sluice_store_errors_total                           checks the store failed to decide
+//                                                       (answered with an error or degraded)
 //   sluice_check_duration_seconds                       histogram: check request to decision
 //   sluice_http_requests_total{code}                    responses sent, per status code
+//
+// With a ResilientStore watched, also:
+//   sluice_breaker_state{state}                         1 for the circuit breaker's state
+//   sluice_breaker_opens_total                          times the breaker opened
+//   sluice_hot_key_cache_hits_total                     denials made by the hot-key cache
 //
 // A rule's counters are created when a rule set naming it is loaded and then live as long as the
 // Metrics, so a reload neither resets nor loses them.
@@ -22,11 +31,17 @@
 #include <string>
 #include <string_view>
 
+#include "sluice/decision.h"
+#include "sluice/resilient_store.h"
+
 namespace sluice::http {
+
+inline constexpr size_t kDecisionSources = static_cast<size_t>(DecisionSource::kLocalFallback) + 1;
 
 struct RuleCounters {
   std::atomic<uint64_t> allowed{0};
   std::atomic<uint64_t> denied{0};
+  std::array<std::atomic<uint64_t>, kDecisionSources> by_source{};
 };
 
 class Metrics {
@@ -42,8 +57,9 @@ class Metrics {
   // lifetime of this object. `name` must not need escaping in a label value (no '"', '\', LF).
   RuleCounters& ForRule(std::string_view name);
 
-  void CountDecision(RuleCounters& rule, bool allowed) {
-    (allowed ? rule.allowed : rule.denied).fetch_add(1, std::memory_order_relaxed);
+  void CountDecision(RuleCounters& rule, const Decision& decision) {
+    (decision.allowed ? rule.allowed : rule.denied).fetch_add(1, std::memory_order_relaxed);
+    rule.by_source[static_cast<size_t>(decision.source)].fetch_add(1, std::memory_order_relaxed);
   }
   void CountStoreError() { store_errors_.fetch_add(1, std::memory_order_relaxed); }
   void ObserveCheckDuration(std::chrono::nanoseconds elapsed);
@@ -53,6 +69,10 @@ class Metrics {
   uint64_t http_responses(int status) const;
   uint64_t check_duration_count() const;
 
+  // Adds `store`'s breaker and hot-key cache to the exposition; it must outlive this object.
+  // Call before the metrics are served.
+  void Watch(const ResilientStore& store) { resilient_store_ = &store; }
+
   // The text exposition format, version 0.0.4.
   std::string Exposition() const;
 
@@ -60,6 +80,7 @@ class Metrics {
   mutable std::mutex rules_mu_;
   std::map<std::string, std::unique_ptr<RuleCounters>, std::less<>> rules_;
 
+  const ResilientStore* resilient_store_ = nullptr;
   std::atomic<uint64_t> store_errors_{0};
   std::array<std::atomic<uint64_t>, kBucketBoundsNs.size() + 1> buckets_{};  // last: +Inf
   std::atomic<uint64_t> duration_sum_ns_{0};

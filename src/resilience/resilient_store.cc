@@ -309,6 +309,21 @@ void ResilientStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, B
   });
 }
 
+void ResilientStore::ProbeAsync(const CheckRequest& probe, DecisionCallback done) {
+  if (!breaker_->Allow(Now())) {
+    return done(Status::Unavailable("circuit breaker open: the store failed repeatedly"));
+  }
+  backend_.CheckAsync(probe, [this, done = std::move(done)](Result<Decision> answer) {
+    if (answer.ok()) {
+      breaker_->Succeeded();
+    } else if (IsStoreFailure(answer.status().code())) {
+      store_errors_.fetch_add(1, std::memory_order_relaxed);
+      breaker_->Failed(Now());
+    }
+    done(std::move(answer));
+  });
+}
+
 Status ResilientStore::DoReset(std::string_view scope, std::string_view key) {
   if (hot_keys_) hot_keys_->Forget(scope, key);
   (void)fallback_.Reset(scope, key);

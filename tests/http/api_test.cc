@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 #include "sluice/memory_store.h"
+#include "sluice/resilient_store.h"
 
 namespace sluice::http {
 namespace {
@@ -40,13 +41,15 @@ class UnreachableStore final : public Store {
 };
 
 // A MemoryStore seen through the asynchronous API only, counting the calls it gets and, when
-// `defer` is set, holding the answers back until Deliver(): a slow remote store.
+// `defer` is set, holding the answers back until Deliver(): a slow remote store. While `down`,
+// it answers UNAVAILABLE, as a remote store that cannot be reached does.
 class RecordingStore final : public Store {
  public:
   explicit RecordingStore(const Clock& clock) : memory_(MemoryStoreOptions{.clock = &clock}) {}
 
   int batch_calls = 0;
   bool defer = false;
+  bool down = false;
 
   void Deliver() {
     while (!pending_.empty()) {
@@ -61,6 +64,9 @@ class RecordingStore final : public Store {
  protected:
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override {
     ++batch_calls;
+    if (down) {
+      return done(std::vector<Result<Decision>>(requests.size(), Status::Unavailable("down")));
+    }
     // Decided now, from requests that only live for this call; answered now or later.
     auto results = memory_.CheckBatch(requests);
     if (!defer) return done(std::move(results));
@@ -119,7 +125,7 @@ TEST_F(ApiTest, AllowedCheckAnswersWithDecisionAndRateLimitHeaders) {
   EXPECT_EQ(a.response.status, 200);
   EXPECT_EQ(a.response.content_type, "application/json");
   EXPECT_EQ(a.response.body, R"({"allowed":true,"limit":100,"remaining":99,"retry_after_ms":0,)"
-                             R"("reset_after_ms":600})");
+                             R"("reset_after_ms":600,"source":"store","degraded":false})");
   EXPECT_EQ(a.header("RateLimit-Policy"), R"("api";q=100;w=60)");
   EXPECT_EQ(a.header("RateLimit"), R"("api";r=99;t=1)");
   EXPECT_EQ(a.header("Retry-After"), "<absent>");
@@ -138,7 +144,7 @@ TEST_F(ApiTest, DeniedCheckIsStill200WithRetryAfterAndConsumesNothing) {
   EXPECT_EQ(denied.response.status, 200);
   EXPECT_EQ(denied.response.body,
             R"({"allowed":false,"limit":1,"remaining":0,"retry_after_ms":10000,)"
-            R"("reset_after_ms":10000})");
+            R"("reset_after_ms":10000,"source":"store","degraded":false})");
   EXPECT_EQ(denied.header("Retry-After"), "10");
   EXPECT_EQ(denied.header("RateLimit"), R"("slow";r=0;t=10)");
   EXPECT_EQ(metrics_.ForRule("slow").denied.load(), 1u);
@@ -186,17 +192,18 @@ TEST_F(ApiTest, BatchAnswersInOrderWithPerItemErrorsInOneStoreCall) {
       {"rule":"api","key":"a","cost":-1},
       7]})");
   EXPECT_EQ(a.response.status, 200);
-  EXPECT_EQ(
-      a.response.body,
-      R"({"results":[)"
-      R"({"allowed":true,"limit":100,"remaining":99,"retry_after_ms":0,"reset_after_ms":600},)"
-      R"({"error":"unknown rule 'nope'"},)"
-      R"({"allowed":true,"limit":1,"remaining":0,"retry_after_ms":0,"reset_after_ms":10000},)"
-      R"({"allowed":false,"limit":1,"remaining":0,"retry_after_ms":10000,)"
-      R"("reset_after_ms":10000},)"
-      R"({"error":"key must not be empty"},)"
-      R"({"error":"'cost' must be a non-negative integer"},)"
-      R"({"error":"a check must be a JSON object"}]})");
+  EXPECT_EQ(a.response.body,
+            R"({"results":[)"
+            R"({"allowed":true,"limit":100,"remaining":99,"retry_after_ms":0,"reset_after_ms":600,)"
+            R"("source":"store","degraded":false},)"
+            R"({"error":"unknown rule 'nope'"},)"
+            R"({"allowed":true,"limit":1,"remaining":0,"retry_after_ms":0,"reset_after_ms":10000,)"
+            R"("source":"store","degraded":false},)"
+            R"({"allowed":false,"limit":1,"remaining":0,"retry_after_ms":10000,)"
+            R"("reset_after_ms":10000,"source":"store","degraded":false},)"
+            R"({"error":"key must not be empty"},)"
+            R"({"error":"'cost' must be a non-negative integer"},)"
+            R"({"error":"a check must be a JSON object"}]})");
   EXPECT_EQ(a.response.FindHeader("RateLimit"), nullptr);
   EXPECT_EQ(store_.batch_calls, 1);
   EXPECT_EQ(metrics_.ForRule("api").allowed.load(), 1u);
@@ -392,6 +399,119 @@ TEST_F(ApiTest, ExchangeIsReusedAcrossRequests) {
   EXPECT_EQ(calls, 3);
   EXPECT_EQ(exchange.response.header_count, 3u);  // no Allow left over; Retry-After this time
   EXPECT_EQ(*exchange.response.FindHeader("Retry-After"), "10");
+}
+
+constexpr std::string_view kPolicyRules = R"(
+rules:
+  - { name: open, algorithm: fixed_window, limit: 4, period: 1m }
+  - { name: closed, algorithm: fixed_window, limit: 4, period: 1m, on_error: fail_closed }
+  - { name: local, algorithm: fixed_window, limit: 4, period: 1m, on_error: local_fallback }
+)";
+
+// The service as `sluice serve` runs it on a shared store: a ResilientStore in front.
+class ResilientApiTest : public ::testing::Test {
+ protected:
+  ResilientApiTest()
+      : backend_(clock_),
+        resilient_(
+            backend_,
+            ResilientStoreOptions{
+                .clock = &clock_, .failures_to_open = 3, .open_for = seconds(1), .instances = 2}),
+        api_(resilient_, metrics_, RuleTable::Build(ParseRules(kPolicyRules), metrics_),
+             &resilient_) {
+    metrics_.Watch(resilient_);
+  }
+
+  Answer Call(std::string_view method, std::string_view target, std::string_view body = "") {
+    Answer answer;
+    Exchange exchange([&answer] { answer.done = true; });
+    api_.Handle({method, target, body}, exchange);
+    EXPECT_TRUE(answer.done) << method << " " << target << " " << body;
+    answer.response = exchange.response;
+    return answer;
+  }
+  std::string Check(std::string_view rule) {
+    const Answer a =
+        Call("POST", "/v1/check", R"({"rule":")" + std::string(rule) + R"(","key":"k"})");
+    EXPECT_EQ(a.response.status, 200);
+    return a.response.body;
+  }
+  bool Exposes(std::string_view line) {
+    return Call("GET", "/metrics").response.body.find(line) != std::string::npos;
+  }
+
+  ManualClock clock_;
+  RecordingStore backend_;
+  ResilientStore resilient_;
+  Metrics metrics_;
+  Api api_;
+};
+
+TEST_F(ResilientApiTest, WhileTheStoreAnswersItDecides) {
+  const std::string decision = Check("closed");
+  EXPECT_TRUE(
+      decision.starts_with(R"({"allowed":true,"limit":4,"remaining":3,"retry_after_ms":0,)"))
+      << decision;
+  EXPECT_TRUE(decision.ends_with(R"("source":"store","degraded":false})")) << decision;
+  const Answer ready = Call("GET", "/readyz");
+  EXPECT_EQ(ready.response.status, 200);
+  EXPECT_EQ(ready.response.body, R"({"status":"ready","breaker":"closed"})");
+  EXPECT_TRUE(Exposes("sluice_decisions_total{rule=\"closed\",source=\"store\"} 1\n"));
+  EXPECT_TRUE(Exposes("sluice_breaker_state{state=\"closed\"} 1\n"));
+}
+
+TEST_F(ResilientApiTest, WhenTheStoreFailsEachRuleDecidesByItsPolicy) {
+  backend_.down = true;
+  EXPECT_EQ(Check("open"), R"({"allowed":true,"limit":4,"remaining":0,"retry_after_ms":0,)"
+                           R"("reset_after_ms":0,"source":"fail_open","degraded":true})");
+  EXPECT_EQ(Check("closed"), R"({"allowed":false,"limit":4,"remaining":0,"retry_after_ms":1000,)"
+                             R"("reset_after_ms":0,"source":"fail_closed","degraded":true})");
+  // 4 per minute shared by 2 instances: this one admits 2.
+  EXPECT_NE(Check("local").find(R"("allowed":true)"), std::string::npos);
+  EXPECT_NE(Check("local").find(R"("allowed":true)"), std::string::npos);
+  const std::string third = Check("local");
+  EXPECT_NE(third.find(R"("allowed":false)"), std::string::npos) << third;
+  EXPECT_NE(third.find(R"("source":"local_fallback","degraded":true)"), std::string::npos);
+
+  EXPECT_EQ(metrics_.store_errors(), 5u);
+  EXPECT_EQ(metrics_.ForRule("local").allowed.load(), 2u);
+  EXPECT_TRUE(Exposes("sluice_decisions_total{rule=\"open\",source=\"fail_open\"} 1\n"));
+  EXPECT_TRUE(Exposes("sluice_decisions_total{rule=\"closed\",source=\"fail_closed\"} 1\n"));
+  EXPECT_TRUE(Exposes("sluice_decisions_total{rule=\"local\",source=\"local_fallback\"} 3\n"));
+}
+
+TEST_F(ResilientApiTest, ReadinessFollowsTheBreakerAndClosesItWithoutTraffic) {
+  backend_.down = true;
+  for (int i = 0; i < 3; ++i) Check("open");  // three failures open the breaker
+  EXPECT_TRUE(Exposes("sluice_breaker_state{state=\"open\"} 1\n"));
+  EXPECT_TRUE(Exposes("sluice_breaker_opens_total 1\n"));
+
+  const int calls = backend_.batch_calls;
+  Answer ready = Call("GET", "/readyz");
+  EXPECT_EQ(ready.response.status, 503);
+  EXPECT_EQ(ready.response.body,
+            R"({"error":"store unavailable: circuit breaker open: the store failed repeatedly",)"
+            R"("breaker":"open"})");
+  EXPECT_EQ(backend_.batch_calls, calls);  // no call while open
+  EXPECT_NE(Check("open").find(R"("source":"fail_open")"), std::string::npos);
+  EXPECT_EQ(backend_.batch_calls, calls);
+
+  backend_.down = false;
+  clock_.Advance(seconds(1));
+  ready = Call("GET", "/readyz");  // the probe goes through and closes the breaker
+  EXPECT_EQ(ready.response.status, 200);
+  EXPECT_EQ(ready.response.body, R"({"status":"ready","breaker":"closed"})");
+  EXPECT_EQ(backend_.keys(), 0u);  // a peek writes nothing
+  EXPECT_NE(Check("open").find(R"("source":"store")"), std::string::npos);
+}
+
+TEST_F(ResilientApiTest, HotKeyCacheHitsAreCounted) {
+  for (int i = 0; i < 4; ++i) Check("open");
+  const int calls = backend_.batch_calls;
+  EXPECT_NE(Check("open").find(R"("allowed":false,)"), std::string::npos);  // the store denies
+  EXPECT_NE(Check("open").find(R"("source":"hot_key_cache","degraded":false)"), std::string::npos);
+  EXPECT_EQ(backend_.batch_calls, calls + 1);
+  EXPECT_TRUE(Exposes("sluice_hot_key_cache_hits_total 1\n"));
 }
 
 }  // namespace

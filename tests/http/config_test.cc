@@ -15,10 +15,10 @@ using std::chrono::seconds;
 
 TEST(ConfigTest, ParsesEveryField) {
   auto config = ParseConfig(R"(listen: 0.0.0.0:9000
-store: { url: "redis://127.0.0.1:6379", timeout_ms: 20 }
+store: { url: "redis://127.0.0.1:6379", timeout_ms: 20, instances: 4 }
 server: { io_threads: 3, read_timeout: 2s, idle_timeout: 500ms }
 rules:
-  - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20 }
+  - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20, on_error: local_fallback }
   - name: login.v2
     algorithm: sliding_window
     limit: 5
@@ -30,12 +30,15 @@ rules:
   EXPECT_EQ(config->listen.port, 9000);
   EXPECT_EQ(config->store.url, "redis://127.0.0.1:6379");
   EXPECT_EQ(config->store.timeout, milliseconds(20));
+  EXPECT_EQ(config->store.instances, 4);
   EXPECT_EQ(config->server.io_threads, 3);
   EXPECT_EQ(config->server.read_timeout, seconds(2));
   EXPECT_EQ(config->server.idle_timeout, milliseconds(500));
   ASSERT_EQ(config->rules.size(), 2u);
   EXPECT_EQ(config->rules[0].name, "api");
   EXPECT_EQ(config->rules[0].limit, *Limit::Create(Algorithm::kGcra, 100, seconds(60), 20));
+  EXPECT_EQ(config->rules[0].on_error, FailurePolicy::kLocalFallback);
+  EXPECT_EQ(config->rules[1].on_error, FailurePolicy::kFailOpen);
   EXPECT_EQ(config->rules[1].name, "login.v2");
   EXPECT_EQ(config->rules[1].limit,
             *Limit::Create(Algorithm::kSlidingWindow, 5, std::chrono::minutes(15)));
@@ -48,6 +51,8 @@ TEST(ConfigTest, OptionalSectionsHaveDefaults) {
   EXPECT_EQ(config->listen.ToString(), "127.0.0.1:8080");
   EXPECT_EQ(config->store.url, "memory://");
   EXPECT_EQ(config->store.timeout, milliseconds(50));
+  EXPECT_EQ(config->store.instances, 1);
+  EXPECT_EQ(config->rules[0].on_error, FailurePolicy::kFailOpen);
   EXPECT_EQ(config->server.io_threads, 0);
   EXPECT_EQ(config->server.read_timeout, seconds(10));
   EXPECT_EQ(config->server.idle_timeout, seconds(60));
@@ -99,7 +104,10 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
        "bad.yaml:6: rules[0].burst: burst must be positive, got -1"},
       {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    brust: 5\n",
        "bad.yaml:6: rules[0].brust: unknown field (expected name, algorithm, limit, period, "
-       "burst)"},
+       "burst, on_error)"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    on_error: fail_slowly\n",
+       "bad.yaml:6: rules[0].on_error: unknown failure policy 'fail_slowly' (expected fail_open, "
+       "fail_closed or local_fallback)"},
       {rule + "    algorithm: gcra\n    limit: 10\n    limit: 20\n    period: 1s\n",
        "bad.yaml:5: rules[0].limit: field given twice"},
       {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n"
@@ -119,6 +127,8 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
       {"store: {url: memory://, timeout_ms: 0}\n",
        "bad.yaml:1: store.timeout_ms: must be between 1 and 60000"},
       {"store: memory://\n", "bad.yaml:1: store: expected a mapping of fields"},
+      {"store: {url: memory://, instances: 0}\n",
+       "bad.yaml:1: store.instances: must be between 1 and 1000000"},
       {"server:\n  io_threads: 0\n", "bad.yaml:2: server.io_threads: must be between 1 and 256"},
       {"server:\n  read_timeout: soon\n",
        "bad.yaml:2: server.read_timeout: bad duration 'soon': expected a whole number and a "

@@ -20,14 +20,18 @@ TEST(MetricsTest, RuleCountersAreCreatedOnceAndKept) {
   Metrics metrics;
   RuleCounters& api = metrics.ForRule("api");
   EXPECT_EQ(&metrics.ForRule("api"), &api);
-  metrics.CountDecision(api, true);
-  metrics.CountDecision(api, true);
-  metrics.CountDecision(api, false);
+  metrics.CountDecision(api, Decision{.allowed = true});
+  metrics.CountDecision(api, Decision{.allowed = true, .source = DecisionSource::kFailOpen});
+  metrics.CountDecision(api, Decision{.allowed = false});
   metrics.ForRule("login");
   const std::string text = metrics.Exposition();
   EXPECT_TRUE(Has(text, "# TYPE sluice_checks_total counter\n"));
   EXPECT_TRUE(Has(text, "sluice_checks_total{rule=\"api\",result=\"allowed\"} 2\n"));
   EXPECT_TRUE(Has(text, "sluice_checks_total{rule=\"api\",result=\"denied\"} 1\n"));
+  EXPECT_TRUE(Has(text, "sluice_decisions_total{rule=\"api\",source=\"store\"} 2\n"));
+  EXPECT_TRUE(Has(text, "sluice_decisions_total{rule=\"api\",source=\"fail_open\"} 1\n"));
+  EXPECT_TRUE(Has(text, "sluice_decisions_total{rule=\"login\",source=\"local_fallback\"} 0\n"));
+  EXPECT_FALSE(Has(text, "sluice_breaker_state"));  // no ResilientStore watched
   EXPECT_TRUE(Has(text, "sluice_checks_total{rule=\"login\",result=\"allowed\"} 0\n"));
 }
 
@@ -72,7 +76,7 @@ TEST(MetricsTest, CountsFromManyThreadsAddUp) {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 1000; ++i) {
-        metrics.CountDecision(rule, i % 2 == 0);
+        metrics.CountDecision(rule, Decision{.allowed = i % 2 == 0});
         metrics.CountHttpResponse(200);
         metrics.ObserveCheckDuration(milliseconds(1));
       }
