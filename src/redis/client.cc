@@ -10,9 +10,9 @@
 // Deadlines: every call on a connection has the same timeout, so deadlines grow along the FIFO
 // and one timer per connection, armed at the oldest unfinished deadline, is enough. A call whose
 // deadline passes gets DEADLINE_EXCEEDED at once but keeps its place in the queue, marked
-// finished, so the late reply is matched to it and dropped. Calls re-sent after NOSCRIPT keep
-// their original deadline out of FIFO order; while any is in flight the timer scans the whole
-// queue. The queue is bounded (max_pending_per_connection), so is the scan.
+// finished, so the late reply is matched to it and dropped. Calls re-sent after NOSCRIPT, and
+// calls given their own deadline (CallOptions), are out of FIFO order; while any is in flight the
+// timer scans the whole queue. The queue is bounded (max_pending_per_connection), so is the scan.
 #include "redis/client.h"
 
 #include <hiredis/hiredis.h>
@@ -112,9 +112,22 @@ struct Pending {
   Kind kind = Kind::kCall;
   bool finished = false;           // the callback ran (deadline passed)
   bool resent = false;             // a kEval sent again after NOSCRIPT
+  bool out_of_order = false;       // its deadline may be earlier than those queued before it
+  bool asking = false;             // kEval: ASKING goes before it, again if it is re-sent
   const Script* script = nullptr;  // kEval
   std::string command;             // kEval: the EVALSHA bytes, to send again after NOSCRIPT
 };
+
+constexpr std::string_view kAsking[] = {"ASKING"};
+
+// An entry for a command sent only for its effect on the next one (ASKING, SCRIPT LOAD).
+Pending IgnoredReply(Steady::time_point deadline) {
+  Pending p;
+  p.kind = Pending::Kind::kIgnoreReply;
+  p.deadline = deadline;
+  p.finished = true;
+  return p;
+}
 
 class Connection {
  public:
@@ -242,6 +255,7 @@ class Connection {
     Steady::time_point earliest = Steady::time_point::max();
     for (auto& p : taken) {
       if (!p.finished) earliest = std::min(earliest, p.deadline);
+      if (p.out_of_order) ++out_of_order_in_flight_;
       inflight_.push_back(std::move(p));
     }
     commands.fetch_add(taken.size(), std::memory_order_relaxed);
@@ -298,7 +312,7 @@ class Connection {
   }
 
   void HandleReply(Pending& entry, const redisReply* reply) {
-    if (entry.resent) --resent_in_flight_;
+    if (entry.out_of_order) --out_of_order_in_flight_;
     if (entry.kind == Pending::Kind::kIgnoreReply || entry.finished) return;
     const bool noscript = reply->type == REDIS_REPLY_ERROR &&
                           std::string_view(reply->str, reply->len).starts_with("NOSCRIPT");
@@ -308,20 +322,23 @@ class Connection {
     entry.done(ToReply(reply));
   }
 
-  // SCRIPT LOAD, then the same EVALSHA again, both behind what is already queued.
+  // SCRIPT LOAD, then the same EVALSHA again (after ASKING if it had one), behind what is
+  // already queued.
   void Resend(Pending entry) {
     std::string bytes;
     const std::string_view load[] = {"SCRIPT", "LOAD", entry.script->source};
     AppendCommand(load, bytes);
+    std::vector<Pending> entries;
+    entries.push_back(IgnoredReply(entry.deadline));
+    if (entry.asking) {
+      AppendCommand(kAsking, bytes);
+      entries.push_back(IgnoredReply(entry.deadline));
+    }
     bytes.append(entry.command);
-    std::vector<Pending> entries(2);
-    entries[0].kind = Pending::Kind::kIgnoreReply;
-    entries[0].deadline = entry.deadline;
-    entries[0].finished = true;
     entry.resent = true;
-    entries[1] = std::move(entry);
-    ++resent_in_flight_;
-    pending_.fetch_add(2, std::memory_order_relaxed);
+    entry.out_of_order = true;
+    entries.push_back(std::move(entry));
+    pending_.fetch_add(entries.size(), std::memory_order_relaxed);
     Enqueue(bytes, entries);
   }
 
@@ -346,7 +363,7 @@ class Connection {
       if (p.finished) continue;
       if (p.deadline > now) {
         next = std::min(next, p.deadline);
-        if (resent_in_flight_ == 0) break;  // deadlines grow along the queue but for re-sends
+        if (out_of_order_in_flight_ == 0) break;  // deadlines grow along the queue but for these
         continue;
       }
       p.finished = true;
@@ -485,7 +502,7 @@ class Connection {
     reader_ = redisReaderCreate();
     writing_active_ = false;
     writing_.clear();
-    resent_in_flight_ = 0;
+    out_of_order_in_flight_ = 0;
     std::vector<Pending> taken;
     {
       std::lock_guard lock(mu_);
@@ -550,7 +567,7 @@ class Connection {
   Steady::time_point timer_at_{};
   uint64_t timer_generation_ = 0;
   bool stopping_ = false;
-  int resent_in_flight_ = 0;
+  int out_of_order_in_flight_ = 0;
   uint64_t generation_ = 0;  // bumped per connection attempt; stale handlers see a mismatch
   Steady::time_point last_read_{};
   Duration backoff_;
@@ -600,21 +617,25 @@ class AsioClient final : public Client {
     }
   }
 
-  void Command(std::span<const std::string_view> argv, ReplyCallback done) override {
-    std::string bytes;
-    AppendCommand(argv, bytes);
-    std::vector<Pending> entries(1);
-    entries[0].done = std::move(done);
-    entries[0].deadline = Steady::now() + options_.timeout;
-    Pick().Submit(std::move(bytes), std::move(entries));
+  using Client::Command;
+  using Client::EvalSha;
+
+  void Command(std::span<const std::string_view> argv, const CallOptions& options,
+               ReplyCallback done) override {
+    Pending entry;
+    entry.done = std::move(done);
+    std::string command;
+    AppendCommand(argv, command);
+    SubmitOne(options, std::move(entry), std::move(command));
   }
 
   void EvalSha(const Script& script, std::span<const std::string_view> keys,
-               std::span<const std::string_view> args, ReplyCallback done) override {
-    std::vector<Pending> entries(1);
-    entries[0] = EvalEntry(ScriptCall{&script, keys, args}, std::move(done));
-    std::string bytes = entries[0].command;
-    Pick().Submit(std::move(bytes), std::move(entries));
+               std::span<const std::string_view> args, const CallOptions& options,
+               ReplyCallback done) override {
+    Pending entry = EvalEntry(ScriptCall{&script, keys, args}, std::move(done));
+    entry.asking = options.asking;
+    std::string command = entry.command;
+    SubmitOne(options, std::move(entry), std::move(command));
   }
 
   void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) override {
@@ -663,6 +684,21 @@ class AsioClient final : public Client {
   }
 
  private:
+  // One call, after ASKING when the options ask for it, with the options' deadline if any.
+  void SubmitOne(const CallOptions& options, Pending entry, std::string command) {
+    entry.deadline = options.deadline.value_or(Steady::now() + options_.timeout);
+    entry.out_of_order = options.deadline.has_value();
+    std::vector<Pending> entries;
+    if (options.asking) {
+      std::string asking;
+      AppendCommand(kAsking, asking);
+      command.insert(0, asking);
+      entries.push_back(IgnoredReply(entry.deadline));
+    }
+    entries.push_back(std::move(entry));
+    Pick().Submit(std::move(command), std::move(entries));
+  }
+
   Pending EvalEntry(const ScriptCall& call, ReplyCallback done) {
     Pending p;
     p.kind = Pending::Kind::kEval;

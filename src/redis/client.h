@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -78,6 +79,16 @@ struct ScriptCall {
   std::span<const std::string_view> args;
 };
 
+// How one call is sent; the defaults suit every call but one a Redis Cluster redirected.
+struct CallOptions {
+  // When set, the call's deadline instead of now + ClientOptions::timeout: a redirected call
+  // keeps the deadline of its first attempt.
+  std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt;
+  // Writes ASKING immediately before the command on the same connection (an ASK redirection's
+  // one-shot permission) and discards ASKING's reply.
+  bool asking = false;
+};
+
 using ReplyCallback = std::function<void(Result<Reply>)>;
 using BatchReplyCallback = std::function<void(std::vector<Result<Reply>>)>;
 
@@ -95,11 +106,20 @@ class Client {
   virtual ~Client() = default;
 
   // One command; `argv` need only live during the call.
-  virtual void Command(std::span<const std::string_view> argv, ReplyCallback done) = 0;
+  void Command(std::span<const std::string_view> argv, ReplyCallback done) {
+    Command(argv, CallOptions{}, std::move(done));
+  }
+  virtual void Command(std::span<const std::string_view> argv, const CallOptions& options,
+                       ReplyCallback done) = 0;
   // EVALSHA; on a NOSCRIPT reply, loads the script (SCRIPT LOAD) on that connection and sends
   // the EVALSHA again, within the same deadline, invisibly to the caller.
+  void EvalSha(const Script& script, std::span<const std::string_view> keys,
+               std::span<const std::string_view> args, ReplyCallback done) {
+    EvalSha(script, keys, args, CallOptions{}, std::move(done));
+  }
   virtual void EvalSha(const Script& script, std::span<const std::string_view> keys,
-                       std::span<const std::string_view> args, ReplyCallback done) = 0;
+                       std::span<const std::string_view> args, const CallOptions& options,
+                       ReplyCallback done) = 0;
   // Several script calls queued together on one connection, so they leave in one write; the
   // callback gets one result per call, in order. NOSCRIPT is handled per call as above.
   virtual void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) = 0;

@@ -245,6 +245,60 @@ TEST_F(ClientTest, DeadlineHoldsBehindABlockedWrite) {
   EXPECT_EQ(up->str, "after");
 }
 
+// The deadline a redirected call carries over is earlier than those of calls queued before it.
+TEST_F(ClientTest, AnEarlierDeadlineOfItsOwnIsMetBehindLaterOnes) {
+  ClientOptions options;
+  options.timeout = 1s;
+  options.hang_timeout = 10s;
+  auto c = Connect(options);
+  server_->Pause();
+  std::promise<Result<Reply>> first;
+  const std::string_view ping[] = {"PING"};
+  c->Command(ping, [&](Result<Reply> r) { first.set_value(std::move(r)); });
+  const auto start = Steady::now();
+  std::promise<Result<Reply>> second;
+  c->Command(ping, CallOptions{.deadline = start + 30ms},
+             [&](Result<Reply> r) { second.set_value(std::move(r)); });
+  auto r = second.get_future().get();
+  const auto took = Steady::now() - start;
+  server_->Resume();
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
+  EXPECT_LT(took, 30ms + 40ms) << "noisy machine slack included";
+  EXPECT_TRUE(first.get_future().get().ok());
+}
+
+int64_t AskingCalls(const testing::RedisServer& server) {
+  const std::string stats = server.Cli({"INFO", "commandstats"});
+  const auto at = stats.find("cmdstat_asking:calls=");
+  if (at == std::string::npos) return 0;
+  return std::stoll(stats.substr(at + std::string_view("cmdstat_asking:calls=").size()));
+}
+
+// ASKING goes right before the command, and again before an EVALSHA re-sent after NOSCRIPT. A
+// server without cluster support refuses ASKING, which shows it was sent while the command's own
+// reply still reaches the caller.
+TEST_F(ClientTest, AskingPrecedesTheCommandAndItsReplyIsDiscarded) {
+  auto c = Connect();
+  const std::string_view echo[] = {"ECHO", "asked"};
+  std::promise<Result<Reply>> echoed;
+  c->Command(echo, CallOptions{.asking = true},
+             [&](Result<Reply> r) { echoed.set_value(std::move(r)); });
+  auto r = echoed.get_future().get();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->str, "asked");
+  EXPECT_EQ(AskingCalls(*server_), 1);
+
+  const Script script = Script::FromSource("return redis.call('INCR', KEYS[1])");
+  const std::string_view keys[] = {"asked"};
+  std::promise<Result<Reply>> evaluated;
+  c->EvalSha(script, keys, {}, CallOptions{.asking = true},
+             [&](Result<Reply> r) { evaluated.set_value(std::move(r)); });
+  auto e = evaluated.get_future().get();
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->integer, 1);
+  EXPECT_EQ(AskingCalls(*server_), 3) << "once with the EVALSHA, once with its re-send";
+}
+
 TEST_F(ClientTest, ManyConnectionsOnManyThreads) {
   ClientOptions options;
   options.io_threads = 2;
