@@ -171,6 +171,8 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchFlags& f) {
   bench->add_option("--key-prefix", f.key_prefix)->capture_default_str();
   bench->add_option("--io-threads", f.io_threads, "Redis client I/O threads")
       ->capture_default_str();
+  bench->add_option("--connections", f.connections, "Redis connections per I/O thread")
+      ->capture_default_str();
   bench->add_flag("--resilient", f.resilient,
                   "Through a ResilientStore (hot-key cache, breaker, failure policy)");
   bench->add_flag("--json", f.json, "Print one JSON object");
@@ -184,13 +186,14 @@ int RunBench(const BenchFlags& f) {
   if (!duration.ok()) return Fail("--duration: " + duration.status().message());
   auto period = ParseDuration(f.period);
   if (!period.ok()) return Fail("--period: " + period.status().message());
-  if (f.keys < 1 || f.concurrency < 1 || f.io_threads < 1) {
-    return Fail("--keys, --concurrency and --io-threads must be at least 1");
+  if (f.keys < 1 || f.concurrency < 1 || f.io_threads < 1 || f.connections < 1) {
+    return Fail("--keys, --concurrency, --io-threads and --connections must be at least 1");
   }
   auto limit = Limit::Create(*algorithm, f.limit, *period,
                              f.burst > 0 ? std::optional(f.burst) : std::nullopt);
   if (!limit.ok()) return Fail(limit.status().message());
-  auto store = OpenStore(f.store_url, OpenStoreOptions{.io_threads = f.io_threads});
+  auto store = OpenStore(f.store_url, OpenStoreOptions{.io_threads = f.io_threads,
+                                                       .connections_per_thread = f.connections});
   if (!store.ok()) return Fail(store.status().message());
   std::unique_ptr<ResilientStore> resilient;
   if (f.resilient) resilient = std::make_unique<ResilientStore>(**store);

@@ -8,10 +8,12 @@ namespace sluice {
 Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOptions& options) {
   if (url == "memory://") return std::unique_ptr<Store>(std::make_unique<MemoryStore>());
   if (url.starts_with("redis://") || url.starts_with("unix://")) {
-    auto store = RedisStore::Create(RedisStoreOptions{.url = std::string(url),
-                                                      .timeout = options.timeout,
-                                                      .io_threads = options.io_threads,
-                                                      .key_prefix = options.key_prefix});
+    auto store = RedisStore::Create(
+        RedisStoreOptions{.url = std::string(url),
+                          .timeout = options.timeout,
+                          .io_threads = options.io_threads,
+                          .connections_per_thread = options.connections_per_thread,
+                          .key_prefix = options.key_prefix});
     if (!store.ok()) return store.status();
     return std::unique_ptr<Store>(std::move(store).value());
   }
