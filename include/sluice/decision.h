@@ -30,6 +30,9 @@ struct Decision {
   Duration retry_after{0};
   // The wait until the key's state is back to fresh (full quota); zero if it is fresh already.
   Duration reset_after{0};
+  // When allowed by booking a future slot (a reservation, CheckRequest::max_delay): the wait
+  // before the request may proceed; the slot is consumed from now on. Zero otherwise.
+  Duration delay{0};
   DecisionSource source = DecisionSource::kStore;
 
   // True when the store failed and a failure policy decided.

@@ -26,6 +26,8 @@ namespace sluice {
 struct KeyCost {
   std::string_view key;
   int64_t cost = 1;
+  // Above zero: a reservation (see Reserve).
+  Duration max_delay{0};
 };
 
 class Limiter {
@@ -39,6 +41,11 @@ class Limiter {
   // COST_EXCEEDS_LIMIT (cost above capacity()), and the store's own (e.g. UNAVAILABLE).
   Result<Decision> Check(std::string_view key, int64_t cost = 1);
   void CheckAsync(std::string_view key, int64_t cost, DecisionCallback done);
+  // As Check, but a request that does not fit now and would within `max_delay` books its slot
+  // and is allowed with Decision::delay, the wait before it may proceed (store.h, Reservations).
+  // token_bucket, leaky_bucket and gcra only (CanReserve); INVALID_ARGUMENT for the others.
+  Result<Decision> Reserve(std::string_view key, int64_t cost, Duration max_delay);
+  void ReserveAsync(std::string_view key, int64_t cost, Duration max_delay, DecisionCallback done);
   // Several keys at once, decided in order; one round trip on a remote store.
   std::vector<Result<Decision>> CheckBatch(std::span<const KeyCost> checks);
   void CheckBatchAsync(std::span<const KeyCost> checks, BatchCallback done);
@@ -49,7 +56,7 @@ class Limiter {
   const Limit& limit() const { return limit_; }
 
  private:
-  CheckRequest Request(std::string_view key, int64_t cost) const;
+  CheckRequest Request(std::string_view key, int64_t cost, Duration max_delay = Duration(0)) const;
   std::vector<CheckRequest> Requests(std::span<const KeyCost> checks) const;
 
   Store& store_;

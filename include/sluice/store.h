@@ -6,6 +6,14 @@
 // cost above the limit's capacity is answered with an error and changes no state. Cost 0 peeks:
 // it reports whether one unit would be admitted now, and the current remaining, consuming nothing.
 //
+// Reservations: a check on token_bucket, leaky_bucket or gcra may carry a `max_delay`. A request
+// that does not fit now but would fit within max_delay (with no other traffic) is then admitted
+// by booking its future slot in the same atomic step: the state is consumed now, as if the
+// request had queued behind the ones already admitted, and the decision says how long to wait
+// (Decision::delay). A booked slot is never given back. A request beyond max_delay is denied and
+// consumes nothing; its retry_after is when the same request, with the same max_delay, would be
+// booked. A peek never books.
+//
 // Thread safety: all methods may be called concurrently from any thread. Async callbacks run
 // exactly once, on the calling thread (if the store decides inline) or on a store thread; they
 // must not block.
@@ -40,6 +48,14 @@ enum class FailurePolicy : uint8_t {
 const char* FailurePolicyName(FailurePolicy policy);
 Result<FailurePolicy> ParseFailurePolicy(std::string_view name);
 
+// True for the algorithms that can book a future slot: token_bucket, leaky_bucket and gcra (the
+// meters, whose state is a queue that can grow past its capacity).
+bool CanReserve(Algorithm algorithm);
+
+// The longest reservation a check may ask for: a year, and at most Limit::kMaxCount emission
+// intervals (what keeps a booked-ahead state within the stores' integer bounds).
+Duration MaxDelayOf(const Limit& limit);
+
 // What a request points to need only live for the duration of the call, async calls included.
 struct CheckRequest {
   std::string_view scope;
@@ -47,6 +63,9 @@ struct CheckRequest {
   std::string_view key;
   int64_t cost = 1;
   FailurePolicy on_error = FailurePolicy::kFailOpen;
+  // Above zero: book a future slot up to this far ahead instead of denying (see above). Only for
+  // algorithms that CanReserve; between 0 and MaxDelayOf(limit).
+  Duration max_delay{0};
 };
 
 using DecisionCallback = std::function<void(Result<Decision>)>;

@@ -13,14 +13,28 @@ int64_t UnitsJudged(int64_t cost) { return std::max<int64_t>(cost, 1); }
 int64_t WindowStart(int64_t now, int64_t period) { return now - now % period; }
 
 Decision MakeDecision(const Limit& limit, bool allowed, int64_t remaining, int64_t retry_after,
-                      int64_t reset_after) {
+                      int64_t reset_after, int64_t delay = 0) {
   return Decision{
       .allowed = allowed,
       .limit = limit.count(),
       .remaining = std::max<int64_t>(remaining, 0),
       .retry_after = Duration(allowed ? 0 : retry_after),
       .reset_after = Duration(std::max<int64_t>(reset_after, 0)),
+      .delay = Duration(delay),
   };
+}
+
+// A meter's answer to a request that fits now, or else would fit after `wait`.
+struct MeterAnswer {
+  bool allowed;
+  int64_t delay;        // > 0: booked
+  int64_t retry_after;  // when denied
+};
+
+MeterAnswer Meter(bool fits_now, int64_t wait, int64_t cost, int64_t max_delay) {
+  if (fits_now) return {true, 0, 0};
+  if (cost > 0 && wait <= max_delay) return {true, wait, 0};
+  return {false, 0, cost > 0 ? wait - max_delay : wait};
 }
 
 // sliding_window's estimate of the units admitted in the period ending now, `elapsed` into the
@@ -137,7 +151,8 @@ Decision Decide(const Limit& limit, SlidingWindowState& s, int64_t now, int64_t 
                       reset_after);
 }
 
-Decision Decide(const Limit& limit, TokenBucketState& s, int64_t now, int64_t cost) {
+Decision Decide(const Limit& limit, TokenBucketState& s, int64_t now, int64_t cost,
+                int64_t max_delay) {
   const int64_t interval = limit.emission_interval().count();
   const int64_t capacity = limit.capacity();
   if (s.tokens < capacity && now > s.refilled_at) {
@@ -148,14 +163,16 @@ Decision Decide(const Limit& limit, TokenBucketState& s, int64_t now, int64_t co
     s.refilled_at = now;
   }
   const int64_t units = UnitsJudged(cost);
-  const bool allowed = s.tokens >= units;
-  if (allowed) s.tokens -= cost;
   const int64_t into_next_token = now - s.refilled_at;
-  return MakeDecision(limit, allowed, s.tokens, (units - s.tokens) * interval - into_next_token,
-                      (capacity - s.tokens) * interval - into_next_token);
+  const MeterAnswer answer =
+      Meter(s.tokens >= units, (units - s.tokens) * interval - into_next_token, cost, max_delay);
+  if (answer.allowed) s.tokens -= cost;
+  return MakeDecision(limit, answer.allowed, s.tokens, answer.retry_after,
+                      (capacity - s.tokens) * interval - into_next_token, answer.delay);
 }
 
-Decision Decide(const Limit& limit, LeakyBucketState& s, int64_t now, int64_t cost) {
+Decision Decide(const Limit& limit, LeakyBucketState& s, int64_t now, int64_t cost,
+                int64_t max_delay) {
   const int64_t interval = limit.emission_interval().count();
   const int64_t capacity = limit.capacity();
   if (s.level > 0 && now > s.drained_at) {
@@ -166,23 +183,24 @@ Decision Decide(const Limit& limit, LeakyBucketState& s, int64_t now, int64_t co
     s.drained_at = now;
   }
   const int64_t units = UnitsJudged(cost);
-  const bool allowed = s.level + units <= capacity;
-  if (allowed) s.level += cost;
   const int64_t into_next_drop = now - s.drained_at;
-  return MakeDecision(limit, allowed, capacity - s.level,
-                      (s.level + units - capacity) * interval - into_next_drop,
-                      s.level * interval - into_next_drop);
+  const MeterAnswer answer =
+      Meter(s.level + units <= capacity, (s.level + units - capacity) * interval - into_next_drop,
+            cost, max_delay);
+  if (answer.allowed) s.level += cost;
+  return MakeDecision(limit, answer.allowed, capacity - s.level, answer.retry_after,
+                      s.level * interval - into_next_drop, answer.delay);
 }
 
-Decision Decide(const Limit& limit, GcraState& s, int64_t now, int64_t cost) {
+Decision Decide(const Limit& limit, GcraState& s, int64_t now, int64_t cost, int64_t max_delay) {
   const int64_t interval = limit.emission_interval().count();
   const int64_t tolerance = limit.capacity() * interval;
   const int64_t tat = std::max(s.theoretical_arrival, now);
   const int64_t allow_at = tat + UnitsJudged(cost) * interval - tolerance;
-  const bool allowed = allow_at <= now;
-  s.theoretical_arrival = allowed ? tat + cost * interval : tat;
-  return MakeDecision(limit, allowed, (now + tolerance - s.theoretical_arrival) / interval,
-                      allow_at - now, s.theoretical_arrival - now);
+  const MeterAnswer answer = Meter(allow_at <= now, allow_at - now, cost, max_delay);
+  s.theoretical_arrival = answer.allowed ? tat + cost * interval : tat;
+  return MakeDecision(limit, answer.allowed, (now + tolerance - s.theoretical_arrival) / interval,
+                      answer.retry_after, s.theoretical_arrival - now, answer.delay);
 }
 
 State FreshState(const Limit& limit, int64_t now) {
@@ -204,9 +222,18 @@ State FreshState(const Limit& limit, int64_t now) {
   return GcraState{};
 }
 
-Decision Decide(const Limit& limit, State& state, int64_t now, int64_t cost) {
+Decision Decide(const Limit& limit, State& state, int64_t now, int64_t cost, int64_t max_delay) {
   if (state.index() != static_cast<size_t>(limit.algorithm())) state = FreshState(limit, now);
-  return std::visit([&](auto& s) { return Decide(limit, s, now, cost); }, state);
+  return std::visit(
+      [&](auto& s) {
+        if constexpr (requires { Decide(limit, s, now, cost, max_delay); }) {
+          return Decide(limit, s, now, cost, max_delay);
+        } else {
+          assert(max_delay == 0);
+          return Decide(limit, s, now, cost);
+        }
+      },
+      state);
 }
 
 }  // namespace sluice::core

@@ -9,6 +9,11 @@
 //     only when the request is allowed, so a denial changes nothing that matters;
 //   - decision.reset_after is when the state becomes equivalent to a fresh one: a store may drop
 //     the key then (or not keep it at all when reset_after is zero).
+// The meters (token_bucket, leaky_bucket, gcra) also take `max_delay` >= 0: a request with a cost
+// that does not fit now but would after a wait <= max_delay is booked (consumed now, allowed,
+// decision.delay = the wait); beyond it, retry_after is the wait minus max_delay. Booking lets
+// the state run past its capacity: tokens below zero, a level above the capacity, a TAT beyond
+// now + tolerance.
 // Times are microseconds since the epoch (>= 0). docs/algorithms.md gives each formula; the Lua
 // scripts of the Redis store compute the same numbers with the same operations.
 #pragma once
@@ -59,9 +64,12 @@ struct GcraState {
 Decision Decide(const Limit& limit, FixedWindowState& state, int64_t now, int64_t cost);
 Decision Decide(const Limit& limit, SlidingLogState& state, int64_t now, int64_t cost);
 Decision Decide(const Limit& limit, SlidingWindowState& state, int64_t now, int64_t cost);
-Decision Decide(const Limit& limit, TokenBucketState& state, int64_t now, int64_t cost);
-Decision Decide(const Limit& limit, LeakyBucketState& state, int64_t now, int64_t cost);
-Decision Decide(const Limit& limit, GcraState& state, int64_t now, int64_t cost);
+Decision Decide(const Limit& limit, TokenBucketState& state, int64_t now, int64_t cost,
+                int64_t max_delay = 0);
+Decision Decide(const Limit& limit, LeakyBucketState& state, int64_t now, int64_t cost,
+                int64_t max_delay = 0);
+Decision Decide(const Limit& limit, GcraState& state, int64_t now, int64_t cost,
+                int64_t max_delay = 0);
 
 // Any algorithm's state. The alternative's index follows the Algorithm enum.
 using State = std::variant<FixedWindowState, SlidingLogState, SlidingWindowState, TokenBucketState,
@@ -71,7 +79,8 @@ using State = std::variant<FixedWindowState, SlidingLogState, SlidingWindowState
 State FreshState(const Limit& limit, int64_t now);
 
 // Decides on `state` with the limit's algorithm. A state of another algorithm (the limit of a
-// scope changed) is replaced by a fresh one first.
-Decision Decide(const Limit& limit, State& state, int64_t now, int64_t cost);
+// scope changed) is replaced by a fresh one first. `max_delay` must be 0 unless the algorithm
+// can book (the store validated it).
+Decision Decide(const Limit& limit, State& state, int64_t now, int64_t cost, int64_t max_delay = 0);
 
 }  // namespace sluice::core

@@ -42,6 +42,17 @@ Result<FailurePolicy> ParseFailurePolicy(std::string_view name) {
                                  "' (expected fail_open, fail_closed or local_fallback)");
 }
 
+bool CanReserve(Algorithm algorithm) {
+  return algorithm == Algorithm::kTokenBucket || algorithm == Algorithm::kLeakyBucket ||
+         algorithm == Algorithm::kGcra;
+}
+
+Duration MaxDelayOf(const Limit& limit) {
+  // Compared by division: interval × kMaxCount may not fit in 64 bits.
+  if (limit.emission_interval() > Limit::kMaxPeriod / Limit::kMaxCount) return Limit::kMaxPeriod;
+  return limit.emission_interval() * Limit::kMaxCount;
+}
+
 Status ValidateCheck(const CheckRequest& request) {
   if (request.limit == nullptr) return Status::InvalidArgument("check without a limit");
   if (request.scope.size() > kMaxScopeBytes) {
@@ -61,6 +72,21 @@ Status ValidateCheck(const CheckRequest& request) {
     return Status::CostExceedsLimit(
         "cost " + std::to_string(request.cost) + " exceeds the capacity " +
         std::to_string(request.limit->capacity()) + " of this limit; it can never be admitted");
+  }
+  if (request.max_delay.count() != 0) {
+    const Algorithm algorithm = request.limit->algorithm();
+    if (!CanReserve(algorithm)) {
+      return Status::InvalidArgument(
+          "max_delay (booking a future slot) applies to token_bucket, leaky_bucket and gcra, "
+          "not " +
+          std::string(AlgorithmName(algorithm)));
+    }
+    const Duration most = MaxDelayOf(*request.limit);
+    if (request.max_delay.count() < 0 || request.max_delay > most) {
+      return Status::InvalidArgument("max_delay must be between 0 and " +
+                                     std::to_string(most.count()) + "us for this limit, got " +
+                                     std::to_string(request.max_delay.count()) + "us");
+    }
   }
   return Status::Ok();
 }

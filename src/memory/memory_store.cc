@@ -111,7 +111,7 @@ Result<Decision> MemoryStore::DoCheck(const CheckRequest& request) {
   auto it = shard.map.find(key);
   if (it == shard.map.end()) {
     core::State fresh = core::FreshState(limit, now);
-    Decision decision = core::Decide(limit, fresh, now, request.cost);
+    Decision decision = core::Decide(limit, fresh, now, request.cost, request.max_delay.count());
     if (decision.reset_after.count() == 0) return decision;  // nothing consumed: keep nothing
     if (!shard.RoomForOneMore(now, max_keys_per_shard_)) {
       return Status::ResourceExhausted("memory store is full (" +
@@ -122,7 +122,8 @@ Result<Decision> MemoryStore::DoCheck(const CheckRequest& request) {
                       Entry{std::move(fresh), now + decision.reset_after.count()});
     return decision;
   }
-  Decision decision = core::Decide(limit, it->second.state, now, request.cost);
+  Decision decision =
+      core::Decide(limit, it->second.state, now, request.cost, request.max_delay.count());
   if (decision.reset_after.count() == 0) {
     shard.map.erase(it);
   } else {

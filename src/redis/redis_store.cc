@@ -12,6 +12,9 @@
 namespace sluice {
 namespace {
 
+// The arguments of a check script: now, margin, cost, two parameters, max_delay.
+constexpr size_t kScriptArgs = 6;
+
 // The two parameters a script takes after the cost.
 std::pair<int64_t, int64_t> ScriptParameters(const Limit& limit) {
   if (HasBurst(limit.algorithm())) return {limit.capacity(), limit.emission_interval().count()};
@@ -21,7 +24,7 @@ std::pair<int64_t, int64_t> ScriptParameters(const Limit& limit) {
 // Decimal integers formatted into inline buffers.
 class Numbers {
  public:
-  static constexpr size_t kMax = 5;
+  static constexpr size_t kMax = kScriptArgs;
   Numbers() = default;
   Numbers(const Numbers&) = delete;
   Numbers& operator=(const Numbers&) = delete;
@@ -81,9 +84,10 @@ Status ReplyError(const std::string& message) {
 Result<Decision> ToDecision(const redis::Reply& reply, int64_t limit_count) {
   if (reply.is_error()) return ReplyError(reply.str);
   const auto& e = reply.elements;
-  if (reply.type != redis::Reply::Type::kArray || e.size() != 4 ||
+  if (reply.type != redis::Reply::Type::kArray || e.size() != 5 ||
       e[0].type != redis::Reply::Type::kInteger || e[1].type != redis::Reply::Type::kInteger ||
-      e[2].type != redis::Reply::Type::kInteger || e[3].type != redis::Reply::Type::kInteger) {
+      e[2].type != redis::Reply::Type::kInteger || e[3].type != redis::Reply::Type::kInteger ||
+      e[4].type != redis::Reply::Type::kInteger) {
     return Status::Internal("unexpected reply from the Redis check script");
   }
   return Decision{
@@ -92,6 +96,7 @@ Result<Decision> ToDecision(const redis::Reply& reply, int64_t limit_count) {
       .remaining = e[1].integer,
       .retry_after = Duration(e[2].integer),
       .reset_after = Duration(e[3].integer),
+      .delay = Duration(e[4].integer),
   };
 }
 
@@ -166,6 +171,7 @@ void RedisStore::DoCheckAsync(const CheckRequest& request, DecisionCallback done
   const auto [a, b] = ScriptParameters(limit);
   args.Add(a);
   args.Add(b);
+  args.Add(request.max_delay.count());
   client_->EvalSha(redis::CheckScript(limit.algorithm()), std::span(keys, with_aux ? 2 : 1),
                    args.views(),
                    [count = limit.count(), done = std::move(done)](Result<redis::Reply> reply) {
@@ -175,7 +181,7 @@ void RedisStore::DoCheckAsync(const CheckRequest& request, DecisionCallback done
 
 void RedisStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) {
   size_t reserve = 0;
-  for (const auto& r : requests) reserve += KeyBytes(prefix_, r) + 5 * 20;
+  for (const auto& r : requests) reserve += KeyBytes(prefix_, r) + kScriptArgs * 20;
   Pieces pieces(reserve);
   std::optional<int64_t> now;
   if (clock_ != nullptr) now = clock_->now().time_since_epoch().count();
@@ -201,6 +207,7 @@ void RedisStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, Batch
     const auto [a, b] = ScriptParameters(*r.limit);
     pieces.AddNumber(a);
     pieces.AddNumber(b);
+    pieces.AddNumber(r.max_delay.count());
   }
   const std::vector<std::string_view> views = pieces.Views();
   std::vector<redis::ScriptCall> calls;
@@ -210,8 +217,8 @@ void RedisStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, Batch
   size_t next = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     const std::span<const std::string_view> keys(views.data() + next, key_counts[i]);
-    const std::span<const std::string_view> args(views.data() + next + key_counts[i], 5);
-    next += key_counts[i] + 5;
+    const std::span<const std::string_view> args(views.data() + next + key_counts[i], kScriptArgs);
+    next += key_counts[i] + kScriptArgs;
     calls.push_back({&redis::CheckScript(requests[i].limit->algorithm()), keys, args});
     counts.push_back(requests[i].limit->count());
   }
@@ -246,6 +253,9 @@ void RedisStore::CheckAllAsync(std::span<const CheckRequest> requests, AllCallba
   for (size_t i = 0; i < requests.size(); ++i) {
     const CheckRequest& r = requests[i];
     if (Status s = ValidateCheck(r); !s.ok()) return done(std::move(s));
+    if (r.max_delay.count() != 0) {
+      return done(Status::InvalidArgument("CheckAll does not book slots ahead (max_delay)"));
+    }
     if (r.key != requests[0].key) {
       return done(Status::InvalidArgument(
           "CheckAll decides limits on one key (one hash tag); got two different keys"));

@@ -49,6 +49,7 @@ struct Expected {
   int64_t remaining;
   int64_t retry_after;
   int64_t reset_after;
+  int64_t delay = 0;
 };
 
 class Model {
@@ -187,11 +188,18 @@ class MeterModel : public Model {
  public:
   explicit MeterModel(const Params& p)
       : capacity_(p.burst.value_or(p.count)), interval_((p.period_us + p.count - 1) / p.count) {}
-  Expected Decide(int64_t now, int64_t cost) override {
+  Expected Decide(int64_t now, int64_t cost) override { return Reserve(now, cost, 0); }
+
+  // A reservation: a request that does not fit now but would after a wait <= max_delay queues
+  // its cells behind the others (the queue then holds more than the capacity).
+  Expected Reserve(int64_t now, int64_t cost, int64_t max_delay) {
     std::erase_if(departures_, [&](int64_t d) { return d <= now; });
     const int64_t units = std::max<int64_t>(cost, 1);
     const int64_t level = static_cast<int64_t>(departures_.size());
-    const bool allowed = level + units <= capacity_;
+    // Until enough of the oldest cells have departed.
+    const int64_t wait =
+        level + units <= capacity_ ? 0 : departures_[level - (capacity_ - units) - 1] - now;
+    const bool allowed = wait == 0 || (cost > 0 && wait <= max_delay);
     int64_t retry_after = 0;
     if (allowed) {
       for (int64_t i = 0; i < cost; ++i) {
@@ -199,12 +207,11 @@ class MeterModel : public Model {
                               interval_);
       }
     } else {
-      // Wait until enough of the oldest cells have departed.
-      retry_after = departures_[level - (capacity_ - units) - 1] - now;
+      retry_after = cost > 0 ? wait - max_delay : wait;
     }
     const int64_t reset_after = departures_.empty() ? 0 : departures_.back() - now;
-    return {allowed, capacity_ - static_cast<int64_t>(departures_.size()), retry_after,
-            reset_after};
+    return {allowed, std::max<int64_t>(0, capacity_ - static_cast<int64_t>(departures_.size())),
+            retry_after, reset_after, allowed ? wait : 0};
   }
 
  private:
@@ -529,6 +536,113 @@ TEST(Meters, RoundedEmissionIntervalNeverExceedsTheRate) {
       admitted += Decide(limit, state, t, 1).allowed;
     }
     EXPECT_EQ(admitted, 3) << AlgorithmName(a);  // 3 in [0, 10s]: at 0, 3.33s, 6.67s
+  }
+}
+
+// --- Reservations (max_delay) ----------------------------------------------------------------
+
+const Params kMeterParams[] = {
+    {Algorithm::kTokenBucket, 10, 10 * kSecond, std::nullopt},
+    {Algorithm::kTokenBucket, 3, 10 * kSecond, 7},
+    {Algorithm::kLeakyBucket, 10, 10 * kSecond, std::nullopt},
+    {Algorithm::kLeakyBucket, 7, 1'000, 2},
+    {Algorithm::kGcra, 10, 10 * kSecond, std::nullopt},
+    {Algorithm::kGcra, 3, 10 * kSecond, 1},
+};
+
+// A max_delay per request: mostly none, else anything up to a few periods.
+int64_t RandomMaxDelay(std::mt19937_64& rng, const Limit& limit) {
+  const uint64_t dice = rng() % 4;
+  if (dice == 0) return 0;
+  if (dice == 1) return static_cast<int64_t>(rng() % (limit.emission_interval().count() + 1));
+  return static_cast<int64_t>(rng() % (3 * limit.period().count()));
+}
+
+TEST(Reservation, MetersMatchTheReferenceQueue) {
+  int booked = 0, denied = 0;
+  for (const Params& p : kMeterParams) {
+    const Limit limit = MakeLimit(p);
+    for (uint64_t seed = 1; seed <= 10; ++seed) {
+      MeterModel model(p);
+      State state = FreshState(limit, kStart);
+      std::mt19937_64 rng(seed);
+      for (const auto& [now, cost] : RandomTrace(limit, seed, 300)) {
+        const int64_t max_delay = RandomMaxDelay(rng, limit);
+        const Decision got = Decide(limit, state, now, cost, max_delay);
+        const Expected want = model.Reserve(now, cost, max_delay);
+        const auto where = [&, now = now, cost = cost] {
+          return std::string(AlgorithmName(p.algorithm)) + " seed " + std::to_string(seed) + " t " +
+                 std::to_string(now) + " cost " + std::to_string(cost) + " max_delay " +
+                 std::to_string(max_delay);
+        };
+        ASSERT_EQ(got.allowed, want.allowed) << where();
+        ASSERT_EQ(got.remaining, want.remaining) << where();
+        ASSERT_EQ(got.retry_after.count(), want.retry_after) << where();
+        ASSERT_EQ(got.reset_after.count(), want.reset_after) << where();
+        ASSERT_EQ(got.delay.count(), want.delay) << where();
+        booked += got.delay.count() > 0;
+        denied += !got.allowed;
+      }
+    }
+  }
+  // The traces exercise bookings and denials substantially.
+  EXPECT_GT(booked, 1000);
+  EXPECT_GT(denied, 1000);
+}
+
+// A denied reservation's retry_after is exact for the same request with the same max_delay: it
+// is denied 1 µs earlier and booked then, with a delay of exactly max_delay (or admitted outright
+// when max_delay is 0). Denials consume nothing.
+TEST(Reservation, RetryAfterIsExactAndDenialsConsumeNothing) {
+  int denials = 0;
+  for (const Params& p : kMeterParams) {
+    const Limit limit = MakeLimit(p);
+    for (uint64_t seed = 100; seed < 110; ++seed) {
+      State state = FreshState(limit, kStart);
+      std::mt19937_64 rng(seed);
+      for (const auto& [now, cost] : RandomTrace(limit, seed, 200)) {
+        const int64_t max_delay = RandomMaxDelay(rng, limit);
+        const State before = state;
+        const Decision d = Decide(limit, state, now, cost, max_delay);
+        if (d.allowed) continue;
+        ++denials;
+        State after_denial = state, untouched = before;
+        ASSERT_EQ(Decide(limit, after_denial, now, limit.capacity()),
+                  Decide(limit, untouched, now, limit.capacity()))
+            << AlgorithmName(p.algorithm) << " t " << now;
+        const int64_t retry = d.retry_after.count();
+        ASSERT_GT(retry, 0);
+        State early = before, on_time = before;
+        ASSERT_FALSE(Decide(limit, early, now + retry - 1, cost, max_delay).allowed)
+            << AlgorithmName(p.algorithm) << " seed " << seed << " t " << now;
+        const Decision later = Decide(limit, on_time, now + retry, cost, max_delay);
+        ASSERT_TRUE(later.allowed)
+            << AlgorithmName(p.algorithm) << " seed " << seed << " t " << now;
+        ASSERT_EQ(later.delay.count(), cost > 0 ? max_delay : 0);
+      }
+    }
+  }
+  EXPECT_GT(denials, 500);
+}
+
+// Requests at one instant on 10/s with a burst of 1 and 5 s of queue: the first passes, the next
+// 50 are booked 100 ms apart; the 52nd would wait 5.1 s and is refused.
+TEST(Reservation, SimultaneousRequestsAreBookedOneIntervalApart) {
+  for (Algorithm a : {Algorithm::kTokenBucket, Algorithm::kLeakyBucket, Algorithm::kGcra}) {
+    const Limit limit = MakeLimit(a, 10, kSecond, 1);
+    State state = FreshState(limit, kStart);
+    for (int64_t i = 0; i < 51; ++i) {
+      const Decision d = Decide(limit, state, kStart, 1, 5 * kSecond);
+      ASSERT_TRUE(d.allowed) << AlgorithmName(a) << " request " << i;
+      ASSERT_EQ(d.delay.count(), i * 100'000) << AlgorithmName(a) << " request " << i;
+      ASSERT_EQ(d.remaining, 0);
+      ASSERT_EQ(d.reset_after.count(), (i + 1) * 100'000);
+    }
+    const Decision refused = Decide(limit, state, kStart, 1, 5 * kSecond);
+    EXPECT_FALSE(refused.allowed) << AlgorithmName(a);
+    EXPECT_EQ(refused.retry_after.count(), 100'000) << AlgorithmName(a);
+    // A plain check sees the queue: it waits for every booked slot.
+    EXPECT_EQ(Decide(limit, state, kStart, 1).retry_after.count(), 5'100'000) << AlgorithmName(a);
   }
 }
 

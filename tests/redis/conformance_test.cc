@@ -20,6 +20,7 @@ struct Step {
   Duration advance;  // before the check
   int key;
   int64_t cost;
+  Duration max_delay{0};  // a reservation (meters only)
 };
 
 std::string DescribeDecision(const Result<Decision>& r) {
@@ -27,7 +28,8 @@ std::string DescribeDecision(const Result<Decision>& r) {
   return std::string(r->allowed ? "allowed" : "denied") +
          " remaining=" + std::to_string(r->remaining) +
          " retry_after=" + std::to_string(r->retry_after.count()) +
-         " reset_after=" + std::to_string(r->reset_after.count());
+         " reset_after=" + std::to_string(r->reset_after.count()) +
+         " delay=" + std::to_string(r->delay.count());
 }
 
 class ConformanceTest : public RedisStoreTest {
@@ -46,15 +48,20 @@ class ConformanceTest : public RedisStoreTest {
     for (size_t i = 0; i < trace.size(); ++i) {
       clock_.Advance(trace[i].advance);
       const std::string key = "k" + std::to_string(trace[i].key);
-      const CheckRequest request{
-          .scope = scope, .limit = &limit, .key = key, .cost = trace[i].cost};
+      const CheckRequest request{.scope = scope,
+                                 .limit = &limit,
+                                 .key = key,
+                                 .cost = trace[i].cost,
+                                 .max_delay = trace[i].max_delay};
       const Result<Decision> expected = memory_.Check(request);
       const Result<Decision> got = redis_->Check(request);
+      if (expected.ok() && expected->delay.count() > 0) ++booked_;
       ASSERT_TRUE(expected.ok() && got.ok() && *expected == *got)
           << what << " " << AlgorithmName(limit.algorithm()) << " count=" << limit.count()
           << " period=" << limit.period().count() << "us capacity=" << limit.capacity() << ", step "
           << i << " (t=" << clock_.now().time_since_epoch().count() << " key=" << key
-          << " cost=" << trace[i].cost << ")\n  memory: " << DescribeDecision(expected)
+          << " cost=" << trace[i].cost << " max_delay=" << trace[i].max_delay.count()
+          << ")\n  memory: " << DescribeDecision(expected)
           << "\n  redis:  " << DescribeDecision(got);
     }
   }
@@ -85,6 +92,7 @@ class ConformanceTest : public RedisStoreTest {
   MemoryStore memory_{MemoryStoreOptions{.clock = &clock_}};
   std::unique_ptr<RedisStore> redis_;
   int traces_ = 0;
+  int booked_ = 0;  // decisions that booked a future slot
 };
 
 class Conformance : public ConformanceTest, public ::testing::WithParamInterface<Algorithm> {};
@@ -164,6 +172,50 @@ TEST_P(Conformance, RandomTraces) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllAlgorithms, Conformance, ::testing::ValuesIn(kAllAlgorithms),
+                         [](const auto& info) { return std::string(AlgorithmName(info.param)); });
+
+// Reservations: the meters book future slots (max_delay) identically in both stores, including
+// states booked far past their capacity, refusals beyond max_delay and TTLs of booked keys.
+class ReservationConformance : public ConformanceTest,
+                               public ::testing::WithParamInterface<Algorithm> {};
+
+TEST_P(ReservationConformance, BookedQueuesAndRandomTraces) {
+  for (const Limit& limit : LimitsOf(GetParam())) {
+    const Duration interval = limit.emission_interval();
+    const Duration most = std::min<Duration>(MaxDelayOf(limit), 3 * limit.period());
+    // A whole queue at one instant, refusals past it, then the queue draining as slots come.
+    std::vector<Step> queue;
+    for (int i = 0; i < 60; ++i) queue.push_back({0us, 0, 1, most});
+    queue.push_back({0us, 0, limit.capacity(), most});
+    queue.push_back({0us, 0, 0, most});  // a peek never books
+    queue.push_back({0us, 0, 1, 0us});   // a plain check waits behind the queue
+    for (int i = 0; i < 20; ++i) queue.push_back({interval, 0, 1, interval});
+    queue.push_back({most, 0, 1, most});
+    RunTrace(limit, queue, "booked queue");
+    if (HasFatalFailure()) return;
+
+    for (uint32_t seed = 1; seed <= 3; ++seed) {
+      std::mt19937_64 rng(seed * 104'729 + static_cast<uint32_t>(limit.count()));
+      std::vector<Step> trace;
+      for (int i = 0; i < 300; ++i) {
+        Step step{Duration(rng() % 3 == 0 ? 0 : 1 + rng() % (2 * interval.count())),
+                  static_cast<int>(rng() % 2), rng() % 10 == 0 ? 0 : 1};
+        if (rng() % 10 == 0) step.cost = 1 + static_cast<int64_t>(rng() % limit.capacity());
+        const uint64_t dice = rng() % 4;
+        if (dice == 1) step.max_delay = Duration(rng() % (interval.count() + 1));
+        if (dice >= 2) step.max_delay = Duration(rng() % (most.count() + 1));
+        trace.push_back(step);
+      }
+      RunTrace(limit, trace, "reservations, seed " + std::to_string(seed));
+      if (HasFatalFailure()) return;
+    }
+  }
+  EXPECT_GT(booked_, 500);
+}
+
+INSTANTIATE_TEST_SUITE_P(Meters, ReservationConformance,
+                         ::testing::Values(Algorithm::kTokenBucket, Algorithm::kLeakyBucket,
+                                           Algorithm::kGcra),
                          [](const auto& info) { return std::string(AlgorithmName(info.param)); });
 
 // A scope whose limit changes algorithm: the other algorithm's state is replaced by a fresh one,

@@ -3,7 +3,8 @@
 -- KEYS: per limit, its state key and its auxiliary key (distinct limiter keys).
 -- ARGV: now in µs ('' for Redis TIME), expiry margin in ms, the number of limits, then per
 --   limit: algorithm name, cost, and its two parameters.
--- Returns one {allowed, remaining, retry_after, reset_after} per limit. When some limit refuses,
+-- Returns one {allowed, remaining, retry_after, reset_after, delay} per limit; nothing is booked
+-- ahead (delay 0). When some limit refuses,
 -- a limit that would have admitted reports what a peek sees, as refused with retry_after 0.
 local now = clock(ARGV[1])
 local margin = tonumber(ARGV[2])
@@ -19,7 +20,7 @@ for i = 1, tonumber(ARGV[3]) do
     b = tonumber(ARGV[arg + 3]),
   }
   l.state, l.present = l.algorithm.load(l.keys, now, l.a, l.b)
-  l.d = decide(l.algorithm, l.keys, l.state, l.present, now, l.cost, l.a, l.b)
+  l.d = decide(l.algorithm, l.keys, l.state, l.present, now, l.cost, l.a, l.b, 0)
   all_allowed = all_allowed and l.d.allowed
   limits[i] = l
 end
@@ -27,7 +28,7 @@ local replies = {}
 for i, l in ipairs(limits) do
   if not all_allowed and l.d.allowed then
     l.cost = 0
-    l.d = decide(l.algorithm, l.keys, l.state, l.present, now, 0, l.a, l.b)
+    l.d = decide(l.algorithm, l.keys, l.state, l.present, now, 0, l.a, l.b, 0)
     l.d.allowed = false
     l.d.retry_after = 0
   end

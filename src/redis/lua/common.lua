@@ -6,8 +6,9 @@
 -- An algorithm registers in `algorithms` a table of:
 --   load(keys, now, a, b) -> state, present: the state to decide on (fresh when the key is
 --     absent or holds another algorithm's state) and whether the key holds anything;
---   decide(state, keys, now, cost, a, b) -> allowed, remaining, retry_after, reset_after, next:
---     reads only; `next` is the state after an admission;
+--   decide(state, keys, now, cost, a, b, max_delay) -> allowed, remaining, retry_after,
+--     reset_after, next [, delay]: reads only; `next` is the state after an admission; `delay`
+--     (the meters only, which can book a slot up to max_delay ahead) is the wait of a booking;
 --   save(keys, state, next, now, cost, ttl): writes `next` after an admission with cost > 0;
 --   tidy(keys, state, ttl), optional: rewrites a state that was decided on without consuming
 --     into an equivalent, smaller one.
@@ -42,6 +43,18 @@ local function clock(arg)
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
+-- A meter's answer (Meter in algorithms.cc) to a request that fits now, or else would fit after
+-- `wait`: allowed, delay (> 0: booked), retry_after when denied.
+local function meter(fits_now, wait, cost, max_delay)
+  if fits_now then
+    return true, 0, 0
+  end
+  if cost > 0 and wait <= max_delay then
+    return true, wait, 0
+  end
+  return false, 0, cost > 0 and wait - max_delay or wait
+end
+
 -- A string state is a tag byte then its fields packed little-endian: times in 7 bytes (below
 -- 2^53), counts in 4 (at most 10^9). At 12 bytes Redis stores the value inside its object
 -- allocation, which keeps a key under 100 bytes.
@@ -66,14 +79,15 @@ local function ttl_ms(reset_after, margin)
   return div(reset_after + 999, 1000) + margin
 end
 
-local function decide(algorithm, keys, state, present, now, cost, a, b)
-  local allowed, remaining, retry_after, reset_after, next =
-    algorithm.decide(state, keys, now, cost, a, b)
+local function decide(algorithm, keys, state, present, now, cost, a, b, max_delay)
+  local allowed, remaining, retry_after, reset_after, next, delay =
+    algorithm.decide(state, keys, now, cost, a, b, max_delay)
   return {
     allowed = allowed,
     remaining = math.max(remaining, 0),
     retry_after = allowed and 0 or retry_after,
     reset_after = math.max(reset_after, 0),
+    delay = delay or 0,
     state = state,
     present = present,
     next = next,
@@ -99,5 +113,5 @@ local function commit(algorithm, keys, d, now, cost, margin)
 end
 
 local function reply(d)
-  return { d.allowed and 1 or 0, d.remaining, d.retry_after, d.reset_after }
+  return { d.allowed and 1 or 0, d.remaining, d.retry_after, d.reset_after, d.delay }
 end

@@ -9,14 +9,14 @@ algorithms.gcra = {
     return { tat = now }, v ~= false
   end,
 
-  decide = function(s, _, now, cost, capacity, interval)
+  decide = function(s, _, now, cost, capacity, interval, max_delay)
     local tolerance = capacity * interval
     local tat = math.max(s.tat, now)
     local allow_at = tat + units_judged(cost) * interval - tolerance
-    local allowed = allow_at <= now
+    local allowed, delay, retry_after = meter(allow_at <= now, allow_at - now, cost, max_delay)
     local next_tat = allowed and tat + cost * interval or tat
-    return allowed, div(now + tolerance - next_tat, interval), allow_at - now, next_tat - now,
-      { tat = next_tat }
+    return allowed, div(now + tolerance - next_tat, interval), retry_after, next_tat - now,
+      { tat = next_tat }, delay
   end,
 
   save = function(keys, _, next, _, _, ttl)

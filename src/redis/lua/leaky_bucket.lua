@@ -10,7 +10,7 @@ algorithms.leaky_bucket = {
     return { level = 0, drained_at = now }, present
   end,
 
-  decide = function(s, _, now, cost, capacity, interval)
+  decide = function(s, _, now, cost, capacity, interval, max_delay)
     local level, drained_at = s.level, s.drained_at
     if level > 0 and now > drained_at then
       local leaked = div(now - drained_at, interval)
@@ -20,13 +20,14 @@ algorithms.leaky_bucket = {
       drained_at = now
     end
     local units = units_judged(cost)
-    local allowed = level + units <= capacity
+    local into_next_drop = now - drained_at
+    local allowed, delay, retry_after = meter(level + units <= capacity,
+      (level + units - capacity) * interval - into_next_drop, cost, max_delay)
     if allowed then
       level = level + cost
     end
-    local into_next_drop = now - drained_at
-    return allowed, capacity - level, (level + units - capacity) * interval - into_next_drop,
-      level * interval - into_next_drop, { level = level, drained_at = drained_at }
+    return allowed, capacity - level, retry_after, level * interval - into_next_drop,
+      { level = level, drained_at = drained_at }, delay
   end,
 
   save = function(keys, _, next, _, _, ttl)

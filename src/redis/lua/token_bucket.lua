@@ -1,5 +1,6 @@
--- token_bucket: tokens and the time they were refilled to, packed with tag 't'.
-local TOKEN_BUCKET = '<I4I7'
+-- token_bucket: tokens and the time they were refilled to, packed with tag 't'. Tokens are
+-- signed: a booked slot takes them below zero.
+local TOKEN_BUCKET = '<i4I7'
 
 algorithms.token_bucket = {
   load = function(keys, now, capacity)
@@ -10,7 +11,7 @@ algorithms.token_bucket = {
     return { tokens = capacity, refilled_at = now }, present
   end,
 
-  decide = function(s, _, now, cost, capacity, interval)
+  decide = function(s, _, now, cost, capacity, interval, max_delay)
     local tokens, refilled_at = s.tokens, s.refilled_at
     if tokens < capacity and now > refilled_at then
       local earned = div(now - refilled_at, interval)
@@ -20,14 +21,14 @@ algorithms.token_bucket = {
       refilled_at = now
     end
     local units = units_judged(cost)
-    local allowed = tokens >= units
+    local into_next_token = now - refilled_at
+    local allowed, delay, retry_after = meter(tokens >= units,
+      (units - tokens) * interval - into_next_token, cost, max_delay)
     if allowed then
       tokens = tokens - cost
     end
-    local into_next_token = now - refilled_at
-    return allowed, tokens, (units - tokens) * interval - into_next_token,
-      (capacity - tokens) * interval - into_next_token,
-      { tokens = tokens, refilled_at = refilled_at }
+    return allowed, tokens, retry_after, (capacity - tokens) * interval - into_next_token,
+      { tokens = tokens, refilled_at = refilled_at }, delay
   end,
 
   save = function(keys, _, next, _, _, ttl)

@@ -1,0 +1,501 @@
+#include "sluice/acquirer.h"
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <deque>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace sluice {
+
+// --- AsioTimers ---------------------------------------------------------------------------------
+
+struct AsioTimers::Impl {
+  explicit Impl(boost::asio::io_context& context) : io(context) {}
+  boost::asio::io_context& io;
+  std::mutex mu;
+  Id next_id = 1;
+  // A timer is here until it fires or is cancelled; destroying it cancels its wait.
+  std::unordered_map<Id, std::unique_ptr<boost::asio::steady_timer>> timers;
+};
+
+AsioTimers::AsioTimers(boost::asio::io_context& io) : impl_(std::make_shared<Impl>(io)) {}
+
+AsioTimers::~AsioTimers() {
+  std::lock_guard lock(impl_->mu);
+  impl_->timers.clear();
+}
+
+Time AsioTimers::now() const { return SystemClock::Instance().now(); }
+
+Timers::Id AsioTimers::Start(Duration after, std::function<void()> fire) {
+  std::lock_guard lock(impl_->mu);
+  const Id id = impl_->next_id++;
+  auto timer = std::make_unique<boost::asio::steady_timer>(impl_->io);
+  timer->expires_after(std::max(after, Duration(0)));
+  // The handler takes the lock, so it cannot run before the timer is registered below.
+  timer->async_wait([impl = impl_, id, fire = std::move(fire)](const boost::system::error_code&) {
+    {
+      std::lock_guard handler_lock(impl->mu);
+      auto it = impl->timers.find(id);
+      if (it == impl->timers.end()) return;  // cancelled
+      impl->timers.erase(it);
+    }
+    fire();
+  });
+  impl_->timers.emplace(id, std::move(timer));
+  return id;
+}
+
+void AsioTimers::Cancel(Id id) {
+  std::lock_guard lock(impl_->mu);
+  impl_->timers.erase(id);
+}
+
+// --- ManualTimers -------------------------------------------------------------------------------
+
+struct ManualTimers::Impl {
+  explicit Impl(ManualClock& c) : clock(c) {}
+  ManualClock& clock;
+  mutable std::mutex mu;
+  Id next_id = 1;
+  std::map<std::pair<Time, Id>, std::function<void()>> due;  // by deadline, then start order
+  std::unordered_map<Id, Time> deadline_of;
+};
+
+ManualTimers::ManualTimers(ManualClock& clock) : impl_(std::make_unique<Impl>(clock)) {}
+ManualTimers::~ManualTimers() = default;
+
+Time ManualTimers::now() const { return impl_->clock.now(); }
+
+Timers::Id ManualTimers::Start(Duration after, std::function<void()> fire) {
+  std::lock_guard lock(impl_->mu);
+  const Id id = impl_->next_id++;
+  const Time at = impl_->clock.now() + std::max(after, Duration(0));
+  impl_->due.emplace(std::make_pair(at, id), std::move(fire));
+  impl_->deadline_of.emplace(id, at);
+  return id;
+}
+
+void ManualTimers::Cancel(Id id) {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->deadline_of.find(id);
+  if (it == impl_->deadline_of.end()) return;
+  impl_->due.erase(std::make_pair(it->second, id));
+  impl_->deadline_of.erase(it);
+}
+
+void ManualTimers::Advance(Duration by) {
+  const Time target = impl_->clock.now() + by;
+  while (true) {
+    std::function<void()> fire;
+    {
+      std::lock_guard lock(impl_->mu);
+      if (impl_->due.empty() || impl_->due.begin()->first.first > target) break;
+      auto first = impl_->due.begin();
+      const auto [at, id] = first->first;
+      fire = std::move(first->second);
+      impl_->due.erase(first);
+      impl_->deadline_of.erase(id);
+      if (impl_->clock.now() < at) impl_->clock.Set(at);
+    }
+    fire();
+  }
+  if (impl_->clock.now() < target) impl_->clock.Set(target);
+}
+
+size_t ManualTimers::pending() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->due.size();
+}
+
+// --- Acquirer -----------------------------------------------------------------------------------
+
+const char* AcquireOutcomeName(AcquireOutcome outcome) {
+  switch (outcome) {
+    case AcquireOutcome::kAdmitted:
+      return "admitted";
+    case AcquireOutcome::kDenied:
+      return "denied";
+    case AcquireOutcome::kQueueFull:
+      return "queue_full";
+    case AcquireOutcome::kCancelled:
+      return "cancelled";
+  }
+  return "unknown";
+}
+
+class Acquirer::State : public std::enable_shared_from_this<State> {
+ public:
+  State(Limiter& limiter, Timers& timers, AcquirerOptions options)
+      : limiter_(limiter),
+        timers_(timers),
+        options_(options),
+        books_slots_(CanReserve(limiter.limit().algorithm())) {}
+
+  Limiter& limiter() const { return limiter_; }
+
+  AcquireId Start(std::string_view key, int64_t cost, Duration max_wait, AcquireCallback done) {
+    Status valid = ValidateCheck(
+        {.scope = limiter_.name(), .limit = &limiter_.limit(), .key = key, .cost = cost});
+    if (valid.ok() && max_wait.count() < 0) {
+      valid = Status::InvalidArgument("max_wait must not be negative, got " +
+                                      std::to_string(max_wait.count()) + "us");
+    }
+    if (!valid.ok()) {
+      done(std::move(valid));
+      return 0;
+    }
+    std::unique_lock lock(mu_);
+    auto line_it = lines_.try_emplace(std::string(key)).first;
+    Line& line = line_it->second;
+    if (waiters_.size() >= options_.max_waiters ||
+        line.in_progress >= options_.max_waiters_per_key) {
+      ++stats_.queue_full;
+      if (line.in_progress == 0) lines_.erase(line_it);
+      lock.unlock();
+      Acquisition refused;
+      refused.outcome = AcquireOutcome::kQueueFull;
+      done(std::move(refused));
+      return 0;
+    }
+    auto waiter = std::make_shared<Waiter>();
+    waiter->id = next_id_++;
+    waiter->key = line_it->first;
+    waiter->cost = cost;
+    waiter->start = timers_.now();
+    waiter->deadline = waiter->start + max_wait;
+    waiter->done = std::move(done);
+    // Behind a head that sleeps between checks, a waiter may run out of time in line.
+    if (!books_slots_ && max_wait.count() > 0) {
+      waiter->timer = timers_.Start(
+          max_wait, [self = shared_from_this(), id = waiter->id] { self->OnDeadline(id); });
+    }
+    waiters_.emplace(waiter->id, waiter);
+    ++line.in_progress;
+    line.waiting.push_back(waiter);
+    const AcquireId id = waiter->id;
+    Batch batch = TakeBatch(line);
+    lock.unlock();
+    Send(std::move(batch));
+    return id;
+  }
+
+  bool Cancel(AcquireId id) {
+    Completions completions;
+    Batch next;
+    {
+      std::lock_guard lock(mu_);
+      auto it = waiters_.find(id);
+      if (it == waiters_.end()) return false;
+      WaiterPtr w = it->second;
+      Line& line = lines_.at(w->key);
+      switch (w->phase) {
+        case Phase::kInLine:
+          std::erase(line.waiting, w);
+          break;
+        case Phase::kChecking:
+          if (w->cancelled) return false;
+          w->cancelled = true;  // ends when the store answers
+          return true;
+        case Phase::kSleeping:
+          line.busy = false;
+          break;
+        case Phase::kBooked:
+          break;  // the slot stays consumed
+      }
+      Finish(w, AcquireOutcome::kCancelled, w->last, completions);
+      next = TakeBatch(line);
+      EraseLineIfIdle(w->key);
+    }
+    Run(completions);
+    Send(std::move(next));
+    return true;
+  }
+
+  void Shutdown() {
+    Completions completions;
+    {
+      std::lock_guard lock(mu_);
+      shut_down_ = true;
+      for (auto& [id, w] : waiters_) {
+        if (w->timer) timers_.Cancel(*w->timer);
+        ++stats_.cancelled;
+        completions.push_back(
+            {std::move(w->done), Acquisition{.outcome = AcquireOutcome::kCancelled,
+                                             .decision = w->last,
+                                             .waited = timers_.now() - w->start}});
+      }
+      waiters_.clear();
+      lines_.clear();
+    }
+    Run(completions);
+  }
+
+  AcquirerStats stats() const {
+    std::lock_guard lock(mu_);
+    AcquirerStats s = stats_;
+    s.in_progress = waiters_.size();
+    return s;
+  }
+
+ private:
+  enum class Phase {
+    kInLine,    // waiting for its turn to check
+    kChecking,  // in a store call
+    kSleeping,  // the head of its line, denied, until its retry_after
+    kBooked,    // its slot is booked, until the slot comes
+  };
+
+  struct Waiter {
+    AcquireId id = 0;
+    std::string key;
+    int64_t cost = 0;
+    Time start, deadline;
+    AcquireCallback done;
+    Phase phase = Phase::kInLine;
+    std::optional<Timers::Id> timer;
+    bool cancelled = false;  // while kChecking
+    Decision last;           // the store's last decision for it
+  };
+  using WaiterPtr = std::shared_ptr<Waiter>;
+
+  struct Line {
+    std::deque<WaiterPtr> waiting;  // kInLine, first come first
+    bool busy = false;              // a store call, or a head sleeping before its next check
+    size_t in_progress = 0;         // the key's acquires, whatever their phase
+    Decision last_denial;
+  };
+
+  struct Completion {
+    AcquireCallback done;
+    Result<Acquisition> result;
+  };
+  using Completions = std::vector<Completion>;
+
+  struct Batch {
+    std::vector<WaiterPtr> waiters;  // of one key, in line order
+  };
+
+  // Under the lock: the next waiters of `line` to check, if it is its turn to check.
+  Batch TakeBatch(Line& line) {
+    Batch batch;
+    if (line.busy || line.waiting.empty() || shut_down_) return batch;
+    line.busy = true;
+    // Meters book in one batch, decided in order; otherwise the head alone checks.
+    const size_t n = books_slots_ ? line.waiting.size() : 1;
+    for (size_t i = 0; i < n; ++i) {
+      WaiterPtr w = std::move(line.waiting.front());
+      line.waiting.pop_front();
+      w->phase = Phase::kChecking;
+      if (w->timer) {
+        timers_.Cancel(*w->timer);
+        w->timer.reset();
+      }
+      batch.waiters.push_back(std::move(w));
+    }
+    return batch;
+  }
+
+  // Outside the lock.
+  void Send(Batch batch) {
+    if (batch.waiters.empty()) return;
+    const Time now = timers_.now();
+    const Duration most = MaxDelayOf(limiter_.limit());
+    std::vector<KeyCost> checks;
+    checks.reserve(batch.waiters.size());
+    for (const WaiterPtr& w : batch.waiters) {
+      const Duration left = std::clamp(w->deadline - now, Duration(0), most);
+      checks.push_back(
+          {.key = w->key, .cost = w->cost, .max_delay = books_slots_ ? left : Duration(0)});
+    }
+    limiter_.CheckBatchAsync(checks, [self = shared_from_this(), batch = std::move(batch)](
+                                         std::vector<Result<Decision>> results) {
+      self->OnResults(batch, std::move(results));
+    });
+  }
+
+  void OnResults(const Batch& batch, std::vector<Result<Decision>> results) {
+    Completions completions;
+    Batch next;
+    {
+      std::lock_guard lock(mu_);
+      if (shut_down_) return;
+      const std::string& key = batch.waiters.front()->key;
+      Line& line = lines_.at(key);
+      const Time now = timers_.now();
+      bool head_sleeps = false;
+      for (size_t i = 0; i < batch.waiters.size(); ++i) {
+        const WaiterPtr& w = batch.waiters[i];
+        Result<Decision>& r = results[i];
+        if (r.ok()) w->last = *r;
+        if (w->cancelled) {
+          Finish(w, AcquireOutcome::kCancelled, w->last, completions);
+        } else if (!r.ok()) {
+          Fail(w, r.status(), completions);
+        } else if (r->allowed && r->delay.count() == 0) {
+          Finish(w, AcquireOutcome::kAdmitted, *r, completions);
+        } else if (r->allowed) {
+          w->phase = Phase::kBooked;
+          w->timer = timers_.Start(
+              r->delay, [self = shared_from_this(), id = w->id] { self->OnSlotCame(id); });
+        } else {
+          line.last_denial = *r;
+          // The wait cannot come sooner than retry_after, nor a slot be booked closer.
+          if (books_slots_ || now + r->retry_after > w->deadline) {
+            Finish(w, AcquireOutcome::kDenied, *r, completions);
+          } else {
+            w->phase = Phase::kSleeping;
+            w->timer = timers_.Start(
+                r->retry_after, [self = shared_from_this(), id = w->id] { self->OnRetry(id); });
+            head_sleeps = true;
+          }
+        }
+      }
+      line.busy = head_sleeps;
+      next = TakeBatch(line);
+      EraseLineIfIdle(key);
+    }
+    Run(completions);
+    Send(std::move(next));
+  }
+
+  void OnSlotCame(AcquireId id) {
+    Completions completions;
+    {
+      std::lock_guard lock(mu_);
+      auto it = waiters_.find(id);
+      if (it == waiters_.end() || it->second->phase != Phase::kBooked) return;
+      WaiterPtr w = it->second;
+      w->timer.reset();
+      Finish(w, AcquireOutcome::kAdmitted, w->last, completions);
+      EraseLineIfIdle(w->key);
+    }
+    Run(completions);
+  }
+
+  void OnRetry(AcquireId id) {
+    Batch next;
+    {
+      std::lock_guard lock(mu_);
+      auto it = waiters_.find(id);
+      if (it == waiters_.end() || it->second->phase != Phase::kSleeping) return;
+      WaiterPtr w = it->second;
+      w->timer.reset();
+      w->phase = Phase::kInLine;
+      Line& line = lines_.at(w->key);
+      line.waiting.push_front(w);  // still the head
+      line.busy = false;
+      next = TakeBatch(line);
+    }
+    Send(std::move(next));
+  }
+
+  void OnDeadline(AcquireId id) {
+    Completions completions;
+    {
+      std::lock_guard lock(mu_);
+      auto it = waiters_.find(id);
+      if (it == waiters_.end() || it->second->phase != Phase::kInLine) return;
+      WaiterPtr w = it->second;
+      w->timer.reset();
+      Line& line = lines_.at(w->key);
+      std::erase(line.waiting, w);
+      Finish(w, AcquireOutcome::kDenied, line.last_denial, completions);
+      EraseLineIfIdle(w->key);
+    }
+    Run(completions);
+  }
+
+  // Under the lock: ends `w` with `outcome`.
+  void Finish(const WaiterPtr& w, AcquireOutcome outcome, const Decision& decision,
+              Completions& completions) {
+    switch (outcome) {
+      case AcquireOutcome::kAdmitted:
+        ++stats_.admitted;
+        break;
+      case AcquireOutcome::kDenied:
+        ++stats_.denied;
+        break;
+      case AcquireOutcome::kQueueFull:
+        ++stats_.queue_full;
+        break;
+      case AcquireOutcome::kCancelled:
+        ++stats_.cancelled;
+        break;
+    }
+    completions.push_back({std::move(w->done), Acquisition{.outcome = outcome,
+                                                           .decision = decision,
+                                                           .waited = timers_.now() - w->start}});
+    Remove(w);
+  }
+
+  void Fail(const WaiterPtr& w, Status status, Completions& completions) {
+    ++stats_.errors;
+    completions.push_back({std::move(w->done), std::move(status)});
+    Remove(w);
+  }
+
+  void Remove(const WaiterPtr& w) {
+    if (w->timer) {
+      timers_.Cancel(*w->timer);
+      w->timer.reset();
+    }
+    --lines_.at(w->key).in_progress;
+    waiters_.erase(w->id);
+  }
+
+  void EraseLineIfIdle(const std::string& key) {
+    auto it = lines_.find(key);
+    if (it != lines_.end() && it->second.in_progress == 0 && !it->second.busy) lines_.erase(it);
+  }
+
+  static void Run(Completions& completions) {
+    for (auto& c : completions) c.done(std::move(c.result));
+  }
+
+  Limiter& limiter_;
+  Timers& timers_;
+  const AcquirerOptions options_;
+  const bool books_slots_;
+
+  mutable std::mutex mu_;
+  bool shut_down_ = false;
+  AcquireId next_id_ = 1;
+  std::unordered_map<AcquireId, WaiterPtr> waiters_;
+  std::unordered_map<std::string, Line> lines_;
+  AcquirerStats stats_;
+};
+
+Acquirer::Acquirer(Limiter& limiter, Timers& timers, AcquirerOptions options)
+    : state_(std::make_shared<State>(limiter, timers, options)) {}
+
+Acquirer::~Acquirer() { state_->Shutdown(); }
+
+AcquireId Acquirer::AcquireAsync(std::string_view key, int64_t cost, Duration max_wait,
+                                 AcquireCallback done) {
+  return state_->Start(key, cost, max_wait, std::move(done));
+}
+
+Result<Acquisition> Acquirer::Acquire(std::string_view key, int64_t cost, Duration max_wait) {
+  std::promise<Result<Acquisition>> promise;
+  auto future = promise.get_future();
+  AcquireAsync(key, cost, max_wait,
+               [&promise](Result<Acquisition> result) { promise.set_value(std::move(result)); });
+  return future.get();
+}
+
+bool Acquirer::Cancel(AcquireId id) { return state_->Cancel(id); }
+
+AcquirerStats Acquirer::stats() const { return state_->stats(); }
+
+const Limiter& Acquirer::limiter() const { return state_->limiter(); }
+
+}  // namespace sluice
