@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace sluice::http {
 namespace {
 
@@ -27,6 +29,11 @@ void AppendSfString(std::string& out, std::string_view text) {
 int64_t CeilSeconds(Duration d) {
   constexpr int64_t kMicrosPerSecond = 1'000'000;
   return d.count() <= 0 ? 0 : (d.count() + kMicrosPerSecond - 1) / kMicrosPerSecond;
+}
+
+std::string ServerTimingValue(Duration waited) {
+  const int64_t us = std::max<int64_t>(waited.count(), 0);
+  return fmt::format("ratelimit;dur={}.{:03}", us / 1000, us % 1000);
 }
 
 std::string RateLimitPolicyValue(std::string_view policy_name, const Limit& limit) {

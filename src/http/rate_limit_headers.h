@@ -37,4 +37,8 @@ std::string RetryAfterValue(const Decision& decision);
 // A duration in whole seconds, rounded up.
 int64_t CeilSeconds(Duration d);
 
+// The Server-Timing entry (W3C Server Timing) for the time a request waited for its rate-limit
+// slot: `ratelimit;dur=100.000`, milliseconds with microsecond precision.
+std::string ServerTimingValue(Duration waited);
+
 }  // namespace sluice::http

@@ -124,12 +124,42 @@ std::string RateLimiter::KeyOf(const RequestView& request) const {
   return key;
 }
 
+Result<RateLimiter> RateLimiter::Create(Limiter& limiter, KeyExtractor key, std::string policy_name,
+                                        RateLimiterOptions options) {
+  if (options.cost < 0 || options.delay < 0) {
+    return Status::InvalidArgument("cost and delay must not be negative");
+  }
+  RateLimiter rate_limiter(limiter, std::move(key), std::move(policy_name), options.cost);
+  if (options.delay == 0) return rate_limiter;
+  const Limit& limit = limiter.limit();
+  if (!CanReserve(limit.algorithm())) {
+    return Status::InvalidArgument("delay needs token_bucket, leaky_bucket or gcra, not " +
+                                   std::string(AlgorithmName(limit.algorithm())));
+  }
+  // The delay-th request past the burst waits at most delay × cost emission intervals.
+  const Duration most = MaxDelayOf(limit);
+  const int64_t intervals = most / limit.emission_interval();
+  if (options.cost > 0 && options.delay > intervals / options.cost) {
+    return Status::InvalidArgument("delay " + std::to_string(options.delay) +
+                                   " would hold requests longer than " +
+                                   std::to_string(most.count()) + "us");
+  }
+  rate_limiter.max_delay_ = limit.emission_interval() * options.delay * options.cost;
+  return rate_limiter;
+}
+
 Verdict RateLimiter::ToVerdict(const Result<Decision>& decision) const {
   Verdict verdict;
   if (!decision.ok()) return verdict;
   verdict.headers.emplace_back("RateLimit-Policy", policy_header_);
   verdict.headers.emplace_back("RateLimit", http::RateLimitValue(policy_name_, *decision));
-  if (decision->allowed) return verdict;
+  if (decision->allowed) {
+    if (max_delay_.count() > 0) {
+      verdict.delay = decision->delay;
+      verdict.headers.emplace_back("Server-Timing", http::ServerTimingValue(decision->delay));
+    }
+    return verdict;
+  }
   verdict.allowed = false;
   verdict.status = 429;
   verdict.headers.emplace_back("Retry-After", http::RetryAfterValue(*decision));
@@ -138,12 +168,13 @@ Verdict RateLimiter::ToVerdict(const Result<Decision>& decision) const {
 }
 
 Verdict RateLimiter::Check(const RequestView& request) const {
-  return ToVerdict(limiter_.Check(KeyOf(request), cost_));
+  return ToVerdict(limiter_.Reserve(KeyOf(request), cost_, max_delay_));
 }
 
 void RateLimiter::CheckAsync(const RequestView& request, std::function<void(Verdict)> done) const {
-  limiter_.CheckAsync(KeyOf(request), cost_,
-                      [this, done = std::move(done)](auto decision) { done(ToVerdict(decision)); });
+  limiter_.ReserveAsync(
+      KeyOf(request), cost_, max_delay_,
+      [this, done = std::move(done)](auto decision) { done(ToVerdict(decision)); });
 }
 
 }  // namespace sluice::middleware

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "sluice/memory_store.h"
@@ -127,6 +129,128 @@ TEST_F(RateLimiterTest, BeastAdapter) {
   EXPECT_EQ(rejection[http::field::content_type], "application/json");
   EXPECT_EQ(rejection["Retry-After"], "10");
   EXPECT_EQ(rejection.body(), R"({"error":"rate limit exceeded"})");
+}
+
+Limit TenPerSecondBurstOne() {
+  auto limit = Limit::Create(Algorithm::kGcra, 10, 1s, 1);
+  EXPECT_TRUE(limit.ok());
+  return *limit;
+}
+
+// Shaping with delay = 3 on 10/s and a burst of 1: four requests at one instant are held 0, 100,
+// 200 and 300 ms; the fifth gets 429; a slot freed 100 ms later takes one more.
+TEST_F(RateLimiterTest, DelayHoldsUpToDelayRequestsThenRefuses) {
+  Limiter limiter(store_, "shape", TenPerSecondBurstOne());
+  auto shaper = RateLimiter::Create(limiter, ClientIp(), "shape", {.delay = 3});
+  ASSERT_TRUE(shaper.ok()) << shaper.status().ToString();
+  const FakeRequest r("192.0.2.1", "/");
+  const char* timings[] = {"ratelimit;dur=0.000", "ratelimit;dur=100.000", "ratelimit;dur=200.000",
+                           "ratelimit;dur=300.000"};
+  for (int i = 0; i < 4; ++i) {
+    const Verdict v = shaper->Check(r);
+    ASSERT_TRUE(v.allowed) << i;
+    EXPECT_EQ(v.status, 200);
+    EXPECT_EQ(v.delay, i * 100ms);
+    ASSERT_EQ(v.headers.size(), 3u);
+    EXPECT_EQ(v.headers[2], std::make_pair(std::string("Server-Timing"), std::string(timings[i])));
+  }
+  const Verdict refused = shaper->Check(r);
+  EXPECT_FALSE(refused.allowed);
+  EXPECT_EQ(refused.status, 429);
+  EXPECT_EQ(refused.delay, 0us);
+  ASSERT_EQ(refused.headers.size(), 3u);
+  EXPECT_EQ(refused.headers[2], std::make_pair(std::string("Retry-After"), std::string("1")));
+  clock_.Advance(100ms);
+  const Verdict later = shaper->Check(r);
+  EXPECT_TRUE(later.allowed);
+  EXPECT_EQ(later.delay, 300ms);
+  // Without delay the same limiter refuses all excess, and says nothing of timing.
+  RateLimiter policer(limiter, ClientIp(), "shape");
+  const Verdict policed = policer.Check(FakeRequest("192.0.2.9", "/"));
+  EXPECT_TRUE(policed.allowed);
+  EXPECT_EQ(policed.headers.size(), 2u);
+  EXPECT_FALSE(policer.Check(FakeRequest("192.0.2.9", "/")).allowed);
+}
+
+TEST_F(RateLimiterTest, DelayNeedsAnAlgorithmThatBooksSlots) {
+  Limiter windows(store_, "w", FivePerTenSeconds());
+  EXPECT_EQ(RateLimiter::Create(windows, ClientIp(), "w", {.delay = 1}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(RateLimiter::Create(windows, ClientIp(), "w", {.delay = 0}).ok());
+  Limiter meter(store_, "m", TenPerSecondBurstOne());
+  EXPECT_FALSE(RateLimiter::Create(meter, ClientIp(), "m", {.delay = -1}).ok());
+  EXPECT_FALSE(RateLimiter::Create(meter, ClientIp(), "m", {.cost = -1}).ok());
+  // Held for more than a year: refused.
+  EXPECT_FALSE(RateLimiter::Create(meter, ClientIp(), "m", {.delay = Limit::kMaxCount}).ok());
+}
+
+TEST(BeastShaping, AfterDelayWaitsOnATimerWithoutBlocking) {
+  boost::asio::io_context io;
+  Verdict held;
+  held.delay = 30ms;
+  bool held_ran = false, immediate_ran = false;
+  const auto start = std::chrono::steady_clock::now();
+  AfterDelay(held, io.get_executor(), [&] { held_ran = true; });
+  EXPECT_FALSE(held_ran);
+  AfterDelay(Verdict{}, io.get_executor(), [&] { immediate_ran = true; });
+  EXPECT_TRUE(immediate_ran);
+  io.run();  // returns once the timer has fired
+  EXPECT_TRUE(held_ran);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 30ms);
+}
+
+// Over real HTTP: six parallel requests on 20/s (50 ms apart) with delay 4: five are handled, each
+// no earlier than its slot, and carry Server-Timing; the sixth gets 429.
+TEST(HttplibShaping, DelaysTheExcessToTheRate) {
+  MemoryStore store;  // real clock: a real server
+  Limiter limiter(store, "shape", *Limit::Create(Algorithm::kGcra, 20, 1s, 1));
+  auto shaper = RateLimiter::Create(limiter, ClientIp(), "shape", {.delay = 4});
+  ASSERT_TRUE(shaper.ok());
+  std::mutex mu;
+  std::vector<std::chrono::steady_clock::time_point> handled;
+  httplib::Server server;
+  server.Get("/", Limited(*shaper, [&](const httplib::Request&, httplib::Response& res) {
+               {
+                 std::lock_guard lock(mu);
+                 handled.push_back(std::chrono::steady_clock::now());
+               }
+               res.set_content("ok", "text/plain");
+             }));
+  const int port = server.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread serving([&] { server.listen_after_bind(); });
+
+  std::atomic<int> ok{0}, limited{0}, other{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 6; ++i) {
+    clients.emplace_back([&] {
+      httplib::Client client("127.0.0.1", port);
+      client.set_connection_timeout(2s);
+      client.set_read_timeout(5s);
+      auto res = client.Get("/");
+      if (res && res->status == 200 &&
+          res->get_header_value("Server-Timing").starts_with("ratelimit;dur=")) {
+        ++ok;
+      } else if (res && res->status == 429) {
+        ++limited;
+      } else {
+        ++other;
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  server.stop();
+  serving.join();
+  EXPECT_EQ(ok.load(), 5);
+  EXPECT_EQ(limited.load(), 1);
+  EXPECT_EQ(other.load(), 0);
+  ASSERT_EQ(handled.size(), 5u);
+  std::sort(handled.begin(), handled.end());
+  // Slot k is 50 ms × k after the first admission, which was handled right after its check.
+  for (size_t k = 1; k < handled.size(); ++k) {
+    EXPECT_GE(handled[k] - handled[0], k * 50ms - 10ms) << "request " << k << " came early";
+  }
+  EXPECT_LT(handled.back() - handled.front(), 2s);
 }
 
 // The reference app's test: 20 parallel requests from one client to a route limited to 5 per

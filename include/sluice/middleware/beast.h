@@ -6,12 +6,20 @@
 //   sluice::middleware::AddHeaders(verdict, response);
 //
 // For an asynchronous store, RateLimiter::CheckAsync with a BeastRequest view does the same
-// without blocking the I/O thread. Thread safety: as RateLimiter.
+// without blocking the I/O thread. With shaping (RateLimiterOptions::delay), hold the admitted
+// request until its slot without blocking either:
+//
+//   sluice::middleware::AfterDelay(verdict, socket.get_executor(), [&] { handle_and_send(); });
+//
+// Thread safety: as RateLimiter.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http.hpp>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "sluice/middleware/middleware.h"
 
@@ -45,6 +53,16 @@ Verdict CheckBeast(const RateLimiter& limiter,
                    const boost::beast::http::request<Body, Fields>& request,
                    const boost::asio::ip::tcp::endpoint& peer) {
   return limiter.Check(BeastRequest<Body, Fields>(request, peer));
+}
+
+// Calls `proceed()` once the verdict's delay has passed: at once when there is none, else from a
+// timer on `executor`, which no thread waits on meanwhile.
+template <class Executor, class Proceed>
+void AfterDelay(const Verdict& verdict, const Executor& executor, Proceed proceed) {
+  if (verdict.delay.count() <= 0) return proceed();
+  auto timer = std::make_shared<boost::asio::steady_timer>(executor, verdict.delay);
+  timer->async_wait([timer, proceed = std::move(proceed)](
+                        const boost::system::error_code&) mutable { proceed(); });
 }
 
 // Copies the verdict's RateLimit headers onto a response.

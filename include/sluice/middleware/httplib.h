@@ -6,10 +6,17 @@
 //   }));
 //
 // Or every route at once: sluice::middleware::LimitAllRoutes(server, per_ip).
+//
+// Shaping (RateLimiterOptions::delay): cpp-httplib handlers are synchronous, so a delayed request
+// is held by sleeping on its handler thread until its slot. Each held request occupies one thread
+// of the server's pool (CPPHTTPLIB_THREAD_POOL_COUNT, or the task queue given to the server):
+// keep `delay` below the pool size, or requests for other keys queue behind the held ones.
 // Thread safety: as RateLimiter; the RateLimiter must outlive the server.
 #pragma once
 
 #include <httplib.h>
+
+#include <thread>
 
 #include "sluice/middleware/middleware.h"
 
@@ -38,14 +45,21 @@ inline void ApplyVerdict(const Verdict& verdict, httplib::Response& response) {
   response.set_content(verdict.body, "application/json");
 }
 
-// `handler`, run only for requests the limiter admits.
+// Holds an admitted request until its slot (shaping), blocking the handler thread.
+inline void WaitForSlot(const Verdict& verdict) {
+  if (verdict.delay.count() > 0) std::this_thread::sleep_for(verdict.delay);
+}
+
+// `handler`, run only for requests the limiter admits, once their slot has come.
 inline httplib::Server::Handler Limited(const RateLimiter& limiter,
                                         httplib::Server::Handler handler) {
   return [&limiter, handler = std::move(handler)](const httplib::Request& request,
                                                   httplib::Response& response) {
     const Verdict verdict = limiter.Check(HttplibRequest(request));
     ApplyVerdict(verdict, response);
-    if (verdict.allowed) handler(request, response);
+    if (!verdict.allowed) return;
+    WaitForSlot(verdict);
+    handler(request, response);
   };
 }
 
@@ -55,8 +69,9 @@ inline void LimitAllRoutes(httplib::Server& server, const RateLimiter& limiter) 
       [&limiter](const httplib::Request& request, httplib::Response& response) {
         const Verdict verdict = limiter.Check(HttplibRequest(request));
         ApplyVerdict(verdict, response);
-        return verdict.allowed ? httplib::Server::HandlerResponse::Unhandled
-                               : httplib::Server::HandlerResponse::Handled;
+        if (!verdict.allowed) return httplib::Server::HandlerResponse::Handled;
+        WaitForSlot(verdict);
+        return httplib::Server::HandlerResponse::Unhandled;
       });
 }
 

@@ -5,6 +5,12 @@
 // the response. Adapters for Boost.Beast and cpp-httplib are in beast.h and httplib.h beside
 // this file.
 //
+// Shaping (RateLimiterOptions::delay, like nginx `limit_req burst=N` without `nodelay`): up to
+// `delay` requests beyond what the limit admits at once are not refused but held until their
+// turn at the configured rate, each booking its slot in the store (Limiter::Reserve), so the
+// order and the spacing hold across every instance sharing the store; the rest get 429. The
+// verdict says how long to hold the request, and carries `Server-Timing: ratelimit;dur=<ms>`.
+//
 // Thread safety: a RateLimiter and the extractors are immutable once built; all methods may be
 // called concurrently. The Limiter must outlive the RateLimiter.
 #pragma once
@@ -66,12 +72,27 @@ struct Verdict {
   int status = 200;  // 429 when denied
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;  // the JSON error when denied (Content-Type: application/json)
+  // Shaping: how long to hold the request before handling it (its booked slot); the adapters
+  // wait it out. Zero otherwise.
+  Duration delay{0};
+};
+
+struct RateLimiterOptions {
+  // Units each request costs.
+  int64_t cost = 1;
+  // Requests beyond the limit's burst delayed to the rate instead of refused (see above); 0
+  // refuses all excess. Needs token_bucket, leaky_bucket or gcra.
+  int64_t delay = 0;
 };
 
 class RateLimiter {
  public:
   // `policy_name` names the policy in the RateLimit headers.
   RateLimiter(Limiter& limiter, KeyExtractor key, std::string policy_name, int64_t cost = 1);
+  // INVALID_ARGUMENT for a negative cost or delay, a delay on an algorithm that cannot book
+  // slots, or a delay whose wait would exceed MaxDelayOf(limit).
+  static Result<RateLimiter> Create(Limiter& limiter, KeyExtractor key, std::string policy_name,
+                                    RateLimiterOptions options);
 
   // A store error (when the store is not a ResilientStore, which decides by policy instead)
   // lets the request through without headers: the limiter must not become the outage.
@@ -87,6 +108,7 @@ class RateLimiter {
   std::string policy_name_;
   std::string policy_header_;
   int64_t cost_;
+  Duration max_delay_{0};  // shaping when above zero
 };
 
 }  // namespace sluice::middleware
