@@ -2,6 +2,8 @@
 //   memory://                                   this process's MemoryStore
 //   redis://[user:password@]host:port[/db]      a RedisStore
 //   unix:///path/to/redis.sock[?db=N]           a RedisStore over a Unix socket
+//   redis+cluster://[user:password@]host:port,host:port,...
+//                                               a RedisStore on a Redis Cluster (seed nodes)
 // Thread safety: OpenStore may be called from any thread; see each store for its own contract.
 #pragma once
 

@@ -39,7 +39,8 @@ class Client;
 }
 
 struct RedisStoreOptions {
-  // redis://[user:password@]host:port[/db]  or  unix:///path/to/socket[?db=N]
+  // redis://[user:password@]host:port[/db]  or  unix:///path/to/socket[?db=N]  or, for a Redis
+  // Cluster, redis+cluster://[user:password@]host:port,host:port,... (seed nodes)
   std::string url = "redis://127.0.0.1:6379";
   // Deadline of each call (a check, a batch, a reset).
   Duration timeout = std::chrono::milliseconds(50);

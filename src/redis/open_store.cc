@@ -7,7 +7,8 @@ namespace sluice {
 
 Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOptions& options) {
   if (url == "memory://") return std::unique_ptr<Store>(std::make_unique<MemoryStore>());
-  if (url.starts_with("redis://") || url.starts_with("unix://")) {
+  if (url.starts_with("redis://") || url.starts_with("unix://") ||
+      url.starts_with("redis+cluster://")) {
     auto store = RedisStore::Create(
         RedisStoreOptions{.url = std::string(url),
                           .timeout = options.timeout,
@@ -18,7 +19,8 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOp
     return std::unique_ptr<Store>(std::move(store).value());
   }
   return Status::InvalidArgument("unknown store URL '" + std::string(url) +
-                                 "' (expected memory://, redis://host:port or unix:///path)");
+                                 "' (expected memory://, redis://host:port, unix:///path or "
+                                 "redis+cluster://host:port,host:port,...)");
 }
 
 }  // namespace sluice

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "redis/client.h"
+#include "redis/cluster_client.h"
 #include "redis/keys.h"
 #include "redis/scripts.h"
 
@@ -75,6 +76,30 @@ class Pieces {
   std::vector<std::pair<size_t, size_t>> spans_;
 };
 
+void ApplyTo(const RedisStoreOptions& options, redis::ClientOptions& client) {
+  client.timeout = options.timeout;
+  client.connect_timeout = options.connect_timeout;
+  client.io_threads = options.io_threads;
+  client.connections_per_thread = options.connections_per_thread;
+  client.max_pending_per_connection = options.max_pending_per_connection;
+}
+
+// A client of the URL's single Redis, or of its Redis Cluster (one Client per master).
+Result<std::unique_ptr<redis::Client>> Connect(const RedisStoreOptions& options) {
+  if (options.url.starts_with(redis::kClusterScheme)) {
+    auto cluster = redis::ParseRedisClusterUrl(options.url);
+    if (!cluster.ok()) return cluster.status();
+    ApplyTo(options, cluster->node);
+    auto client = redis::ClusterClient::Create(std::move(*cluster));
+    if (!client.ok()) return client.status();
+    return std::unique_ptr<redis::Client>(std::move(*client));
+  }
+  auto single = redis::ParseRedisUrl(options.url);
+  if (!single.ok()) return single.status();
+  ApplyTo(options, *single);
+  return redis::Client::Create(std::move(*single));
+}
+
 Status ReplyError(const std::string& message) {
   // "ERR ..." is the script failing: a bug, not the server's state.
   if (message.starts_with("ERR")) return Status::Internal("Redis check script failed: " + message);
@@ -122,14 +147,7 @@ Result<std::unique_ptr<RedisStore>> RedisStore::Create(RedisStoreOptions options
   if (options.expiry_margin < std::chrono::milliseconds(1)) {
     return Status::InvalidArgument("expiry margin must be at least 1ms");
   }
-  auto client_options = redis::ParseRedisUrl(options.url);
-  if (!client_options.ok()) return client_options.status();
-  client_options->timeout = options.timeout;
-  client_options->connect_timeout = options.connect_timeout;
-  client_options->io_threads = options.io_threads;
-  client_options->connections_per_thread = options.connections_per_thread;
-  client_options->max_pending_per_connection = options.max_pending_per_connection;
-  auto client = redis::Client::Create(std::move(*client_options));
+  auto client = Connect(options);
   if (!client.ok()) return client.status();
   return std::unique_ptr<RedisStore>(new RedisStore(std::move(*client), std::move(options)));
 }

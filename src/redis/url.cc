@@ -2,6 +2,7 @@
 #include <string>
 
 #include "redis/client.h"
+#include "redis/cluster_client.h"
 
 namespace sluice::redis {
 namespace {
@@ -19,15 +20,49 @@ std::string Redacted(std::string_view url) {
   return std::string(url.substr(0, secret)) + "***" + std::string(url.substr(at));
 }
 
-Status BadUrl(std::string_view url, std::string_view why) {
+constexpr std::string_view kSingleForms =
+    "redis://[user:password@]host:port[/db] or unix:///path[?db=N]";
+constexpr std::string_view kClusterForm = "redis+cluster://[user:password@]host:port,host:port,...";
+
+Status BadUrl(std::string_view url, std::string_view why,
+              std::string_view expected = kSingleForms) {
   return Status::InvalidArgument("bad Redis URL '" + Redacted(url) + "': " + std::string(why) +
-                                 " (expected redis://[user:password@]host:port[/db] or "
-                                 "unix:///path[?db=N])");
+                                 " (expected " + std::string(expected) + ")");
 }
 
 bool ParseNumber(std::string_view text, int& value) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   return ec == std::errc() && end == text.data() + text.size() && !text.empty();
+}
+
+// Takes "user:password@" or "password@" off the front of `rest` into `options`.
+void TakeCredentials(std::string_view& rest, ClientOptions& options) {
+  const auto at = rest.rfind('@');
+  if (at == std::string_view::npos) return;
+  const std::string_view credentials = rest.substr(0, at);
+  rest = rest.substr(at + 1);
+  if (const auto colon = credentials.find(':'); colon != std::string_view::npos) {
+    options.user = std::string(credentials.substr(0, colon));
+    options.password = std::string(credentials.substr(colon + 1));
+  } else {
+    options.password = std::string(credentials);
+  }
+}
+
+// "host[:port]" into `options`; what is wrong with it, or empty.
+std::string_view ParseHostPort(std::string_view text, ClientOptions& options) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string_view::npos) {
+    options.host = std::string(text);
+  } else {
+    options.host = std::string(text.substr(0, colon));
+    if (!ParseNumber(text.substr(colon + 1), options.port) || options.port <= 0 ||
+        options.port > 65535) {
+      return "the port must be a number from 1 to 65535";
+    }
+  }
+  if (options.host.empty()) return "missing host";
+  return {};
 }
 
 }  // namespace
@@ -51,16 +86,7 @@ Result<ClientOptions> ParseRedisUrl(std::string_view url) {
   }
   if (!url.starts_with(kRedis)) return BadUrl(url, "unknown scheme");
   std::string_view rest = url.substr(kRedis.size());
-  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
-    const std::string_view credentials = rest.substr(0, at);
-    rest = rest.substr(at + 1);
-    if (const auto colon = credentials.find(':'); colon != std::string_view::npos) {
-      options.user = std::string(credentials.substr(0, colon));
-      options.password = std::string(credentials.substr(colon + 1));
-    } else {
-      options.password = std::string(credentials);
-    }
-  }
+  TakeCredentials(rest, options);
   if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
     const std::string_view db = rest.substr(slash + 1);
     rest = rest.substr(0, slash);
@@ -68,17 +94,30 @@ Result<ClientOptions> ParseRedisUrl(std::string_view url) {
       return BadUrl(url, "the database must be a number");
     }
   }
-  const auto colon = rest.rfind(':');
-  if (colon == std::string_view::npos) {
-    options.host = std::string(rest);
-  } else {
-    options.host = std::string(rest.substr(0, colon));
-    if (!ParseNumber(rest.substr(colon + 1), options.port) || options.port <= 0 ||
-        options.port > 65535) {
-      return BadUrl(url, "the port must be a number from 1 to 65535");
-    }
+  if (const std::string_view why = ParseHostPort(rest, options); !why.empty()) {
+    return BadUrl(url, why);
   }
-  if (options.host.empty()) return BadUrl(url, "missing host");
+  return options;
+}
+
+Result<ClusterOptions> ParseRedisClusterUrl(std::string_view url) {
+  if (!url.starts_with(kClusterScheme)) return BadUrl(url, "unknown scheme", kClusterForm);
+  ClusterOptions options;
+  std::string_view rest = url.substr(kClusterScheme.size());
+  TakeCredentials(rest, options.node);
+  if (rest.find('/') != std::string_view::npos) {
+    return BadUrl(url, "a Redis Cluster has only database 0", kClusterForm);
+  }
+  while (true) {
+    const auto comma = rest.find(',');
+    ClientOptions seed;
+    if (const std::string_view why = ParseHostPort(rest.substr(0, comma), seed); !why.empty()) {
+      return BadUrl(url, why, kClusterForm);
+    }
+    options.seeds.push_back(seed.host + ":" + std::to_string(seed.port));
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
   return options;
 }
 

@@ -62,10 +62,10 @@ std::string PercentDecode(std::string_view s) {
 using RedisStoreBasics = RedisStoreTest;
 
 TEST_F(RedisStoreBasics, CreateRejectsBadOptions) {
-  auto brace = RedisStore::Create({.url = server_->url(), .key_prefix = "app{1}:"});
+  auto brace = RedisStore::Create({.url = target_->url, .key_prefix = "app{1}:"});
   ASSERT_FALSE(brace.ok());
   EXPECT_EQ(brace.status().code(), StatusCode::kInvalidArgument);
-  auto margin = RedisStore::Create({.url = server_->url(), .expiry_margin = 999us});
+  auto margin = RedisStore::Create({.url = target_->url, .expiry_margin = 999us});
   ASSERT_FALSE(margin.ok());
   EXPECT_EQ(margin.status().code(), StatusCode::kInvalidArgument);
   auto url = RedisStore::Create({.url = "http://localhost"});

@@ -7,10 +7,19 @@ namespace sluice::testing {
 
 using namespace std::chrono_literals;
 
-RedisServer* SharedRedis() {
-  static std::unique_ptr<RedisServer> server = RedisServer::Start();
-  return server.get();
+namespace {
+
+std::unique_ptr<redis::Client> Inspector(int port) {
+  redis::ClientOptions options;
+  options.port = port;
+  options.timeout = 5s;
+  options.connect_timeout = 5s;
+  auto client = redis::Client::Create(options);
+  EXPECT_TRUE(client.ok()) << client.status().ToString();
+  return client.ok() ? std::move(*client) : nullptr;
 }
+
+}  // namespace
 
 size_t ExpectEveryKeyExpires(redis::Client& client, const std::string& pattern) {
   std::string cursor = "0";
@@ -39,26 +48,29 @@ size_t ExpectEveryKeyExpires(redis::Client& client, const std::string& pattern) 
   return seen;
 }
 
+size_t ExpectEveryKeyExpires(const RedisTarget& target, const std::string& pattern) {
+  size_t seen = 0;
+  for (int port : target.ports) {
+    if (auto client = Inspector(port)) seen += ExpectEveryKeyExpires(*client, pattern);
+  }
+  return seen;
+}
+
 void RedisStoreTest::SetUp() {
   static std::atomic<int> tests{0};
-  server_ = SharedRedis();
-  ASSERT_NE(server_, nullptr) << "no redis-server";
+  target_ = SharedTarget();
+  ASSERT_NE(target_, nullptr) << "no Redis";
   prefix_ = "t" + std::to_string(tests.fetch_add(1)) + ":";
-  redis::ClientOptions options;
-  options.port = server_->port();
-  options.timeout = 5s;
-  options.connect_timeout = 5s;
-  auto client = redis::Client::Create(options);
-  ASSERT_TRUE(client.ok()) << client.status().ToString();
-  client_ = std::move(*client);
+  client_ = Inspector(target_->ports.front());
+  ASSERT_NE(client_, nullptr);
 }
 
 void RedisStoreTest::TearDown() {
-  if (client_) ExpectEveryKeyExpires(*client_, prefix_ + "*");
+  if (target_ != nullptr) ExpectEveryKeyExpires(*target_, prefix_ + "*");
 }
 
 std::unique_ptr<RedisStore> RedisStoreTest::MakeStore(RedisStoreOptions options) {
-  options.url = server_->url();
+  options.url = target_->url;
   options.key_prefix = prefix_;
   options.timeout = 5s;
   options.connect_timeout = 5s;
@@ -85,13 +97,19 @@ int64_t RedisStoreTest::InfoNumber(std::string_view section, std::string_view fi
 
 std::vector<std::string> RedisStoreTest::Scan(const std::string& pattern) {
   std::vector<std::string> keys;
-  std::string cursor = "0";
-  for (int page = 0; page < 10'000; ++page) {
-    auto reply = Command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
-    if (reply.elements.size() != 2) break;
-    for (auto& key : reply.elements[1].elements) keys.push_back(key.str);
-    cursor = reply.elements[0].str;
-    if (cursor == "0") break;
+  for (int port : target_->ports) {
+    auto client = Inspector(port);
+    if (client == nullptr) continue;
+    std::string cursor = "0";
+    for (int page = 0; page < 10'000; ++page) {
+      const std::string_view scan[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
+      auto reply = client->CommandSync(scan);
+      EXPECT_TRUE(reply.ok()) << reply.status().ToString();
+      if (!reply.ok() || reply->elements.size() != 2) break;
+      for (auto& key : reply->elements[1].elements) keys.push_back(key.str);
+      cursor = reply->elements[0].str;
+      if (cursor == "0") break;
+    }
   }
   return keys;
 }

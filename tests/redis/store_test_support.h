@@ -1,6 +1,8 @@
-// Shared by the RedisStore tests: one redis-server per test binary, a fixture giving each test
-// its own key prefix and a client to inspect Redis with, and, after each test, the check that
-// every key the test left behind has a TTL.
+// Shared by the RedisStore tests: one Redis per test binary, a fixture giving each test its own
+// key prefix and a client to inspect Redis with, and, after each test, the check that every key
+// the test left behind has a TTL. The Redis is a target each binary links one definition of:
+// one redis-server (single_redis_target.cc) for the store tests, a Redis Cluster
+// (cluster_target.cc) for the cluster tests, so the same suites run on both.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -18,27 +20,36 @@
 
 namespace sluice::testing {
 
+struct RedisTarget {
+  std::string url;         // RedisStoreOptions::url
+  std::vector<int> ports;  // the nodes that hold keys
+};
+
 // Started on first use, stopped at exit; null (after printing why) if it cannot start.
-RedisServer* SharedRedis();
+const RedisTarget* SharedTarget();
 
 // Fails the current test unless every key matching `pattern` has a TTL (PTTL never -1).
 // Returns how many keys it saw.
 size_t ExpectEveryKeyExpires(redis::Client& client, const std::string& pattern);
+// The same on every node of the target.
+size_t ExpectEveryKeyExpires(const RedisTarget& target, const std::string& pattern);
 
 class RedisStoreTest : public ::testing::Test {
  protected:
   void SetUp() override;
   void TearDown() override;
 
-  // A store on the shared server under this test's prefix; a generous deadline, since the
+  // A store on the shared target under this test's prefix; a generous deadline, since the
   // machine may be loaded.
   std::unique_ptr<RedisStore> MakeStore(RedisStoreOptions options = {});
+  // On the target's first node.
   redis::Reply Command(std::initializer_list<std::string_view> argv);
-  // The integer after "<field>:" (or "<field>=") in an INFO section; 0 when absent.
+  // The integer after "<field>:" (or "<field>=") in an INFO section of the first node; 0 when
+  // absent.
   int64_t InfoNumber(std::string_view section, std::string_view field);
   std::vector<std::string> Scan(const std::string& pattern);
 
-  RedisServer* server_ = nullptr;
+  const RedisTarget* target_ = nullptr;
   std::string prefix_;
   std::unique_ptr<redis::Client> client_;
 };

@@ -1,0 +1,513 @@
+// Design notes.
+//
+// The slot map is immutable once published: a refresh builds a new one and swaps a shared_ptr
+// under mu_, so routing a call costs one short lock and a lookup. Nodes are shared between
+// successive maps; one that leaves the map is kept on a list of the refresh thread's and closed
+// there once no map snapshot holds it any more, never on an I/O thread (a Client cannot be
+// destroyed on its own I/O thread).
+//
+// A call owns a copy of its words from the start: a redirection re-sends it after the caller's
+// views are gone. Its deadline is fixed when it is made and carried over to the re-send
+// (CallOptions::deadline), so a redirected call is answered by the same deadline as any other.
+#include "redis/cluster_client.h"
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+#include <tuple>
+#include <utility>
+
+namespace sluice::redis {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+constexpr uint16_t kNoNode = UINT16_MAX;
+
+std::string_view HostOf(std::string_view address) { return address.substr(0, address.rfind(':')); }
+
+// The one slot of `keys` (-1 when there are none); an error when they span several.
+Result<int> SlotOfKeys(std::span<const std::string_view> keys) {
+  int slot = -1;
+  for (const auto key : keys) {
+    const int s = KeySlot(key);
+    if (slot >= 0 && s != slot) {
+      return Status::InvalidArgument(
+          "the keys of one script call hash to different Redis Cluster slots (" +
+          std::to_string(slot) + " and " + std::to_string(s) +
+          "): no script can use them atomically; give them one hash tag");
+    }
+    slot = s;
+  }
+  return slot;
+}
+
+}  // namespace
+
+namespace cluster {
+
+struct Node {
+  std::string address;  // host:port
+  std::unique_ptr<Client> client;
+};
+
+struct SlotMap {
+  std::array<uint16_t, kClusterSlots> master;  // index into nodes, or kNoNode
+  std::vector<std::shared_ptr<Node>> nodes;
+
+  SlotMap() { master.fill(kNoNode); }
+
+  // The master of `slot`; for -1, any master.
+  Node* Serving(int slot) const {
+    if (slot < 0) return nodes.empty() ? nullptr : nodes.front().get();
+    const uint16_t i = master[slot];
+    return i == kNoNode ? nullptr : nodes[i].get();
+  }
+
+  std::shared_ptr<Node> Find(std::string_view address) const {
+    for (const auto& node : nodes) {
+      if (node->address == address) return node;
+    }
+    return nullptr;
+  }
+};
+
+struct Call {
+  const Script* script = nullptr;       // null: a command
+  std::string bytes;                    // the words, owned
+  std::vector<std::string_view> words;  // views of bytes: argv, or keys then args
+  size_t key_count = 0;
+  int slot = -1;  // -1: any master will do
+  Steady::time_point deadline;
+  bool redirected = false;
+  ReplyCallback done;
+
+  // Copies the words, as views of one buffer.
+  void Own(std::span<const std::string_view> first, std::span<const std::string_view> second) {
+    size_t total = 0;
+    for (auto w : first) total += w.size();
+    for (auto w : second) total += w.size();
+    bytes.reserve(total);
+    words.reserve(first.size() + second.size());
+    for (auto part : {first, second}) {
+      for (auto w : part) {
+        const size_t at = bytes.size();
+        bytes.append(w);
+        words.push_back(std::string_view(bytes.data() + at, w.size()));  // no reallocation
+      }
+    }
+  }
+
+  std::span<const std::string_view> keys() const { return {words.data(), key_count}; }
+  std::span<const std::string_view> args() const {
+    return std::span<const std::string_view>(words).subspan(key_count);
+  }
+};
+
+struct Redirect {
+  bool ask = false;
+  std::string address;  // host:port
+};
+
+}  // namespace cluster
+
+namespace {
+
+// MOVED <slot> <host>:<port> or ASK <slot> <host>:<port>; an empty host is the replying node's.
+std::optional<cluster::Redirect> ParseRedirect(const Reply& reply, std::string_view from) {
+  if (!reply.is_error()) return std::nullopt;
+  const bool ask = reply.str.starts_with("ASK ");
+  if (!ask && !reply.str.starts_with("MOVED ")) return std::nullopt;
+  std::string address = reply.str.substr(reply.str.rfind(' ') + 1);
+  if (address.starts_with(':')) address.insert(0, HostOf(from));
+  return cluster::Redirect{.ask = ask, .address = std::move(address)};
+}
+
+// The masters of CLUSTER SLOTS' reply as (first slot, last slot, host:port); empty if the reply
+// is not one. An empty host is the one of the node asked.
+std::vector<std::tuple<int64_t, int64_t, std::string>> ParseSlots(const Reply& reply,
+                                                                  std::string_view asked) {
+  std::vector<std::tuple<int64_t, int64_t, std::string>> ranges;
+  if (reply.type != Reply::Type::kArray) return ranges;
+  for (const Reply& range : reply.elements) {
+    const auto& e = range.elements;
+    if (range.type != Reply::Type::kArray || e.size() < 3 || e[0].type != Reply::Type::kInteger ||
+        e[1].type != Reply::Type::kInteger || e[2].type != Reply::Type::kArray ||
+        e[2].elements.size() < 2 || e[2].elements[0].type != Reply::Type::kString ||
+        e[2].elements[1].type != Reply::Type::kInteger || e[0].integer < 0 ||
+        e[1].integer >= kClusterSlots || e[0].integer > e[1].integer) {
+      return {};
+    }
+    const std::string& host = e[2].elements[0].str;
+    ranges.emplace_back(e[0].integer, e[1].integer,
+                        (host.empty() ? std::string(HostOf(asked)) : host) + ":" +
+                            std::to_string(e[2].elements[1].integer));
+  }
+  return ranges;
+}
+
+Result<std::shared_ptr<cluster::Node>> Connect(const ClientOptions& node_options,
+                                               const std::string& address) {
+  ClientOptions options = node_options;
+  options.host = std::string(HostOf(address));
+  const auto port = std::string_view(address).substr(address.rfind(':') + 1);
+  std::from_chars(port.data(), port.data() + port.size(), options.port);
+  auto client = Client::Create(std::move(options));
+  if (!client.ok()) return client.status();
+  return std::make_shared<cluster::Node>(cluster::Node{address, std::move(*client)});
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ClusterClient>> ClusterClient::Create(ClusterOptions options) {
+  if (options.seeds.empty()) {
+    return Status::InvalidArgument("a Redis Cluster client needs at least one seed node");
+  }
+  if (options.node.db != 0 || !options.node.unix_path.empty()) {
+    return Status::InvalidArgument("Redis Cluster nodes are reached over TCP, on database 0");
+  }
+  if (options.refresh_interval.count() <= 0 || options.refresh_min_gap.count() < 0) {
+    return Status::InvalidArgument(
+        "the slot map refresh interval must be positive and its minimum gap not negative");
+  }
+  std::unique_ptr<ClusterClient> client(new ClusterClient(std::move(options)));
+  // Only options a node's Client refuses fail here; an unreachable cluster is retried.
+  if (Status s = client->Refresh(); s.code() == StatusCode::kInvalidArgument) return s;
+  client->refresher_ = std::thread([c = client.get()] { c->RefreshLoop(); });
+  return client;
+}
+
+ClusterClient::ClusterClient(ClusterOptions options)
+    : options_(std::move(options)), map_(std::make_shared<SlotMap>()) {}
+
+ClusterClient::~ClusterClient() {
+  std::unique_lock lock(mu_);
+  stopping_ = true;
+  wake_.notify_all();
+  lock.unlock();
+  if (refresher_.joinable()) refresher_.join();
+  lock.lock();
+  redirected_.wait(lock, [this] { return redirecting_ == 0; });
+  std::shared_ptr<const SlotMap> last = std::move(map_);
+  lock.unlock();
+  // Closing the nodes fails their pending calls, whose callbacks take mu_.
+  last.reset();
+  retired_.clear();
+}
+
+std::shared_ptr<const ClusterClient::SlotMap> ClusterClient::Map() const {
+  std::lock_guard lock(mu_);
+  return map_;
+}
+
+void ClusterClient::Command(std::span<const std::string_view> argv, const CallOptions& options,
+                            ReplyCallback done) {
+  auto call = std::make_shared<Call>();
+  call->Own(argv, {});
+  if (argv.size() > 1) call->slot = KeySlot(argv[1]);
+  call->deadline = options.deadline.value_or(Steady::now() + options_.node.timeout);
+  call->done = std::move(done);
+  Send(std::move(call), options);
+}
+
+void ClusterClient::EvalSha(const Script& script, std::span<const std::string_view> keys,
+                            std::span<const std::string_view> args, const CallOptions& options,
+                            ReplyCallback done) {
+  const Result<int> slot = SlotOfKeys(keys);
+  if (!slot.ok()) return done(slot.status());
+  auto call = std::make_shared<Call>();
+  call->script = &script;
+  call->Own(keys, args);
+  call->key_count = keys.size();
+  call->slot = *slot;
+  call->deadline = options.deadline.value_or(Steady::now() + options_.node.timeout);
+  call->done = std::move(done);
+  Send(std::move(call), options);
+}
+
+void ClusterClient::EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) {
+  struct Gather {
+    std::mutex mu;
+    std::vector<Result<Reply>> results;
+    size_t left;
+    BatchReplyCallback done;
+  };
+  if (calls.empty()) return done({});
+  auto gather = std::make_shared<Gather>();
+  gather->results.assign(calls.size(), Status::Internal("no reply"));
+  gather->left = calls.size();
+  gather->done = std::move(done);
+  const auto deadline = Steady::now() + options_.node.timeout;
+  const auto map = Map();
+  // Each node's share of the batch, in the batch's order.
+  std::vector<std::pair<Node*, std::vector<std::shared_ptr<Call>>>> shares;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    auto call = std::make_shared<Call>();
+    call->done = [gather, i](Result<Reply> r) {
+      std::unique_lock lock(gather->mu);
+      gather->results[i] = std::move(r);
+      if (--gather->left > 0) return;
+      lock.unlock();
+      gather->done(std::move(gather->results));
+    };
+    const Result<int> slot = SlotOfKeys(calls[i].keys);
+    if (!slot.ok()) {
+      call->done(slot.status());
+      continue;
+    }
+    Node* node = map->Serving(*slot);
+    if (node == nullptr) {
+      Unserved(*call, *slot);
+      continue;
+    }
+    call->script = calls[i].script;
+    call->Own(calls[i].keys, calls[i].args);
+    call->key_count = calls[i].keys.size();
+    call->slot = *slot;
+    call->deadline = deadline;
+    auto share = std::find_if(shares.begin(), shares.end(),
+                              [node](const auto& s) { return s.first == node; });
+    if (share == shares.end()) {
+      shares.emplace_back(node, std::vector<std::shared_ptr<Call>>());
+      share = std::prev(shares.end());
+    }
+    share->second.push_back(std::move(call));
+  }
+  for (auto& share : shares) {
+    std::vector<ScriptCall> script_calls;
+    script_calls.reserve(share.second.size());
+    for (const auto& call : share.second) {
+      script_calls.push_back({call->script, call->keys(), call->args()});
+    }
+    Node* node = share.first;
+    node->client->EvalShaBatch(script_calls, [this, node, calls = std::move(share.second)](
+                                                 std::vector<Result<Reply>> replies) {
+      for (size_t j = 0; j < calls.size(); ++j) {
+        OnReply(*node, calls[j],
+                j < replies.size() ? std::move(replies[j]) : Status::Internal("no reply"));
+      }
+    });
+  }
+}
+
+void ClusterClient::Send(std::shared_ptr<Call> call, const CallOptions& options) {
+  const auto map = Map();
+  Node* node = map->Serving(call->slot);
+  if (node == nullptr) return Unserved(*call, call->slot);
+  SendTo(*node, std::move(call), options);
+}
+
+void ClusterClient::SendTo(Node& node, std::shared_ptr<Call> call, const CallOptions& options) {
+  // The node outlives the callbacks of its client: it is closed only after them.
+  auto done = [this, &node, call](Result<Reply> r) { OnReply(node, call, std::move(r)); };
+  if (call->script != nullptr) {
+    node.client->EvalSha(*call->script, call->keys(), call->args(), options, std::move(done));
+  } else {
+    node.client->Command(call->words, options, std::move(done));
+  }
+}
+
+void ClusterClient::Unserved(Call& call, int slot) {
+  RequestRefresh();
+  call.done(Status::Unavailable(slot < 0 ? std::string("no Redis Cluster master known yet")
+                                         : "no Redis Cluster master known for slot " +
+                                               std::to_string(slot)));
+}
+
+void ClusterClient::OnReply(const Node& from, const std::shared_ptr<Call>& call,
+                            Result<Reply> reply) {
+  if (!reply.ok()) {
+    if (reply.status().code() == StatusCode::kUnavailable) RequestRefresh();  // failed over?
+    return call->done(std::move(reply));
+  }
+  if (auto redirect = ParseRedirect(*reply, from.address)) {
+    if (!call->redirected) return Redirected(call, *redirect);
+    return call->done(Status::Unavailable("Redis Cluster redirected a call twice, last to " +
+                                          redirect->address + ": " + reply->str));
+  }
+  if (reply->is_error() &&
+      (reply->str.starts_with("TRYAGAIN") || reply->str.starts_with("CLUSTERDOWN"))) {
+    if (reply->str.starts_with("CLUSTERDOWN")) RequestRefresh();
+    return call->done(Status::Unavailable("Redis Cluster at " + from.address + ": " + reply->str));
+  }
+  call->done(std::move(reply));
+}
+
+void ClusterClient::Redirected(const std::shared_ptr<Call>& call, const Redirect& redirect) {
+  if (redirect.ask) {
+    asked_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    moved_.fetch_add(1, std::memory_order_relaxed);
+    RequestRefresh();
+  }
+  if (Steady::now() >= call->deadline) {
+    return call->done(Status::DeadlineExceeded("Redis Cluster redirected a call to " +
+                                               redirect.address + " after its deadline"));
+  }
+  std::unique_lock lock(mu_);
+  if (stopping_) {
+    lock.unlock();
+    return call->done(Status::Unavailable("Redis Cluster client shut down"));
+  }
+  std::shared_ptr<Node> node = map_->Find(redirect.address);
+  if (node == nullptr) {
+    wanted_.push_back(redirect.address);
+    refresh_requested_ = true;
+    wake_.notify_all();
+    lock.unlock();
+    return call->done(Status::Unavailable("Redis Cluster redirected a call to " + redirect.address +
+                                          ", not connected yet"));
+  }
+  ++redirecting_;
+  lock.unlock();
+  call->redirected = true;
+  SendTo(*node, call, CallOptions{.deadline = call->deadline, .asking = redirect.ask});
+  node.reset();
+  lock.lock();
+  if (--redirecting_ == 0) redirected_.notify_all();
+}
+
+void ClusterClient::RequestRefresh() {
+  std::lock_guard lock(mu_);
+  if (refresh_requested_) return;
+  refresh_requested_ = true;
+  wake_.notify_all();
+}
+
+bool ClusterClient::connected() const {
+  const auto map = Map();
+  return std::any_of(map->nodes.begin(), map->nodes.end(),
+                     [](const auto& node) { return node->client->connected(); });
+}
+
+ClientStats ClusterClient::stats() const {
+  ClientStats total;
+  {
+    std::lock_guard lock(stats_mu_);
+    total = retired_stats_;
+  }
+  const auto map = Map();
+  for (const auto& node : map->nodes) {
+    const ClientStats s = node->client->stats();
+    total.commands += s.commands;
+    total.writes += s.writes;
+    total.connects += s.connects;
+  }
+  return total;
+}
+
+ClusterStats ClusterClient::cluster_stats() const {
+  return ClusterStats{
+      .refreshes = refreshes_.load(), .moved = moved_.load(), .asked = asked_.load()};
+}
+
+std::string ClusterClient::MasterOf(uint16_t slot) const {
+  const auto map = Map();
+  const Node* node = map->Serving(slot);
+  return node == nullptr ? std::string() : node->address;
+}
+
+void ClusterClient::RefreshLoop() {
+  auto last = Steady::now();
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    const auto due =
+        last + (refresh_requested_ ? options_.refresh_min_gap : options_.refresh_interval);
+    if (Steady::now() < due) {
+      wake_.wait_until(lock, due);
+      continue;
+    }
+    refresh_requested_ = false;
+    last = Steady::now();
+    lock.unlock();
+    Refresh();
+    CloseUnused();
+    lock.lock();
+  }
+}
+
+Status ClusterClient::Refresh() {
+  const auto current = Map();
+  std::vector<std::string> wanted;
+  {
+    std::lock_guard lock(mu_);
+    wanted.swap(wanted_);
+  }
+  // Ask the nodes known, then the seeds; keep what was connected for the new map.
+  std::vector<std::shared_ptr<Node>> connected;
+  std::vector<std::tuple<int64_t, int64_t, std::string>> ranges;
+  std::vector<std::string> candidates;
+  for (const auto& node : current->nodes) candidates.push_back(node->address);
+  for (const auto& seed : options_.seeds) {
+    if (std::find(candidates.begin(), candidates.end(), seed) == candidates.end()) {
+      candidates.push_back(seed);
+    }
+  }
+  for (const auto& address : candidates) {
+    std::shared_ptr<Node> node = current->Find(address);
+    if (node == nullptr) {
+      auto fresh = Connect(options_.node, address);
+      if (!fresh.ok()) return fresh.status();
+      node = *fresh;
+      connected.push_back(node);
+    }
+    const std::string_view cluster_slots[] = {"CLUSTER", "SLOTS"};
+    auto reply = node->client->CommandSync(cluster_slots);
+    if (!reply.ok()) continue;
+    ranges = ParseSlots(*reply, address);
+    if (!ranges.empty()) break;
+  }
+  if (ranges.empty()) return Status::Unavailable("no Redis Cluster node answered CLUSTER SLOTS");
+  refreshes_.fetch_add(1, std::memory_order_relaxed);
+
+  auto next = std::make_shared<SlotMap>();
+  auto index_of = [&](const std::string& address) -> Result<uint16_t> {
+    for (size_t i = 0; i < next->nodes.size(); ++i) {
+      if (next->nodes[i]->address == address) return static_cast<uint16_t>(i);
+    }
+    std::shared_ptr<Node> node = current->Find(address);
+    for (const auto& c : connected) {
+      if (node == nullptr && c->address == address) node = c;
+    }
+    if (node == nullptr) {
+      auto fresh = Connect(options_.node, address);
+      if (!fresh.ok()) return fresh.status();
+      node = *fresh;
+    }
+    next->nodes.push_back(std::move(node));
+    return static_cast<uint16_t>(next->nodes.size() - 1);
+  };
+  for (const auto& [first, last, address] : ranges) {
+    auto i = index_of(address);
+    if (!i.ok()) return i.status();
+    std::fill(next->master.begin() + first, next->master.begin() + last + 1, *i);
+  }
+  for (const auto& address : wanted) {
+    if (auto i = index_of(address); !i.ok()) return i.status();
+  }
+  std::shared_ptr<const SlotMap> previous = next;
+  {
+    std::lock_guard lock(mu_);
+    map_.swap(previous);
+  }
+  for (const auto& node : previous->nodes) {
+    if (next->Find(node->address) == nullptr) retired_.push_back(node);
+  }
+  return Status::Ok();
+}
+
+// Closes the retired nodes no map snapshot holds any more: only retired_ does, and no new
+// snapshot can reach them.
+void ClusterClient::CloseUnused() {
+  std::erase_if(retired_, [this](const std::shared_ptr<Node>& node) {
+    if (node.use_count() > 1) return false;
+    const ClientStats s = node->client->stats();
+    std::lock_guard lock(stats_mu_);
+    retired_stats_.commands += s.commands;
+    retired_stats_.writes += s.writes;
+    retired_stats_.connects += s.connects;
+    return true;
+  });
+}
+
+}  // namespace sluice::redis

@@ -1,0 +1,133 @@
+// ClusterClient: the redis::Client interface over a Redis Cluster. It learns the slot map
+// (CLUSTER SLOTS) from the seed nodes, keeps one single-node Client (Client::Create: multiplexed,
+// auto-pipelined) per master, and sends each call to the master of its keys' slot; a batch
+// leaves as one write per node and its results come back in the caller's order.
+//
+// Redirections: MOVED refreshes the slot map (at most one refresh at a time, and not more often
+// than every refresh_min_gap) and sends the call once more to the node named; ASK sends ASKING
+// and the call once to the node named. Both keep the call's original deadline. A redirection to
+// a node not connected yet fails the call with UNAVAILABLE while a connection is made; TRYAGAIN,
+// CLUSTERDOWN, a second redirection and calls for slots no master serves fail with UNAVAILABLE
+// too: the deadline and the caller's failure policy deal with them, no call is retried in a loop.
+// The slot map is also refreshed every refresh_interval, and after a node fails, so masters that
+// come, go or fail over are followed without a restart.
+//
+// Thread safety: as redis::Client. A refresh thread of its own does the blocking work (CLUSTER
+// SLOTS, connecting to new masters).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "redis/client.h"
+#include "redis/cluster_slots.h"
+
+namespace sluice::redis {
+
+inline constexpr std::string_view kClusterScheme = "redis+cluster://";
+
+struct ClusterOptions {
+  // "host:port" of nodes to learn the cluster from; any one that answers is enough.
+  std::vector<std::string> seeds;
+  // For each node's Client: credentials, deadlines, threads, bounds (host and port are the
+  // node's; db must be 0).
+  ClientOptions node;
+  Duration refresh_interval = std::chrono::seconds(2);
+  Duration refresh_min_gap = std::chrono::milliseconds(100);
+};
+
+// redis+cluster://[user:password@]host:port,host:port,...
+Result<ClusterOptions> ParseRedisClusterUrl(std::string_view url);
+
+namespace cluster {
+struct Node;
+struct SlotMap;
+struct Call;
+struct Redirect;
+}  // namespace cluster
+
+struct ClusterStats {
+  uint64_t refreshes = 0;  // slot maps fetched
+  uint64_t moved = 0;      // MOVED replies
+  uint64_t asked = 0;      // ASK replies
+};
+
+class ClusterClient final : public Client {
+ public:
+  // Fetches the slot map and connects to the masters, waiting up to connect_timeout for each; a
+  // cluster that cannot be reached then is retried in the background. Fails only on bad options.
+  static Result<std::unique_ptr<ClusterClient>> Create(ClusterOptions options);
+  ~ClusterClient() override;
+
+  using Client::Command;
+  using Client::EvalSha;
+  // Sent to the master of argv[1]'s slot; a command of one word to any master.
+  void Command(std::span<const std::string_view> argv, const CallOptions& options,
+               ReplyCallback done) override;
+  // Sent to the master of the keys' slot. Keys in different slots are refused
+  // (INVALID_ARGUMENT) before anything is sent: no script can touch them atomically.
+  void EvalSha(const Script& script, std::span<const std::string_view> keys,
+               std::span<const std::string_view> args, const CallOptions& options,
+               ReplyCallback done) override;
+  void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) override;
+
+  bool connected() const override;
+  // Summed over the nodes' clients, those of nodes that left the cluster included.
+  ClientStats stats() const override;
+  ClusterStats cluster_stats() const;
+  // "host:port" of the master serving `slot` in the current map; empty when none is known.
+  std::string MasterOf(uint16_t slot) const;
+
+ private:
+  using Node = cluster::Node;
+  using SlotMap = cluster::SlotMap;
+  using Call = cluster::Call;
+  using Redirect = cluster::Redirect;
+
+  explicit ClusterClient(ClusterOptions options);
+
+  std::shared_ptr<const SlotMap> Map() const;
+  void Send(std::shared_ptr<Call> call, const CallOptions& options);
+  void SendTo(Node& node, std::shared_ptr<Call> call, const CallOptions& options);
+  void Unserved(Call& call, int slot);
+  void OnReply(const Node& from, const std::shared_ptr<Call>& call, Result<Reply> reply);
+  void Redirected(const std::shared_ptr<Call>& call, const Redirect& redirect);
+  void RequestRefresh();
+
+  // Refresh thread.
+  void RefreshLoop();
+  // Fails only on bad options (a node's Client refusing them); a cluster out of reach leaves
+  // the map as it was.
+  Status Refresh();
+  void CloseUnused();
+
+  const ClusterOptions options_;
+
+  mutable std::mutex mu_;  // guards the four below
+  std::shared_ptr<const SlotMap> map_;
+  std::vector<std::string> wanted_;  // addresses named by redirections, to connect to
+  bool refresh_requested_ = false;
+  bool stopping_ = false;
+  std::condition_variable wake_;
+  // Redirections in progress; the destructor waits for them before closing the nodes.
+  int redirecting_ = 0;
+  std::condition_variable redirected_;
+
+  std::atomic<uint64_t> refreshes_{0}, moved_{0}, asked_{0};
+  mutable std::mutex stats_mu_;
+  ClientStats retired_stats_;  // of nodes' clients closed since
+
+  std::vector<std::shared_ptr<Node>> retired_;  // refresh thread only: left the map, not closed
+
+  std::thread refresher_;
+};
+
+}  // namespace sluice::redis

@@ -1,0 +1,20 @@
+// The store suites' target in the cluster test binary: a 3-master Redis Cluster.
+#include "cluster_target.h"
+
+#include "store_test_support.h"
+
+namespace sluice::testing {
+
+RedisCluster* SharedCluster() {
+  static std::unique_ptr<RedisCluster> cluster = RedisCluster::Start();
+  return cluster.get();
+}
+
+const RedisTarget* SharedTarget() {
+  RedisCluster* cluster = SharedCluster();
+  if (cluster == nullptr) return nullptr;
+  static const RedisTarget target{cluster->url(), cluster->MasterPorts()};
+  return &target;
+}
+
+}  // namespace sluice::testing
