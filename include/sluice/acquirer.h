@@ -162,6 +162,9 @@ class Acquirer {
   // Ends the acquire with kCancelled (see the top of this file for what it keeps). False when
   // it had already ended or the id is unknown.
   bool Cancel(AcquireId id);
+  // Cancels every acquire in progress, as Cancel does each (for a drain: the process is about to
+  // stop). Acquires started afterwards are served as usual.
+  void CancelAll();
 
   AcquirerStats stats() const;
   const Limiter& limiter() const;

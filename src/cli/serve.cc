@@ -3,6 +3,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -11,6 +13,7 @@
 #include "http/api.h"
 #include "http/metrics.h"
 #include "http/server.h"
+#include "sluice/acquirer.h"
 #include "sluice/open_store.h"
 #include "sluice/resilient_store.h"
 #include "sluice/store.h"
@@ -28,6 +31,24 @@ int IoThreads(const ServeFlags& flags, const config::Config& config) {
   if (config.server.io_threads > 0) return config.server.io_threads;
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
+
+// Where /v1/acquire waits: timers on one thread of their own, so waiting never takes an I/O
+// thread. Declared before the Api, which must not outlive it.
+class WaitTimers {
+ public:
+  WaitTimers() : work_(boost::asio::make_work_guard(io_)), thread_([this] { io_.run(); }) {}
+  ~WaitTimers() {
+    io_.stop();
+    thread_.join();
+  }
+  Timers& timers() { return timers_; }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::thread thread_;
+  AsioTimers timers_{io_};
+};
 
 }  // namespace
 
@@ -71,7 +92,9 @@ int RunServe(const ServeFlags& flags) {
     metrics.Watch(*resilient);
   }
   Store& store = resilient ? *resilient : **backend;
-  http::Api api(store, metrics, http::RuleTable::Build(config->rules, metrics), resilient.get());
+  WaitTimers wait_timers;
+  http::Api api(store, metrics, http::RuleTable::Build(config->rules, metrics), resilient.get(),
+                &wait_timers.timers());
   http::ServerOptions options;
   options.host = config->listen.host;
   options.port = config->listen.port;

@@ -143,6 +143,8 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   Limiter& limiter() const { return limiter_; }
 
   AcquireId Start(std::string_view key, int64_t cost, Duration max_wait, AcquireCallback done) {
+    // A callback run from here may destroy the Acquirer that holds this state.
+    const auto self = shared_from_this();
     Status valid = ValidateCheck(
         {.scope = limiter_.name(), .limit = &limiter_.limit(), .key = key, .cost = cost});
     if (valid.ok() && max_wait.count() < 0) {
@@ -189,6 +191,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   }
 
   bool Cancel(AcquireId id) {
+    const auto self = shared_from_this();  // as in Start
     Completions completions;
     Batch next;
     {
@@ -218,6 +221,15 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
     Run(completions);
     Send(std::move(next));
     return true;
+  }
+
+  void CancelAll() {
+    std::vector<AcquireId> ids;
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& [id, w] : waiters_) ids.push_back(id);
+    }
+    for (AcquireId id : ids) Cancel(id);
   }
 
   void Shutdown() {
@@ -493,6 +505,8 @@ Result<Acquisition> Acquirer::Acquire(std::string_view key, int64_t cost, Durati
 }
 
 bool Acquirer::Cancel(AcquireId id) { return state_->Cancel(id); }
+
+void Acquirer::CancelAll() { state_->CancelAll(); }
 
 AcquirerStats Acquirer::stats() const { return state_->stats(); }
 

@@ -98,6 +98,21 @@ Limit ProbeLimit() {
 
 }  // namespace
 
+// One rule's Acquirer, with the limit it was built for: a reload that changes the rule gets a
+// new one, and the acquires waiting on the old one finish there.
+struct RuleAcquirer {
+  RuleAcquirer(Store& store, const ServedRule& rule, Timers& timers)
+      : limit(rule.limit),
+        on_error(rule.on_error),
+        limiter(store, rule.name, rule.limit, rule.on_error),
+        acquirer(limiter, timers) {}
+
+  const Limit limit;
+  const FailurePolicy on_error;
+  Limiter limiter;
+  Acquirer acquirer;
+};
+
 void Response::Reset() {
   status = 200;
   content_type = kJson;
@@ -140,12 +155,13 @@ const ServedRule* RuleTable::Find(std::string_view name) const {
 }
 
 Api::Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules,
-         ResilientStore* resilient_store)
+         ResilientStore* resilient_store, Timers* timers)
     : store_(store),
       resilient_store_(resilient_store),
       metrics_(metrics),
       probe_limit_(ProbeLimit()),
-      rules_(std::move(rules)) {}
+      rules_(std::move(rules)),
+      timers_(timers) {}
 
 void Api::SetRules(std::shared_ptr<const RuleTable> rules) {
   std::lock_guard lock(rules_mu_);
@@ -169,6 +185,8 @@ void Api::Handle(const Request& request, Exchange& exchange) {
 
   if (path == "/v1/check") {
     if (route("POST")) HandleCheck(request, exchange);
+  } else if (path == "/v1/acquire") {
+    if (route("POST")) HandleAcquire(request, exchange);
   } else if (path == "/healthz") {
     if (!route("GET")) return;
     exchange.response.body = R"({"status":"ok"})";
@@ -181,22 +199,33 @@ void Api::Handle(const Request& request, Exchange& exchange) {
     exchange.response.body = metrics_.Exposition();
     Finish(exchange);
   } else {
-    Fail(exchange, 404, "no such path; try POST /v1/check, GET /healthz, /readyz or /metrics");
+    Fail(exchange, 404,
+         "no such path; try POST /v1/check, /v1/acquire, GET /healthz, /readyz or /metrics");
   }
 }
 
-void Api::HandleCheck(const Request& request, Exchange& exchange) {
+bool Api::ParseBody(const Request& request, Exchange& exchange, json& document) {
   if (request.body.size() > kMaxBodyBytes) {
-    return Fail(exchange, 413,
-                fmt::format("request body is above the maximum of {} bytes", kMaxBodyBytes));
+    Fail(exchange, 413,
+         fmt::format("request body is above the maximum of {} bytes", kMaxBodyBytes));
+    return false;
   }
-  json document;
   try {
     document = json::parse(request.body);
   } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
-    return Fail(exchange, 400, fmt::format("malformed JSON: {}", e.what()));
+    Fail(exchange, 400, fmt::format("malformed JSON: {}", e.what()));
+    return false;
   }
-  if (!document.is_object()) return Fail(exchange, 400, "the body must be a JSON object");
+  if (!document.is_object()) {
+    Fail(exchange, 400, "the body must be a JSON object");
+    return false;
+  }
+  return true;
+}
+
+void Api::HandleCheck(const Request& request, Exchange& exchange) {
+  json document;
+  if (!ParseBody(request, exchange, document)) return;
 
   std::shared_ptr<const RuleTable> rules = this->rules();
   if (auto checks = document.find("checks"); checks != document.end()) {
@@ -291,6 +320,78 @@ void Api::OnBatch(Exchange& exchange, std::vector<Result<Decision>> results) {
   }
   body += "]}";
   Finish(exchange);
+}
+
+void Api::HandleAcquire(const Request& request, Exchange& exchange) {
+  if (timers_ == nullptr) return Fail(exchange, 501, "this service does not wait for slots");
+  json document;
+  if (!ParseBody(request, exchange, document)) return;
+  const auto wait = document.find("max_wait_ms");
+  const uint64_t most_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(kMaxAcquireWait).count();
+  if (wait == document.end()) return Fail(exchange, 400, "missing field 'max_wait_ms'");
+  if (!wait->is_number_unsigned() || wait->get<uint64_t>() > most_ms) {
+    return Fail(exchange, 400,
+                fmt::format("'max_wait_ms' must be an integer between 0 and {}", most_ms));
+  }
+  const Duration max_wait = std::chrono::milliseconds(wait->get<uint64_t>());
+  document.erase(wait);
+  std::shared_ptr<const RuleTable> rules = this->rules();
+  auto check = ParseCheck(document, *rules);
+  if (!check.ok()) return Fail(exchange, 400, check.status().message());
+  exchange.rules_ = std::move(rules);
+  exchange.rule_ = check->rule;
+  exchange.acquirer_ = AcquirerFor(*check->rule);
+  exchange.acquirer_->acquirer.AcquireAsync(check->request.key, check->request.cost, max_wait,
+                                            [this, &exchange](Result<Acquisition> acquired) {
+                                              OnAcquired(exchange, std::move(acquired));
+                                            });
+}
+
+std::shared_ptr<RuleAcquirer> Api::AcquirerFor(const ServedRule& rule) {
+  std::lock_guard lock(acquirers_mu_);
+  std::shared_ptr<RuleAcquirer>& line = acquirers_[rule.name];
+  if (!line || !(line->limit == rule.limit) || line->on_error != rule.on_error) {
+    line = std::make_shared<RuleAcquirer>(store_, rule, *timers_);
+  }
+  return line;
+}
+
+void Api::OnAcquired(Exchange& exchange, Result<Acquisition> acquired) {
+  const std::shared_ptr<const RuleTable> rules = std::move(exchange.rules_);
+  const std::shared_ptr<RuleAcquirer> line = std::move(exchange.acquirer_);
+  const ServedRule& rule = *exchange.rule_;
+  if (!acquired.ok()) {
+    StoreFailed(acquired.status().ToString());
+    return Fail(exchange, 503, acquired.status().message());
+  }
+  Response& response = exchange.response;
+  fmt::format_to(std::back_inserter(response.body), R"({{"outcome":"{}","waited_ms":{})",
+                 AcquireOutcomeName(acquired->outcome), CeilMillis(acquired->waited));
+  // A decision's limit is the rule's count, never 0: 0 means no check was made (queue_full, or
+  // cancelled in line).
+  const Decision& decision = acquired->decision;
+  if (decision.limit > 0) {
+    Settled(decision);
+    metrics_.CountDecision(*rule.counters, decision);
+    response.body += R"(,"decision":)";
+    AppendDecision(response.body, decision);
+    response.AddHeader("RateLimit-Policy", rule.policy_header);
+    response.AddHeader("RateLimit", RateLimitValue(rule.name, decision));
+    if (!decision.allowed) response.AddHeader("Retry-After", RetryAfterValue(decision));
+  }
+  response.body += '}';
+  response.AddHeader("Server-Timing", ServerTimingValue(acquired->waited));
+  Finish(exchange);
+}
+
+void Api::CancelWaits() {
+  std::vector<std::shared_ptr<RuleAcquirer>> lines;
+  {
+    std::lock_guard lock(acquirers_mu_);
+    for (const auto& [name, line] : acquirers_) lines.push_back(line);
+  }
+  for (const auto& line : lines) line->acquirer.CancelAll();
 }
 
 void Api::HandleReady(Exchange& exchange) {

@@ -8,6 +8,14 @@
 //                    check is still 200: the service answers the question, it is not limiting.
 //                    {"checks":[{...},...]}  → 200 {"results":[...]}, in order, decided in one
 //                    store round trip; an item that cannot be decided is {"error":"..."}.
+//   POST /v1/acquire {"rule":"api","key":"user:42","cost":1,"max_wait_ms":5000} → answers when
+//                    the request's turn comes, within max_wait_ms (at most kMaxAcquireWait):
+//                    200 {"outcome":"admitted"|"denied"|"queue_full"|"cancelled","waited_ms":100,
+//                    "decision":{as /v1/check}} with Server-Timing: ratelimit;dur=<ms waited>,
+//                    and the RateLimit headers when the store decided (see sluice/acquirer.h:
+//                    gcra, leaky_bucket and token_bucket book the slot; the window algorithms
+//                    retry). "cancelled" answers the acquires still waiting when the service
+//                    stops. Needs the Api to be given Timers; 501 otherwise.
 //   GET /healthz     200 while the process serves
 //   GET /readyz      200 when the store answers a peek (cost 0) on an internal key, else 503;
 //                    with a ResilientStore, the peek is its ProbeAsync: the backend's own answer
@@ -33,10 +41,12 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "config/config.h"
 #include "http/metrics.h"
+#include "sluice/acquirer.h"
 #include "sluice/limit.h"
 #include "sluice/resilient_store.h"
 #include "sluice/store.h"
@@ -45,6 +55,7 @@ namespace sluice::http {
 
 inline constexpr size_t kMaxBodyBytes = 64 * 1024;
 inline constexpr size_t kMaxBatchChecks = 1000;
+inline constexpr Duration kMaxAcquireWait = std::chrono::minutes(5);
 
 struct Request {
   std::string_view method;
@@ -94,6 +105,9 @@ class RuleTable {
   std::vector<ServedRule> rules_;  // sorted by name
 };
 
+// The waiting line of one rule for /v1/acquire (defined in api.cc).
+struct RuleAcquirer;
+
 // One request on its way through the Api. The caller owns it (one per connection, reused), keeps
 // it alive until on_done runs, and reads the answer from `response`.
 class Exchange {
@@ -118,14 +132,16 @@ class Exchange {
   std::chrono::steady_clock::time_point started_;
   std::vector<BatchItem> batch_;
   std::vector<CheckRequest> requests_;
+  std::shared_ptr<RuleAcquirer> acquirer_;  // keeps an acquire's line alive until it answers
 };
 
 class Api {
  public:
   // `store` and `metrics` (and `resilient_store`, when given) must outlive the Api.
   // `resilient_store`, when `store` is one, lets /readyz see through it.
+  // `timers` (which must outlive the Api too) is where /v1/acquire waits.
   Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules,
-      ResilientStore* resilient_store = nullptr);
+      ResilientStore* resilient_store = nullptr, Timers* timers = nullptr);
 
   void SetRules(std::shared_ptr<const RuleTable> rules);
   std::shared_ptr<const RuleTable> rules() const;
@@ -138,11 +154,20 @@ class Api {
   // unparsable), counted like any other.
   void Refuse(int status, std::string_view message, Response& response);
 
+  // Answers every /v1/acquire still waiting with "cancelled", so that a drain need not wait for
+  // their slots.
+  void CancelWaits();
+
  private:
   void HandleCheck(const Request& request, Exchange& exchange);
   void HandleBatch(const nlohmann::json& checks, std::shared_ptr<const RuleTable> rules,
                    Exchange& exchange);
   void HandleReady(Exchange& exchange);
+  void HandleAcquire(const Request& request, Exchange& exchange);
+  void OnAcquired(Exchange& exchange, Result<Acquisition> acquired);
+  std::shared_ptr<RuleAcquirer> AcquirerFor(const ServedRule& rule);
+  // Parses the body as a JSON object into `document`; otherwise answers the error and is false.
+  bool ParseBody(const Request& request, Exchange& exchange, nlohmann::json& document);
   void OnDecision(Exchange& exchange, Result<Decision> decision);
   void OnBatch(Exchange& exchange, std::vector<Result<Decision>> results);
   void Fail(Exchange& exchange, int status, std::string_view message);
@@ -159,6 +184,9 @@ class Api {
   std::atomic<bool> store_healthy_{true};
   mutable std::mutex rules_mu_;
   std::shared_ptr<const RuleTable> rules_;
+  Timers* const timers_;
+  std::mutex acquirers_mu_;
+  std::unordered_map<std::string, std::shared_ptr<RuleAcquirer>> acquirers_;  // by rule name
 };
 
 }  // namespace sluice::http

@@ -297,6 +297,7 @@ void Server::Run(const std::function<void()>& on_reload) {
   lock.unlock();
   for (auto& session : live) session->Drain();
   live.clear();
+  api_.CancelWaits();  // acquires waiting for a slot are answered now, not at their slot
   lock.lock();
   const bool drained =
       cv_.wait_for(lock, options_.drain_timeout, [this] { return sessions_.empty(); });

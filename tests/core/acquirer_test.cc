@@ -259,6 +259,21 @@ TEST_F(AcquirerTest, DestroyingTheAcquirerCancelsEveryWaiter) {
   EXPECT_EQ(timers_.pending(), 0u);
 }
 
+TEST_F(AcquirerTest, CancelAllEndsEveryWaiterAndKeepsServing) {
+  Use(MakeLimit(Algorithm::kFixedWindow, 1, 1s));
+  Start("admitted", 0s);
+  Start("head", 5s);
+  Start("in_line", 5s);
+  acquirer_->CancelAll();
+  EXPECT_EQ(OutcomeOf("head"), AcquireOutcome::kCancelled);
+  EXPECT_EQ(OutcomeOf("in_line"), AcquireOutcome::kCancelled);
+  EXPECT_EQ(acquirer_->stats().in_progress, 0u);
+  EXPECT_EQ(timers_.pending(), 0u);
+  Start("after", 5s);
+  timers_.Advance(1s);
+  EXPECT_EQ(OutcomeOf("after"), AcquireOutcome::kAdmitted);
+}
+
 TEST_F(AcquirerTest, BadInputAndStoreErrorsAreErrors) {
   Use(MakeLimit(Algorithm::kGcra, 10, 1s, 2));
   Start("negative", -1ms);
