@@ -264,5 +264,294 @@ TEST_F(ClusterStoreTest, CheckAllOnOneKeyWorksAcrossKeysIsRefused) {
   EXPECT_TRUE(Scan(prefix_ + "*tenant:8*").empty());
 }
 
+// --- Clusters changing shape under load: each test starts a cluster of its own. ---
+
+// `count` names "<stem>-<n>" whose slot is `slot`.
+std::vector<std::string> KeysInSlot(const std::string& stem, int slot, size_t count) {
+  std::vector<std::string> keys;
+  for (int n = 0; keys.size() < count && n < 10'000'000; ++n) {
+    std::string key = stem + "-" + std::to_string(n);
+    if (KeySlot(key) == slot) keys.push_back(std::move(key));
+  }
+  return keys;
+}
+
+// Checks from several threads, each one at a time over the keys in turn, until stopped; every
+// decision is recorded.
+class Load {
+ public:
+  struct Sample {
+    Steady::time_point start, end;
+    size_t key;
+    StatusCode code;
+    bool allowed;
+  };
+
+  Load(Store& store, const Limit& limit, std::vector<std::string> keys, int threads)
+      : store_(store), limit_(limit), keys_(std::move(keys)), samples_(threads) {
+    for (int t = 0; t < threads; ++t) threads_.emplace_back([this, t] { Run(t); });
+  }
+  ~Load() { Stop(); }
+
+  // Joins the threads; every sample, in order of start.
+  std::vector<Sample> Stop() {
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+    std::vector<Sample> all;
+    for (auto& s : samples_) all.insert(all.end(), s.begin(), s.end());
+    std::sort(all.begin(), all.end(), [](auto& a, auto& b) { return a.start < b.start; });
+    return all;
+  }
+
+  const std::vector<std::string>& keys() const { return keys_; }
+
+ private:
+  void Run(int t) {
+    for (size_t i = t; !stop_; ++i) {
+      const size_t key = i % keys_.size();
+      const auto start = Steady::now();
+      auto d = store_.Check({.scope = "load", .limit = &limit_, .key = keys_[key]});
+      samples_[t].push_back({start, Steady::now(), key, d.status().code(), d.ok() && d->allowed});
+      if (!d.ok()) std::this_thread::sleep_for(1ms);  // no busy loop while the cluster is down
+    }
+  }
+
+  Store& store_;
+  const Limit& limit_;
+  const std::vector<std::string> keys_;
+  std::vector<std::vector<Load::Sample>> samples_;
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+struct Summary {
+  size_t decisions = 0, errors = 0;
+  Duration slowest{0};
+  // From the first failed decision's start to the last one's end; zero without failures.
+  Duration gap{0};
+  std::map<StatusCode, size_t> by_code;
+};
+
+Summary Summarize(const std::vector<Load::Sample>& samples) {
+  Summary s;
+  std::optional<Steady::time_point> first, last;
+  for (const auto& x : samples) {
+    ++s.decisions;
+    s.slowest = std::max(s.slowest, std::chrono::duration_cast<Duration>(x.end - x.start));
+    if (x.code == StatusCode::kOk) continue;
+    ++s.errors;
+    ++s.by_code[x.code];
+    if (!first) first = x.start;
+    last = std::max(last.value_or(x.end), x.end);
+  }
+  if (first) s.gap = std::chrono::duration_cast<Duration>(*last - *first);
+  return s;
+}
+
+void Print(const char* what, const Summary& s) {
+  std::printf("%s: %zu decisions, %zu failed (", what, s.decisions, s.errors);
+  for (auto [code, n] : s.by_code) std::printf("%s %zu ", StatusCodeName(code), n);
+  std::printf("), slowest %.1f ms, failures spanned %.1f ms\n", s.slowest.count() / 1000.0,
+              s.gap.count() / 1000.0);
+}
+
+// What each key admitted, as the callers saw it, against what its state in Redis has consumed
+// (a peek after the load): equal but for decisions that failed (a deadline may pass after the
+// script ran), and never above the limit.
+void ExpectStateAccountsForEveryAdmission(Store& store, const Limit& limit,
+                                          const std::vector<std::string>& keys,
+                                          const std::vector<Load::Sample>& samples) {
+  std::vector<int64_t> admitted(keys.size()), failed(keys.size());
+  for (const auto& x : samples) {
+    admitted[x.key] += x.allowed ? 1 : 0;
+    failed[x.key] += x.code == StatusCode::kOk ? 0 : 1;
+  }
+  for (size_t k = 0; k < keys.size(); ++k) {
+    auto peek = store.Check({.scope = "load", .limit = &limit, .key = keys[k], .cost = 0});
+    ASSERT_TRUE(peek.ok()) << peek.status().ToString();
+    const int64_t consumed = limit.count() - peek->remaining;
+    EXPECT_LE(admitted[k], limit.count()) << keys[k];
+    EXPECT_GE(consumed, admitted[k]) << keys[k] << ": state lost admissions";
+    EXPECT_LE(consumed, admitted[k] + failed[k]) << keys[k];
+  }
+}
+
+int64_t EvalShaCalls(const RedisCluster& cluster, int port) {
+  const std::string stats = cluster.Cli(port, {"INFO", "commandstats"});
+  const auto at = stats.find("cmdstat_evalsha:calls=");
+  return at == std::string::npos ? 0 : std::atoll(stats.c_str() + at + 22);
+}
+
+class ClusterUnderChange : public ::testing::Test {
+ protected:
+  static constexpr Duration kTimeout = 100ms;
+
+  void SetUp() override {
+    cluster_ = RedisCluster::Start();
+    ASSERT_NE(cluster_, nullptr);
+  }
+
+  std::unique_ptr<RedisStore> MakeStore() {
+    auto store = RedisStore::Create({.url = cluster_->url(), .timeout = kTimeout});
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+
+  // Keys in `slot` and as many elsewhere.
+  static std::vector<std::string> LoadKeys(int slot) {
+    std::vector<std::string> keys = KeysInSlot("moving", slot, 8);
+    for (int i = 0; i < 8; ++i) keys.push_back("steady-" + std::to_string(i));
+    return keys;
+  }
+
+  std::unique_ptr<RedisCluster> cluster_;
+};
+
+TEST_F(ClusterUnderChange, RedirectionsAreFollowedOnce) {
+  auto client = ConnectCluster(*cluster_, 1h);  // no periodic refresh: redirections only
+  ASSERT_NE(client, nullptr);
+  const redis::Script incr = redis::Script::FromSource("return redis.call('INCR', KEYS[1])");
+  auto increment = [&](const std::string& key) {
+    const std::string_view keys[] = {key};
+    auto r = client->EvalShaSync(incr, keys, {});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? r->integer : -1;
+  };
+  const std::string key = "moving", fresh = "{moving}:fresh";
+  const int slot = KeySlot(key);
+  const int from = cluster_->MasterOfSlot(slot);
+  const auto masters = cluster_->MasterPorts();
+  const int to = masters[0] != from ? masters[0] : masters[1];
+  EXPECT_EQ(increment(key), 1);
+
+  ASSERT_TRUE(cluster_->BeginSlotMigration(slot, to));
+  EXPECT_EQ(increment(key), 2) << "a key still on the source is served there";
+  EXPECT_EQ(increment(fresh), 1) << "a key not on the source is asked of the target";
+  EXPECT_EQ(client->cluster_stats().asked, 1u);
+  EXPECT_EQ(cluster_->Cli(to, {"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}), "1")
+      << "the fresh key lives on the target";
+
+  ASSERT_TRUE(cluster_->MigrateSlotKeys(slot));
+  EXPECT_EQ(increment(key), 3) << "after MIGRATE, ASK to the target";
+  EXPECT_EQ(client->cluster_stats().asked, 2u);
+
+  ASSERT_TRUE(cluster_->EndSlotMigration(slot));
+  EXPECT_EQ(increment(key), 4) << "MOVED to the new owner";
+  EXPECT_EQ(client->cluster_stats().moved, 1u);
+  const auto until = Steady::now() + 5s;
+  while (client->MasterOf(slot) != "127.0.0.1:" + std::to_string(to) && Steady::now() < until) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(client->MasterOf(slot), "127.0.0.1:" + std::to_string(to)) << "MOVED refreshed the map";
+  EXPECT_EQ(increment(key), 5);
+  EXPECT_EQ(client->cluster_stats().moved, 1u) << "routed straight to the new owner";
+}
+
+TEST_F(ClusterUnderChange, LiveResharding) {
+  auto store = MakeStore();
+  ASSERT_NE(store, nullptr);
+  const Limit limit = *Limit::Create(Algorithm::kFixedWindow, 400, PeriodAwayFromABoundary());
+  const int slot = KeySlot("resharded");
+  const int from = cluster_->MasterOfSlot(slot);
+  const auto masters = cluster_->MasterPorts();
+  const int to = masters[0] != from ? masters[0] : masters[1];
+  Load load(*store, limit, LoadKeys(slot), 6);
+
+  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(cluster_->BeginSlotMigration(slot, to));
+  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(cluster_->MigrateSlotKeys(slot));
+  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(cluster_->EndSlotMigration(slot));
+  std::this_thread::sleep_for(500ms);
+  const auto samples = load.Stop();
+
+  const Summary s = Summarize(samples);
+  Print("live resharding", s);
+  EXPECT_LE(s.slowest, kTimeout + 10ms) << "a decision outlived its deadline";
+  const std::string errors = cluster_->Cli(from, {"INFO", "errorstats"});
+  EXPECT_NE(errors.find("errorstat_ASK"), std::string::npos) << "no ASK redirection happened";
+  EXPECT_NE(errors.find("errorstat_MOVED"), std::string::npos) << "no MOVED redirection happened";
+  ExpectStateAccountsForEveryAdmission(*store, limit, load.keys(), samples);
+  for (const auto& key : store->KeysOf("load", load.keys().front())) {
+    if (cluster_->Cli(from, {"EXISTS", key}) == "1") ADD_FAILURE() << key << " left behind";
+  }
+  EXPECT_EQ(cluster_->Cli(to, {"EXISTS", store->KeysOf("load", load.keys().front())[0]}), "1");
+}
+
+TEST_F(ClusterUnderChange, ManualFailover) {
+  auto store = MakeStore();
+  ASSERT_NE(store, nullptr);
+  const Limit limit = *Limit::Create(Algorithm::kFixedWindow, 400, PeriodAwayFromABoundary());
+  const int slot = KeySlot("failed-over");
+  const int master = cluster_->MasterOfSlot(slot);
+  const int replica = cluster_->ReplicaOf(master);
+  ASSERT_NE(replica, 0);
+  Load load(*store, limit, LoadKeys(slot), 6);
+
+  std::this_thread::sleep_for(300ms);
+  const auto failover = Steady::now();
+  ASSERT_TRUE(cluster_->Failover(replica));
+  const auto converged = Steady::now();
+  const int64_t calls_converged = EvalShaCalls(*cluster_, replica);
+  std::this_thread::sleep_for(500ms);
+  const auto samples = load.Stop();
+
+  Summary s = Summarize(samples);
+  std::printf("CLUSTER FAILOVER converged in %.1f ms\n",
+              std::chrono::duration<double, std::milli>(converged - failover).count());
+  Print("manual failover", s);
+  EXPECT_LE(s.slowest, kTimeout + 10ms) << "a decision outlived its deadline";
+  EXPECT_EQ(cluster_->MasterOfSlot(slot), replica);
+  EXPECT_GT(EvalShaCalls(*cluster_, replica), calls_converged) << "not routed to the new master";
+  std::vector<Load::Sample> after;
+  std::copy_if(samples.begin(), samples.end(), std::back_inserter(after),
+               [&](const auto& x) { return x.start > converged + 200ms; });
+  EXPECT_EQ(Summarize(after).errors, 0u) << "decisions still fail after convergence";
+  ExpectStateAccountsForEveryAdmission(*store, limit, load.keys(), samples);
+}
+
+TEST_F(ClusterUnderChange, MasterKilled) {
+  auto store = MakeStore();
+  ASSERT_NE(store, nullptr);
+  const Limit limit = *Limit::Create(Algorithm::kFixedWindow, 400, PeriodAwayFromABoundary());
+  const int slot = KeySlot("killed");
+  const int master = cluster_->MasterOfSlot(slot);
+  const int replica = cluster_->ReplicaOf(master);
+  ASSERT_NE(replica, 0);
+  Load load(*store, limit, LoadKeys(slot), 6);
+
+  std::this_thread::sleep_for(300ms);
+  const auto killed = Steady::now();
+  cluster_->Kill(master);
+  const auto until = killed + 20s;
+  while (cluster_->MasterOfSlot(slot) != replica && Steady::now() < until) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_EQ(cluster_->MasterOfSlot(slot), replica) << "no failover within 20 s:\n"
+                                                   << cluster_->Cli(replica, {"CLUSTER", "NODES"});
+  ASSERT_TRUE(cluster_->WaitHealthy(10s, 3));
+  const auto converged = Steady::now();
+  const int64_t calls_converged = EvalShaCalls(*cluster_, replica);
+  std::this_thread::sleep_for(500ms);
+  const auto samples = load.Stop();
+
+  const Summary s = Summarize(samples);
+  std::printf("kill -9: the replica took over after %.1f ms\n",
+              std::chrono::duration<double, std::milli>(converged - killed).count());
+  Print("master killed", s);
+  std::vector<Load::Sample> on_killed;
+  std::copy_if(samples.begin(), samples.end(), std::back_inserter(on_killed),
+               [&](const auto& x) { return KeySlot(load.keys()[x.key]) == slot; });
+  Print("  of which on the killed master's keys", Summarize(on_killed));
+  EXPECT_LE(s.slowest, kTimeout + 10ms) << "a decision outlived its deadline";
+  EXPECT_GT(EvalShaCalls(*cluster_, replica), calls_converged) << "not routed to the new master";
+  std::vector<Load::Sample> after;
+  std::copy_if(samples.begin(), samples.end(), std::back_inserter(after),
+               [&](const auto& x) { return x.start > converged + 200ms; });
+  EXPECT_EQ(Summarize(after).errors, 0u) << "decisions still fail after convergence";
+}
+
 }  // namespace
 }  // namespace sluice::testing

@@ -71,17 +71,6 @@ Tally Hammer(const std::string& url, const std::string& prefix, const Limit& lim
   return tally;
 }
 
-// A period whose epoch-aligned window does not end within the next ten minutes, so that
-// fixed_window and sliding_window see one window throughout.
-Duration PeriodAwayFromABoundary() {
-  const int64_t now =
-      std::chrono::duration_cast<Duration>(std::chrono::system_clock::now().time_since_epoch())
-          .count();
-  Duration period = Limit::kMaxPeriod;
-  while (period.count() - now % period.count() < Duration(10min).count()) period -= 24h;
-  return period;
-}
-
 class Exactness : public ::testing::TestWithParam<Algorithm> {};
 
 TEST_P(Exactness, FourProcessesAdmitExactlyTheLimit) {

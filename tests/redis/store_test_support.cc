@@ -21,6 +21,15 @@ std::unique_ptr<redis::Client> Inspector(int port) {
 
 }  // namespace
 
+Duration PeriodAwayFromABoundary() {
+  const int64_t now =
+      std::chrono::duration_cast<Duration>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  Duration period = Limit::kMaxPeriod;
+  while (period.count() - now % period.count() < Duration(10min).count()) period -= 24h;
+  return period;
+}
+
 size_t ExpectEveryKeyExpires(redis::Client& client, const std::string& pattern) {
   std::string cursor = "0";
   size_t seen = 0;

@@ -28,6 +28,10 @@ struct RedisTarget {
 // Started on first use, stopped at exit; null (after printing why) if it cannot start.
 const RedisTarget* SharedTarget();
 
+// A period whose epoch-aligned window does not end within the next ten minutes, so that
+// fixed_window and sliding_window see one window throughout.
+Duration PeriodAwayFromABoundary();
+
 // Fails the current test unless every key matching `pattern` has a TTL (PTTL never -1).
 // Returns how many keys it saw.
 size_t ExpectEveryKeyExpires(redis::Client& client, const std::string& pattern);

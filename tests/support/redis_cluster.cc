@@ -65,8 +65,11 @@ std::unique_ptr<RedisCluster> RedisCluster::Start(int masters, int replicas_per_
   const int nodes = masters * (1 + replicas_per_master);
   std::vector<std::string> create = {"--cluster", "create"};
   for (int i = 0; i < nodes; ++i) {
-    auto server = RedisServer::Start({"--cluster-enabled", "yes", "--cluster-config-file",
-                                      "nodes.conf", "--cluster-node-timeout", "1000"});
+    // Replicas sync at once (the default waits 5 s for more replicas): a replica that has not
+    // synced never takes over.
+    auto server =
+        RedisServer::Start({"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                            "--cluster-node-timeout", "1000", "--repl-diskless-sync-delay", "0"});
     if (server == nullptr) return nullptr;
     create.push_back("127.0.0.1:" + std::to_string(server->port()));
     cluster->servers_.push_back(std::move(server));
@@ -241,6 +244,10 @@ bool RedisCluster::WaitHealthy(std::chrono::milliseconds timeout, int masters) {
       if (!healthy) break;
       if (s->pid() <= 0) continue;
       healthy = s->Cli({"CLUSTER", "INFO"}).find("cluster_state:ok") != std::string::npos;
+      const std::string replication = s->Cli({"INFO", "replication"});
+      if (healthy && replication.find("role:slave") != std::string::npos) {
+        healthy = replication.find("master_link_status:up") != std::string::npos;
+      }
     }
     if (healthy) return true;
     if (Steady::now() >= until) return false;

@@ -48,8 +48,8 @@ class RedisCluster {
   bool Failover(int replica_port);
   // kill -9 of a node.
   void Kill(int port);
-  // True once every live node reports cluster_state:ok and sees `masters` live masters serving
-  // slots, within `timeout`.
+  // True once every live node reports cluster_state:ok, every live replica is in sync with its
+  // master, and `masters` live masters serve slots, within `timeout`.
   bool WaitHealthy(std::chrono::milliseconds timeout, int masters);
 
  private:
