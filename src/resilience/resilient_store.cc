@@ -183,11 +183,22 @@ struct ResilientStore::OwnedRequest {
   Limit limit;
   int64_t cost;
   FailurePolicy on_error;
+  Duration max_delay;
 
   explicit OwnedRequest(const CheckRequest& r)
-      : scope(r.scope), key(r.key), limit(*r.limit), cost(r.cost), on_error(r.on_error) {}
+      : scope(r.scope),
+        key(r.key),
+        limit(*r.limit),
+        cost(r.cost),
+        on_error(r.on_error),
+        max_delay(r.max_delay) {}
   CheckRequest View() const {
-    return {.scope = scope, .limit = &limit, .key = key, .cost = cost, .on_error = on_error};
+    return {.scope = scope,
+            .limit = &limit,
+            .key = key,
+            .cost = cost,
+            .on_error = on_error,
+            .max_delay = max_delay};
   }
 };
 
@@ -204,8 +215,10 @@ ResilientStore::~ResilientStore() = default;
 
 int64_t ResilientStore::Now() const { return Ticks(clock_.now()); }
 
+// A reservation is never answered from the cache: the denials it holds were for requests that
+// could not wait, and one that can may be booked.
 std::optional<Decision> ResilientStore::FromCache(const CheckRequest& request, int64_t now) {
-  if (!hot_keys_) return std::nullopt;
+  if (!hot_keys_ || request.max_delay.count() > 0) return std::nullopt;
   return hot_keys_->Deny(request, now);
 }
 
@@ -232,6 +245,7 @@ Result<Decision> ResilientStore::ApplyPolicy(const CheckRequest& request) {
   if (auto share = ShareOf(limit, options_.instances); share.ok()) {
     CheckRequest shared = request;
     shared.limit = &*share;
+    shared.max_delay = std::min(request.max_delay, MaxDelayOf(*share));
     local = fallback_.Check(shared);
   }
   Decision decided = local.ok() ? *local : closed;  // a cost above the local share never fits
@@ -244,7 +258,9 @@ Result<Decision> ResilientStore::Settle(const CheckRequest& request, Result<Deci
   Result<Decision> result = std::move(answer);
   if (result.ok()) {
     breaker_->Succeeded();
-    if (!result->allowed && hot_keys_) hot_keys_->Remember(request, Now(), *result);
+    if (!result->allowed && hot_keys_ && request.max_delay.count() == 0) {
+      hot_keys_->Remember(request, Now(), *result);
+    }
   } else if (IsStoreFailure(result.status().code())) {
     store_errors_.fetch_add(1, std::memory_order_relaxed);
     breaker_->Failed(Now());

@@ -202,6 +202,50 @@ TEST_F(ResilientStoreTest, AsyncBatchMixesCacheBackendAndPolicy) {
   EXPECT_EQ(results[2]->source, DecisionSource::kFailClosed);
 }
 
+TEST_F(ResilientStoreTest, ReservationsPassThroughAndSkipTheHotKeyCache) {
+  auto limit = Limit::Create(Algorithm::kGcra, 1, 1s);  // one per second, no burst
+  ASSERT_TRUE(limit.ok());
+  Limiter limiter(store_, "shaped", *limit);
+  EXPECT_TRUE(limiter.Check("k")->allowed);
+  EXPECT_FALSE(limiter.Check("k")->allowed);  // now a hot key
+  const int calls = backend_.calls;
+
+  auto booked = limiter.Reserve("k", 1, 2s);  // the backend books the next slot
+  ASSERT_TRUE(booked.ok()) << booked.status().ToString();
+  EXPECT_TRUE(booked->allowed);
+  EXPECT_EQ(booked->delay, 1s);
+  EXPECT_EQ(booked->source, DecisionSource::kStore);
+  EXPECT_EQ(backend_.calls, calls + 1);
+
+  // The same through the asynchronous batch path, which copies each request.
+  const KeyCost reservation{.key = "k", .cost = 1, .max_delay = 3s};
+  std::vector<Result<Decision>> results;
+  limiter.CheckBatchAsync({&reservation, 1}, [&](auto r) { results = std::move(r); });
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_TRUE(results[0].ok());
+  EXPECT_TRUE(results[0]->allowed);
+  EXPECT_EQ(results[0]->delay, 2s);
+
+  auto too_far = limiter.Reserve("k", 1, 1s);  // the next free slot is 3 s away
+  ASSERT_TRUE(too_far.ok());
+  EXPECT_FALSE(too_far->allowed);
+  EXPECT_EQ(too_far->source, DecisionSource::kStore);
+  EXPECT_EQ(limiter.Check("k")->source, DecisionSource::kHotKeyCache);
+}
+
+TEST_F(ResilientStoreTest, LocalFallbackBooksOnItsShare) {
+  backend_.failure = Status::Unavailable("redis down");
+  auto limit = Limit::Create(Algorithm::kGcra, 4, 1s);  // 4 per second, 1 each on 4 instances
+  ASSERT_TRUE(limit.ok());
+  Limiter limiter(store_, "shaped", *limit, FailurePolicy::kLocalFallback);
+  EXPECT_EQ(limiter.Check("k")->delay, 0s);
+  auto booked = limiter.Reserve("k", 1, 2s);
+  ASSERT_TRUE(booked.ok());
+  EXPECT_TRUE(booked->allowed);
+  EXPECT_EQ(booked->source, DecisionSource::kLocalFallback);
+  EXPECT_EQ(booked->delay, 1s);  // the local share's rate: one per second
+}
+
 TEST(FailurePolicy, NamesRoundTrip) {
   for (auto p :
        {FailurePolicy::kFailOpen, FailurePolicy::kFailClosed, FailurePolicy::kLocalFallback}) {
