@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   CLI::App app{"sluice: distributed rate limiting"};
   app.require_subcommand(1);
 
-  std::string algorithm = "gcra", period = "1s", trace_path;
+  std::string algorithm = "gcra", period = "1s", max_wait = "0s", trace_path;
   int64_t count = 0;
   std::optional<int64_t> burst;
   auto* simulate = app.add_subcommand("simulate", "Run one limit over a trace and print CSV");
@@ -38,6 +38,11 @@ int main(int argc, char** argv) {
   simulate->add_option("--burst", burst, "Capacity of token_bucket, leaky_bucket and gcra");
   simulate->add_option("--trace", trace_path, "Trace file, '-' for stdin: lines 'T_MS [COST]'")
       ->required();
+  simulate
+      ->add_option("--max-wait", max_wait,
+                   "Shape instead of police: book slots up to this far ahead "
+                   "(token_bucket, leaky_bucket, gcra); adds a delay_ms column")
+      ->capture_default_str();
 
   sluice::cli::BenchFlags bench_flags;
   auto* bench = sluice::cli::AddBenchCommand(app, bench_flags);
@@ -60,9 +65,13 @@ int main(int argc, char** argv) {
   if (!parsed_period.ok()) return Fail("--period: " + parsed_period.status().message());
   auto limit = sluice::Limit::Create(*parsed_algorithm, count, *parsed_period, burst);
   if (!limit.ok()) return Fail(limit.status().message());
+  auto parsed_max_wait = sluice::cli::ParseDuration(max_wait);
+  if (!parsed_max_wait.ok()) return Fail("--max-wait: " + parsed_max_wait.status().message());
 
-  if (trace_path == "-") return sluice::cli::Simulate(*limit, std::cin, std::cout, std::cerr);
+  if (trace_path == "-") {
+    return sluice::cli::Simulate(*limit, std::cin, std::cout, std::cerr, *parsed_max_wait);
+  }
   std::ifstream trace(trace_path);
   if (!trace) return Fail("cannot open trace file '" + trace_path + "'");
-  return sluice::cli::Simulate(*limit, trace, std::cout, std::cerr);
+  return sluice::cli::Simulate(*limit, trace, std::cout, std::cerr, *parsed_max_wait);
 }

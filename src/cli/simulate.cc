@@ -42,12 +42,25 @@ int64_t Millis(Duration d) { return (d.count() + 999) / 1000; }  // rounded up: 
 
 }  // namespace
 
-int Simulate(const Limit& limit, std::istream& trace, std::ostream& out, std::ostream& err) {
+int Simulate(const Limit& limit, std::istream& trace, std::ostream& out, std::ostream& err,
+             Duration max_wait) {
   ManualClock clock(Time(Duration(0)));
   MemoryStore store(MemoryStoreOptions{.clock = &clock});
   Limiter limiter(store, "simulate", limit);
+  const bool shaping = max_wait.count() > 0;
+  if (shaping && !CanReserve(limit.algorithm())) {
+    err << "--max-wait needs token_bucket, leaky_bucket or gcra, not "
+        << AlgorithmName(limit.algorithm()) << "\n";
+    return 2;
+  }
+  if (max_wait.count() < 0 || max_wait > MaxDelayOf(limit)) {
+    err << "--max-wait must be between 0 and " << MaxDelayOf(limit).count()
+        << "us for this limit\n";
+    return 2;
+  }
 
-  out << "t_ms,cost,allowed,remaining,retry_after_ms,reset_after_ms\n";
+  out << "t_ms,cost,allowed,remaining,retry_after_ms,reset_after_ms" << (shaping ? ",delay_ms" : "")
+      << "\n";
   std::string line;
   int64_t previous_ms = 0;
   for (int number = 1; std::getline(trace, line); ++number) {
@@ -65,11 +78,13 @@ int Simulate(const Limit& limit, std::istream& trace, std::ostream& out, std::os
     }
     previous_ms = parsed->t_ms;
     clock.Set(Time(std::chrono::milliseconds(parsed->t_ms)));
-    auto decision = limiter.Check("key", parsed->cost);
+    auto decision = limiter.Reserve("key", parsed->cost, max_wait);
     if (!decision.ok()) return fail(decision.status().message());
     out << parsed->t_ms << ',' << parsed->cost << ',' << (decision->allowed ? "true" : "false")
         << ',' << decision->remaining << ',' << Millis(decision->retry_after) << ','
-        << Millis(decision->reset_after) << '\n';
+        << Millis(decision->reset_after);
+    if (shaping) out << ',' << Millis(decision->delay);
+    out << '\n';
   }
   return 0;
 }

@@ -45,6 +45,35 @@ TEST(Simulate, WaitsAreRoundedUpToTheMillisecond) {
             "3334,0,true,1,0,6667\n");
 }
 
+// With a max_wait the excess books slots instead of being refused: on 1 per second with a burst
+// of 1 and 2 s of wait, three requests at 0 proceed at 0, 1 s and 2 s, the fourth would wait 3 s
+// and is refused (booked 1 s later, it would fit), and one at 1.5 s books the slot at 3 s.
+TEST(Simulate, MaxWaitBooksSlotsAndPrintsTheDelay) {
+  auto limit = Limit::Create(Algorithm::kGcra, 1, std::chrono::seconds(1), 1);
+  ASSERT_TRUE(limit.ok());
+  std::istringstream in("0\n0\n0\n0\n1500\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(Simulate(*limit, in, out, err, std::chrono::seconds(2)), 0);
+  EXPECT_EQ(out.str(),
+            "t_ms,cost,allowed,remaining,retry_after_ms,reset_after_ms,delay_ms\n"
+            "0,1,true,0,0,1000,0\n"
+            "0,1,true,0,0,2000,1000\n"
+            "0,1,true,0,0,3000,2000\n"
+            "0,1,false,0,1000,3000,0\n"
+            "1500,1,true,0,0,2500,1500\n");
+  EXPECT_EQ(err.str(), "");
+}
+
+TEST(Simulate, MaxWaitNeedsAnAlgorithmThatBooks) {
+  auto limit = Limit::Create(Algorithm::kSlidingLog, 1, std::chrono::seconds(1));
+  ASSERT_TRUE(limit.ok());
+  std::istringstream in("0\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(Simulate(*limit, in, out, err, std::chrono::seconds(2)), 2);
+  EXPECT_EQ(err.str(), "--max-wait needs token_bucket, leaky_bucket or gcra, not sliding_log\n");
+  EXPECT_EQ(out.str(), "");
+}
+
 TEST(Simulate, BadLinesAreNamedAndExit2) {
   Outcome run = RunTrace(Algorithm::kGcra, "0\n5 x\n");
   EXPECT_EQ(run.code, 2);
