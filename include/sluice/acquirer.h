@@ -153,7 +153,7 @@ class Acquirer {
 
   // Errors (the callback's Result): INVALID_ARGUMENT (bad key or cost, negative max_wait),
   // COST_EXCEEDS_LIMIT, or the store's own error, which ends the acquire. Returns an id for
-  // Cancel (0 when the acquire was answered at once).
+  // Cancel: 0 when refused before reaching the store (bad input, kQueueFull).
   AcquireId AcquireAsync(std::string_view key, int64_t cost, Duration max_wait,
                          AcquireCallback done);
   // Blocks until the acquire ends. Must not be called on a thread the Timers fire on.
