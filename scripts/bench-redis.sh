@@ -30,7 +30,8 @@ for algorithm in "${algorithms[@]}"; do
   sha=$(cat src/redis/lua/common.lua "src/redis/lua/$algorithm.lua" src/redis/lua/check.lua |
     redis-cli -p "$port" -x script load | tr -d '\r')
   # check.lua's ARGV: now ('' = Redis TIME), expiry margin ms, cost, then (count, period µs) for
-  # the window algorithms or (capacity, emission interval µs) for the bucket ones: 1M per second.
+  # the window algorithms or (capacity, emission interval µs) for the bucket ones: 1M per second;
+  # then max_delay µs, 0: no reservation.
   case "$algorithm" in
     fixed_window | sliding_window | sliding_log) a=1000000 b=1000000 ;;
     *) a=1000000 b=1 ;;
@@ -40,7 +41,7 @@ for algorithm in "${algorithms[@]}"; do
   for round in $(seq "$rounds"); do
     redis-cli -p "$port" flushall >/dev/null
     ceilings+=("$(redis-benchmark -p "$port" -P 32 -c 50 -n "$requests" -r "$keys" -q \
-      evalsha "$sha" 1 "sluice:bench:{bench:__rand_int__}" "" 1 1 "$a" "$b" |
+      evalsha "$sha" 1 "sluice:bench:{bench:__rand_int__}" "" 1 1 "$a" "$b" 0 |
       grep -oE '[0-9.]+ requests per second' | grep -oE '^[0-9.]+')")
     redis-cli -p "$port" flushall >/dev/null
     json=$("$sluice" bench --store "redis://127.0.0.1:$port" --algorithm "$algorithm" \
