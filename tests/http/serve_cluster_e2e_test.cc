@@ -1,6 +1,6 @@
 // `sluice serve` on a Redis Cluster, as a user runs it: the real binary (its path is the first
-// argument of this test program) with a config whose store is redis+cluster://, on a real 3-master
-// cluster, spoken to over HTTP. Limits hold across requests, the state of keys spread over every
+// argument of this test program) with `--store redis+cluster://...`, on a real 3-master cluster,
+// spoken to over HTTP. Limits hold across requests, the state of keys spread over every
 // master, and readiness reflects the cluster.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -39,12 +39,13 @@ TEST(ServeClusterE2ETest, DecidesOnTheClusterWithStateOnEveryMaster) {
   std::string dir = ::testing::TempDir() + "sluice_serve_cluster_XXXXXX";
   ASSERT_NE(mkdtemp(dir.data()), nullptr);
   const std::string config = dir + "/sluice.yaml", log = dir + "/serve.log";
-  std::ofstream(config) << "store: {url: \"" << cluster->url() << "\", timeout_ms: 200}\n"
+  std::ofstream(config) << "store: {url: \"memory://\", timeout_ms: 200}\n"
                         << "rules:\n"
                         << "  - {name: api, algorithm: gcra, limit: 3, period: 1m}\n";
   const int port = sluice::testing::FreeLoopbackPort();
-  std::vector<std::string> args = {g_sluice, "serve",    "--config",
-                                   config,   "--listen", "127.0.0.1:" + std::to_string(port)};
+  std::vector<std::string> args = {
+      g_sluice,  "serve",        "--config", config,
+      "--store", cluster->url(), "--listen", "127.0.0.1:" + std::to_string(port)};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
