@@ -10,6 +10,7 @@
 //     retry_after and checks again, for as long as max_wait allows.
 // Within this process a key's waiters are served first come, first served: only the head of a
 // key's line checks the store (on the meters, the whole line books in one batch, in order).
+// max_wait bounds the wait for the slot; a store call in flight for the key comes on top.
 //
 // Waiting costs a timer, never a thread or a polling loop: Timers is where waiters sleep,
 // AsioTimers on an io_context in production, ManualTimers on a ManualClock in tests.

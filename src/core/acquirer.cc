@@ -175,8 +175,9 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
     waiter->start = timers_.now();
     waiter->deadline = waiter->start + max_wait;
     waiter->done = std::move(done);
-    // Behind a head that sleeps between checks, a waiter may run out of time in line.
-    if (!books_slots_ && max_wait.count() > 0) {
+    // Behind a head that sleeps between checks, a waiter may run out of time in line (at once,
+    // with no max_wait).
+    if (!books_slots_) {
       waiter->timer = timers_.Start(
           max_wait, [self = shared_from_this(), id = waiter->id] { self->OnDeadline(id); });
     }

@@ -164,10 +164,19 @@ TEST_F(AcquirerTest, WindowWaitersNeverWaitBeyondMaxWait) {
   EXPECT_EQ(OutcomeOf("head"), AcquireOutcome::kAdmitted);
   EXPECT_EQ(Find("head")->at - t0, 1s);
 
+  Start("head2", 2s);  // sleeps until the next window
+  Start("no_wait", 0s);
+  EXPECT_EQ(Find("no_wait"), nullptr);  // never inline from a timer
+  timers_.Advance(0us);
+  EXPECT_EQ(OutcomeOf("no_wait"), AcquireOutcome::kDenied);
+  EXPECT_EQ(Find("no_wait")->result->waited, 0us);
+  timers_.Advance(1s);
+  EXPECT_EQ(OutcomeOf("head2"), AcquireOutcome::kAdmitted);
+
   Start("hopeless", 500ms);  // the next window is 1 s away
   EXPECT_EQ(OutcomeOf("hopeless"), AcquireOutcome::kDenied);
   EXPECT_EQ(Find("hopeless")->result->waited, 0us);
-  EXPECT_EQ(acquirer_->stats().denied, 2u);
+  EXPECT_EQ(acquirer_->stats().denied, 3u);
 }
 
 TEST_F(AcquirerTest, BeyondTheBoundsRefusalsAreImmediateCountedAndTouchNoStore) {
