@@ -175,17 +175,16 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
     waiter->start = timers_.now();
     waiter->deadline = waiter->start + max_wait;
     waiter->done = std::move(done);
-    // Behind a head that sleeps between checks, a waiter may run out of time in line (at once,
-    // with no max_wait).
-    if (!books_slots_) {
-      waiter->timer = timers_.Start(
-          max_wait, [self = shared_from_this(), id = waiter->id] { self->OnDeadline(id); });
-    }
     waiters_.emplace(waiter->id, waiter);
     ++line.in_progress;
     line.waiting.push_back(waiter);
     const AcquireId id = waiter->id;
     Batch batch = TakeBatch(line);
+    // Behind a head that sleeps between checks, a waiter may run out of time in line (at once,
+    // with no max_wait).
+    if (waiter->phase == Phase::kInLine && !books_slots_) {
+      waiter->timer = timers_.Start(max_wait, [self, id] { self->OnDeadline(id); });
+    }
     lock.unlock();
     Send(std::move(batch));
     return id;
