@@ -351,7 +351,9 @@ void ClusterClient::Redirected(const std::shared_ptr<Call>& call, const Redirect
   }
   std::shared_ptr<Node> node = map_->Find(redirect.address);
   if (node == nullptr) {
-    wanted_.push_back(redirect.address);
+    if (std::find(wanted_.begin(), wanted_.end(), redirect.address) == wanted_.end()) {
+      wanted_.push_back(redirect.address);
+    }
     refresh_requested_ = true;
     wake_.notify_all();
     lock.unlock();

@@ -16,7 +16,6 @@
 // SLOTS, connecting to new masters).
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
