@@ -399,8 +399,10 @@ ClientStats ClusterClient::stats() const {
 }
 
 ClusterStats ClusterClient::cluster_stats() const {
-  return ClusterStats{
-      .refreshes = refreshes_.load(), .moved = moved_.load(), .asked = asked_.load()};
+  return ClusterStats{.refreshes = refreshes_.load(),
+                      .moved = moved_.load(),
+                      .asked = asked_.load(),
+                      .nodes = Map()->nodes.size()};
 }
 
 std::string ClusterClient::MasterOf(uint16_t slot) const {

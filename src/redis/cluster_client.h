@@ -57,6 +57,7 @@ struct ClusterStats {
   uint64_t refreshes = 0;  // slot maps fetched
   uint64_t moved = 0;      // MOVED replies
   uint64_t asked = 0;      // ASK replies
+  size_t nodes = 0;        // nodes connected to in the current map
 };
 
 class ClusterClient final : public Client {

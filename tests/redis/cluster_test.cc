@@ -448,6 +448,51 @@ TEST_F(ClusterUnderChange, RedirectionsAreFollowedOnce) {
   EXPECT_EQ(client->cluster_stats().moved, 1u) << "routed straight to the new owner";
 }
 
+// Without traffic there are no redirections: the periodic refresh alone follows a master that
+// joins, takes a slot, gives it back and leaves.
+TEST_F(ClusterUnderChange, PeriodicRefreshFollowsMastersAddedAndRemoved) {
+  auto client = ConnectCluster(*cluster_, 100ms);
+  ASSERT_NE(client, nullptr);
+  EXPECT_EQ(client->cluster_stats().nodes, 3u);
+  const redis::Script incr = redis::Script::FromSource("return redis.call('INCR', KEYS[1])");
+  const std::string key = "rehomed";
+  const std::string_view keys[] = {key};
+  const int slot = KeySlot(key);
+  const int home = cluster_->MasterOfSlot(slot);
+  EXPECT_EQ(client->EvalShaSync(incr, keys, {})->integer, 1);
+  auto serves = [&](int port) {
+    const std::string address = "127.0.0.1:" + std::to_string(port);
+    const auto until = Steady::now() + 5s;
+    while (client->MasterOf(slot) != address && Steady::now() < until) {
+      std::this_thread::sleep_for(10ms);
+    }
+    return client->MasterOf(slot) == address;
+  };
+  auto move = [&](int to) {
+    return cluster_->BeginSlotMigration(slot, to) && cluster_->MigrateSlotKeys(slot) &&
+           cluster_->EndSlotMigration(slot);
+  };
+
+  const int added = cluster_->AddMaster();
+  ASSERT_NE(added, 0);
+  ASSERT_TRUE(move(added));
+  EXPECT_TRUE(serves(added)) << "the new master's slot was not learned";
+  EXPECT_EQ(client->cluster_stats().nodes, 4u);
+  EXPECT_EQ(client->EvalShaSync(incr, keys, {})->integer, 2);
+
+  ASSERT_TRUE(move(home));
+  EXPECT_TRUE(serves(home));
+  ASSERT_TRUE(cluster_->RemoveNode(added));
+  const auto until = Steady::now() + 5s;
+  while (client->cluster_stats().nodes != 3 && Steady::now() < until) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(client->cluster_stats().nodes, 3u) << "the removed master was not dropped";
+  EXPECT_EQ(client->EvalShaSync(incr, keys, {})->integer, 3);
+  EXPECT_EQ(client->cluster_stats().moved, 0u);
+  EXPECT_EQ(client->cluster_stats().asked, 0u);
+}
+
 TEST_F(ClusterUnderChange, LiveResharding) {
   auto store = MakeStore();
   ASSERT_NE(store, nullptr);

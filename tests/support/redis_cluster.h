@@ -48,6 +48,12 @@ class RedisCluster {
   bool Failover(int replica_port);
   // kill -9 of a node.
   void Kill(int port);
+  // Starts one more node and joins it to the cluster as a master serving no slots (redis-cli
+  // --cluster add-node); its port, or 0 (after printing why).
+  int AddMaster();
+  // Takes a node serving no slots out of the cluster (redis-cli --cluster del-node), then kills
+  // it.
+  bool RemoveNode(int port);
   // True once every live node reports cluster_state:ok, every live replica is in sync with its
   // master, and `masters` live masters serve slots, within `timeout`.
   bool WaitHealthy(std::chrono::milliseconds timeout, int masters);
