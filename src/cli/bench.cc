@@ -159,7 +159,9 @@ int Fail(const std::string& message) {
 
 CLI::App* AddBenchCommand(CLI::App& app, BenchFlags& f) {
   auto* bench = app.add_subcommand("bench", "Closed-loop load on a store: decisions/s, latency");
-  bench->add_option("--store", f.store_url, "memory://, redis://HOST:PORT or unix:///PATH")
+  bench
+      ->add_option("--store", f.store_url,
+                   "memory://, redis://HOST:PORT, unix:///PATH or redis+cluster://HOST:PORT,...")
       ->capture_default_str();
   bench->add_option("--algorithm", f.algorithm)->capture_default_str();
   bench->add_option("--keys", f.keys, "Distinct keys")->capture_default_str();

@@ -57,9 +57,9 @@ CLI::App* AddServeCommand(CLI::App& app, ServeFlags& flags) {
   serve->add_option("--config", flags.config_path,
                     "YAML rule set (default: " SLUICE_DEFAULT_CONFIG ")");
   serve->add_option("--listen", flags.listen, "HOST:PORT to listen on; overrides the config");
-  serve->add_option(
-      "--store", flags.store_url,
-      "Store URL: memory://, redis://HOST:PORT[/DB] or unix:///PATH; overrides the config");
+  serve->add_option("--store", flags.store_url,
+                    "Store URL: memory://, redis://HOST:PORT[/DB], unix:///PATH or "
+                    "redis+cluster://HOST:PORT,...; overrides the config");
   serve->add_option("--io-threads", flags.io_threads, "I/O threads; overrides the config")
       ->check(CLI::Range(1, 256));
   return serve;
