@@ -22,7 +22,7 @@ struct OpenStoreOptions {
   Duration timeout = std::chrono::milliseconds(50);
   std::string key_prefix = "sluice:";
   int io_threads = 1;
-  int connections_per_thread = 1;
+  int connections_per_thread = 2;
 };
 
 Result<std::unique_ptr<Store>> OpenStore(std::string_view url,

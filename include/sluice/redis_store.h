@@ -46,7 +46,8 @@ struct RedisStoreOptions {
   Duration timeout = std::chrono::milliseconds(50);
   Duration connect_timeout = std::chrono::milliseconds(50);
   int io_threads = 1;
-  int connections_per_thread = 1;
+  // Two keep Redis busy while the client handles a batch of replies (src/redis/client.h).
+  int connections_per_thread = 2;
   // Calls outstanding on one connection beyond which more are refused (RESOURCE_EXHAUSTED).
   size_t max_pending_per_connection = 4096;
 

@@ -20,7 +20,7 @@ struct BenchFlags {
   int64_t burst = 0;  // 0: the algorithm's default
   std::string key_prefix = "bench:";
   int io_threads = 1;
-  int connections = 1;
+  int connections = 2;
   // Through a ResilientStore: its hot-key cache answers keys known to be over their limit.
   bool resilient = false;
   bool json = false;

@@ -43,7 +43,9 @@ struct ClientOptions {
   Duration connect_timeout = std::chrono::milliseconds(50);
   size_t max_pending_per_connection = 4096;
   int io_threads = 1;
-  int connections_per_thread = 1;
+  // Two, so that one connection's batch is at Redis while the other's replies are handled: with
+  // one, Redis idles during that time (about 10% of throughput at 64 calls in flight).
+  int connections_per_thread = 2;
   // Reconnection waits between these, doubling, with jitter.
   Duration reconnect_min = std::chrono::milliseconds(10);
   Duration reconnect_max = std::chrono::milliseconds(500);

@@ -359,6 +359,7 @@ TEST_F(ClientTest, PendingBoundFailsFast) {
   ClientOptions options;
   options.timeout = 300ms;
   options.max_pending_per_connection = 8;
+  options.connections_per_thread = 1;  // so the connection's bound is the client's
   options.hang_timeout = 10s;
   auto c = Connect(options);
   server_->Pause();
