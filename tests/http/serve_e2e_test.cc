@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -451,6 +452,64 @@ TEST(ServeE2ETest, SighupReloadsAGoodFileAndKeepsTheOldRulesOnABadOne) {
       << service.process().Log();
   EXPECT_EQ(status_of("fresh"), 200);
   EXPECT_EQ(status_of("broken"), 400);
+}
+
+TEST(ServeE2ETest, AcquireAnswersWhenEachBookedSlotComesAndSigtermCancelsWaiters) {
+  Service service(R"(rules:
+  - { name: shaped, algorithm: gcra, limit: 10, period: 1s, burst: 1 }
+  - { name: slow, algorithm: gcra, limit: 1, period: 10s, burst: 1 }
+)");
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  constexpr int kCallers = 5;
+  std::vector<json> answers(kCallers);
+  std::vector<std::chrono::milliseconds> elapsed(kCallers);
+  std::vector<std::thread> callers;
+  for (int i = 0; i < kCallers; ++i) {
+    callers.emplace_back([&, i] {
+      httplib::Client client = service.Client();
+      const auto start = std::chrono::steady_clock::now();
+      auto r = client.Post("/v1/acquire", R"({"rule":"shaped","key":"partner","max_wait_ms":2000})",
+                           "application/json");
+      elapsed[i] = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - start);
+      if (r && r->status == 200) answers[i] = Body(r);
+    });
+  }
+  for (auto& t : callers) t.join();
+  std::vector<int64_t> waits;
+  for (int i = 0; i < kCallers; ++i) {
+    ASSERT_EQ(answers[i]["outcome"], "admitted") << answers[i];
+    const int64_t waited = answers[i]["waited_ms"];
+    EXPECT_GE(elapsed[i].count(), waited) << "answered before its slot";
+    waits.push_back(waited);
+  }
+  // 10 per second: the five slots are 100 ms apart, whoever arrived first.
+  std::sort(waits.begin(), waits.end());
+  for (int i = 0; i < kCallers; ++i) {
+    EXPECT_GE(waits[i], 100 * i - 1) << i;
+    EXPECT_LT(waits[i], 100 * i + 100) << i;
+  }
+
+  // A waiter in line when SIGTERM comes is answered at once, and the process exits 0.
+  httplib::Client client = service.Client();
+  auto first = client.Post("/v1/acquire", R"({"rule":"slow","key":"k","max_wait_ms":0})",
+                           "application/json");
+  ASSERT_TRUE(first);
+  EXPECT_EQ(Body(first)["outcome"], "admitted");
+  json cancelled;
+  std::thread waiter([&] {  // its slot is 10 s away
+    httplib::Client client = service.Client();
+    auto r = client.Post("/v1/acquire", R"({"rule":"slow","key":"k","max_wait_ms":60000})",
+                         "application/json");
+    if (r) cancelled = Body(r);
+  });
+  std::this_thread::sleep_for(200ms);
+  const auto signalled = std::chrono::steady_clock::now();
+  service.process().Signal(SIGTERM);
+  waiter.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - signalled, 5s);
+  EXPECT_EQ(cancelled["outcome"], "cancelled") << cancelled;
+  EXPECT_EQ(service.process().WaitExit(5s), 0) << service.process().Log();
 }
 
 TEST(ServeE2ETest, SigtermAndSigintStopGracefullyWithStatusZero) {
