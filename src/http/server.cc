@@ -264,6 +264,9 @@ void Server::Run(const std::function<void()>& on_reload) {
     WaitForSignal();
     Accept();
   });
+  // A session waiting for the Api (a store call, an acquire's slot) has no I/O pending: without
+  // this, the I/O threads could run out of work while draining and never send its answer.
+  auto work = net::make_work_guard(ioc_);
   std::vector<std::thread> threads;
   for (int i = 0; i < std::max(options_.io_threads, 1); ++i) {
     threads.emplace_back([this] { ioc_.run(); });
@@ -303,6 +306,7 @@ void Server::Run(const std::function<void()>& on_reload) {
       cv_.wait_for(lock, options_.drain_timeout, [this] { return sessions_.empty(); });
   lock.unlock();
   if (!drained) spdlog::warn("drain timed out; closing the remaining connections");
+  work.reset();
   ioc_.stop();
   for (auto& t : threads) t.join();
   spdlog::info("stopped");

@@ -480,13 +480,15 @@ TEST(ServeE2ETest, AcquireAnswersWhenEachBookedSlotComesAndSigtermCancelsWaiters
   for (int i = 0; i < kCallers; ++i) {
     ASSERT_EQ(answers[i]["outcome"], "admitted") << answers[i];
     const int64_t waited = answers[i]["waited_ms"];
-    EXPECT_GE(elapsed[i].count(), waited) << "answered before its slot";
+    // waited_ms is rounded up, the client's clock down.
+    EXPECT_GE(elapsed[i].count() + 1, waited) << "answered before its slot";
     waits.push_back(waited);
   }
-  // 10 per second: the five slots are 100 ms apart, whoever arrived first.
+  // 10 per second: the five slots are 100 ms apart, whoever arrived first (the callers arrive a
+  // few ms apart, so each waits that much less).
   std::sort(waits.begin(), waits.end());
   for (int i = 0; i < kCallers; ++i) {
-    EXPECT_GE(waits[i], 100 * i - 1) << i;
+    EXPECT_GE(waits[i], 100 * i - 20) << i;
     EXPECT_LT(waits[i], 100 * i + 100) << i;
   }
 
