@@ -87,17 +87,6 @@ TEST(ParseRedisClusterUrl, RejectsWithTheReasonAndNoPassword) {
   }
 }
 
-// A single-node client per port, to see where keys are.
-std::unique_ptr<redis::Client> NodeClient(int port) {
-  redis::ClientOptions options;
-  options.port = port;
-  options.timeout = 5s;
-  options.connect_timeout = 5s;
-  auto client = redis::Client::Create(options);
-  EXPECT_TRUE(client.ok()) << client.status().ToString();
-  return client.ok() ? std::move(*client) : nullptr;
-}
-
 std::unique_ptr<ClusterClient> ConnectCluster(const RedisCluster& cluster,
                                               Duration refresh_interval) {
   auto options = redis::ParseRedisClusterUrl(cluster.url());
@@ -140,7 +129,7 @@ class ClusterClientTest : public ::testing::Test {
 
 TEST_F(ClusterClientTest, KeysGoToTheMasterOfTheirSlot) {
   std::map<int, std::unique_ptr<redis::Client>> nodes;
-  for (int port : cluster_->MasterPorts()) nodes[port] = NodeClient(port);
+  for (int port : cluster_->MasterPorts()) nodes[port] = Inspector(port);  // to see where keys are
   ASSERT_EQ(nodes.size(), 3u);
   std::map<int, int> keys_on;
   for (int i = 0; i < 60; ++i) {

@@ -7,8 +7,6 @@ namespace sluice::testing {
 
 using namespace std::chrono_literals;
 
-namespace {
-
 std::unique_ptr<redis::Client> Inspector(int port) {
   redis::ClientOptions options;
   options.port = port;
@@ -18,8 +16,6 @@ std::unique_ptr<redis::Client> Inspector(int port) {
   EXPECT_TRUE(client.ok()) << client.status().ToString();
   return client.ok() ? std::move(*client) : nullptr;
 }
-
-}  // namespace
 
 Duration PeriodAwayFromABoundary() {
   const int64_t now =

@@ -38,6 +38,10 @@ size_t ExpectEveryKeyExpires(redis::Client& client, const std::string& pattern);
 // The same on every node of the target.
 size_t ExpectEveryKeyExpires(const RedisTarget& target, const std::string& pattern);
 
+// A plain single-node client of the server on `port` (loopback), with generous timeouts, to look
+// at what the store wrote; null (with a test failure) if it cannot be created.
+std::unique_ptr<redis::Client> Inspector(int port);
+
 class RedisStoreTest : public ::testing::Test {
  protected:
   void SetUp() override;
