@@ -16,6 +16,16 @@ namespace {
 using namespace std::chrono_literals;
 using Steady = std::chrono::steady_clock;
 
+// What a deadline may overrun by in these tests: the deadline timer's own latency on a busy
+// 2-core machine running tests in parallel, larger in the sanitizer builds. Far below what the
+// alternatives (the 10 s hang timeout, a write completing) would take, so a bound still proves
+// the deadline ended the call.
+#ifdef SLUICE_SANITIZED
+constexpr auto kSlack = 200ms;
+#else
+constexpr auto kSlack = 40ms;
+#endif
+
 TEST(ParseRedisUrl, AcceptsEveryForm) {
   auto plain = ParseRedisUrl("redis://127.0.0.1:6380");
   ASSERT_TRUE(plain.ok());
@@ -192,7 +202,7 @@ TEST_F(ClientTest, HungServerMeetsTheDeadline) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded);
   EXPECT_GE(took, 50ms);
-  EXPECT_LT(took, 50ms + 40ms) << "noisy machine slack included";
+  EXPECT_LT(took, 50ms + kSlack);
   // The late reply is discarded; the next call gets its own answer.
   auto after = Run(*c, {"ECHO", "mine"});
   ASSERT_TRUE(after.ok()) << after.status().ToString();
@@ -210,7 +220,7 @@ TEST_F(ClientTest, EveryCallOnAHungServerMeetsItsDeadline) {
     auto r = Run(*c, {"PING"});
     const auto took = Steady::now() - start;
     EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << "call " << i;
-    EXPECT_LT(took, 50ms + 40ms) << "call " << i;
+    EXPECT_LT(took, 50ms + kSlack) << "call " << i;
   }
   server_->Resume();
 }
@@ -221,6 +231,7 @@ TEST_F(ClientTest, DeadlineHoldsBehindABlockedWrite) {
   ClientOptions options;
   options.timeout = 100ms;
   options.hang_timeout = 10s;
+  options.connections_per_thread = 1;  // the PING queues behind the blocked write
   auto c = Connect(options);
   server_->Pause();
   const std::string big(1 << 20, 'x');
@@ -233,7 +244,7 @@ TEST_F(ClientTest, DeadlineHoldsBehindABlockedWrite) {
   auto r = Run(*c, {"PING"});
   const auto took = Steady::now() - start;
   EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
-  EXPECT_LT(took, 100ms + 40ms);
+  EXPECT_LT(took, 100ms + kSlack);
   EXPECT_EQ(big_answered.load(), 24);
   server_->Resume();
   const auto until = Steady::now() + 3s;
@@ -263,7 +274,7 @@ TEST_F(ClientTest, AnEarlierDeadlineOfItsOwnIsMetBehindLaterOnes) {
   const auto took = Steady::now() - start;
   server_->Resume();
   EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
-  EXPECT_LT(took, 30ms + 40ms) << "noisy machine slack included";
+  EXPECT_LT(took, 30ms + kSlack);
   EXPECT_TRUE(first.get_future().get().ok());
 }
 
