@@ -78,7 +78,11 @@ class ResilientStore final : public Store {
   class HotKeys;
   struct OwnedRequest;
 
+  bool UsesCache(const CheckRequest& request) const;
   std::optional<Decision> FromCache(const CheckRequest& request, int64_t now);
+  // Updates the breaker and the error count with a backend answer; true if it is a store
+  // failure (for the failure policy to decide).
+  bool Observe(const Result<Decision>& answer);
   // The backend's answer to one request, with the breaker and the cache updated; a backend
   // failure becomes the request's failure policy.
   Result<Decision> Settle(const CheckRequest& request, Result<Decision> answer);

@@ -215,11 +215,26 @@ ResilientStore::~ResilientStore() = default;
 
 int64_t ResilientStore::Now() const { return Ticks(clock_.now()); }
 
-// A reservation is never answered from the cache: the denials it holds were for requests that
-// could not wait, and one that can may be booked.
+// A reservation neither reads nor fills the cache: its denials are for requests that could not
+// wait, and one that can may be booked.
+bool ResilientStore::UsesCache(const CheckRequest& request) const {
+  return hot_keys_ && request.max_delay.count() == 0;
+}
+
 std::optional<Decision> ResilientStore::FromCache(const CheckRequest& request, int64_t now) {
-  if (!hot_keys_ || request.max_delay.count() > 0) return std::nullopt;
+  if (!UsesCache(request)) return std::nullopt;
   return hot_keys_->Deny(request, now);
+}
+
+bool ResilientStore::Observe(const Result<Decision>& answer) {
+  if (answer.ok()) {
+    breaker_->Succeeded();
+    return false;
+  }
+  if (!IsStoreFailure(answer.status().code())) return false;
+  store_errors_.fetch_add(1, std::memory_order_relaxed);
+  breaker_->Failed(Now());
+  return true;
 }
 
 void ResilientStore::Count(const Result<Decision>& result) {
@@ -256,15 +271,10 @@ Result<Decision> ResilientStore::ApplyPolicy(const CheckRequest& request) {
 
 Result<Decision> ResilientStore::Settle(const CheckRequest& request, Result<Decision> answer) {
   Result<Decision> result = std::move(answer);
-  if (result.ok()) {
-    breaker_->Succeeded();
-    if (!result->allowed && hot_keys_ && request.max_delay.count() == 0) {
-      hot_keys_->Remember(request, Now(), *result);
-    }
-  } else if (IsStoreFailure(result.status().code())) {
-    store_errors_.fetch_add(1, std::memory_order_relaxed);
-    breaker_->Failed(Now());
+  if (Observe(result)) {
     result = ApplyPolicy(request);
+  } else if (result.ok() && !result->allowed && UsesCache(request)) {
+    hot_keys_->Remember(request, Now(), *result);
   }
   Count(result);
   return result;
@@ -330,12 +340,7 @@ void ResilientStore::ProbeAsync(const CheckRequest& probe, DecisionCallback done
     return done(Status::Unavailable("circuit breaker open: the store failed repeatedly"));
   }
   backend_.CheckAsync(probe, [this, done = std::move(done)](Result<Decision> answer) {
-    if (answer.ok()) {
-      breaker_->Succeeded();
-    } else if (IsStoreFailure(answer.status().code())) {
-      store_errors_.fetch_add(1, std::memory_order_relaxed);
-      breaker_->Failed(Now());
-    }
+    Observe(answer);
     done(std::move(answer));
   });
 }

@@ -94,18 +94,23 @@ struct Answer {
   }
 };
 
+// One request through `api`, which must answer before Handle returns.
+Answer CallApi(Api& api, std::string_view method, std::string_view target, std::string_view body) {
+  Answer answer;
+  Exchange exchange([&answer] { answer.done = true; });
+  api.Handle({method, target, body}, exchange);
+  EXPECT_TRUE(answer.done) << method << " " << target << " " << body;
+  answer.response = exchange.response;
+  return answer;
+}
+
 class ApiTest : public ::testing::Test {
  protected:
   ApiTest()
       : store_(clock_), api_(store_, metrics_, RuleTable::Build(ParseRules(kRules), metrics_)) {}
 
   Answer Call(std::string_view method, std::string_view target, std::string_view body = "") {
-    Answer answer;
-    Exchange exchange([&answer] { answer.done = true; });
-    api_.Handle({method, target, body}, exchange);
-    EXPECT_TRUE(answer.done) << method << " " << target << " " << body;
-    answer.response = exchange.response;
-    return answer;
+    return CallApi(api_, method, target, body);
   }
   Answer Check(std::string_view body) { return Call("POST", "/v1/check", body); }
 
@@ -423,12 +428,7 @@ class ResilientApiTest : public ::testing::Test {
   }
 
   Answer Call(std::string_view method, std::string_view target, std::string_view body = "") {
-    Answer answer;
-    Exchange exchange([&answer] { answer.done = true; });
-    api_.Handle({method, target, body}, exchange);
-    EXPECT_TRUE(answer.done) << method << " " << target << " " << body;
-    answer.response = exchange.response;
-    return answer;
+    return CallApi(api_, method, target, body);
   }
   std::string Check(std::string_view rule) {
     const Answer a =
