@@ -229,6 +229,9 @@ TEST(Shaping, PastTheWaiterBoundRefusalsAreImmediateAndCounted) {
   ASSERT_NE(Server(), nullptr);
   Shaper shaper("bound-" + std::to_string(getpid()) + ":", {.max_waiters_per_key = 10});
   ASSERT_TRUE(shaper.ok());
+  // The key's burst is spent first, so every acquire admitted waits at least one interval for
+  // its slot and stays in progress while the other 29 arrive.
+  ASSERT_TRUE(shaper.limiter().Check("k")->allowed);
   Completions completions(30);
   std::vector<int64_t> refusal_us;
   for (int i = 0; i < 30; ++i) {
