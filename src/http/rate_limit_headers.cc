@@ -36,10 +36,19 @@ std::string ServerTimingValue(Duration waited) {
   return fmt::format("ratelimit;dur={}.{:03}", us / 1000, us % 1000);
 }
 
+// The quota is capacity() because that is what `remaining` counts down from: the count would
+// show r=49 against q=10 for 10/s with a burst of 50. A spent capacity refills at count/period.
+// The window is rounded up (100/min with a burst of 7: q=7;w=5), so the advertised rate q/w is
+// never above the real one.
 std::string RateLimitPolicyValue(std::string_view policy_name, const Limit& limit) {
+  // capacity × period can exceed 64 bits (a billion units over 366 days).
+  const auto capacity_us = static_cast<__int128>(limit.capacity()) * limit.period().count();
+  const auto count_us_per_second = static_cast<__int128>(limit.count()) * 1'000'000;
+  const auto window_seconds =
+      static_cast<int64_t>((capacity_us + count_us_per_second - 1) / count_us_per_second);
   std::string out;
   AppendSfString(out, policy_name);
-  fmt::format_to(std::back_inserter(out), ";q={};w={}", limit.count(), CeilSeconds(limit.period()));
+  fmt::format_to(std::back_inserter(out), ";q={};w={}", limit.capacity(), window_seconds);
   return out;
 }
 

@@ -3,10 +3,13 @@
 // ratelimit-headers-08 and later): both fields are Structured Field Lists (RFC 9651) of one item,
 // the policy name as an sf-string, with parameters
 //
-//   RateLimit-Policy: "api";q=100;w=60    q: the quota (the limit's count), w: its window, seconds
+//   RateLimit-Policy: "api";q=100;w=60    q: the quota, w: the seconds it takes to come back
 //   RateLimit: "api";r=99;t=1             r: units remaining, t: seconds until the quota is full
 //   Retry-After: 3                        (RFC 9110) only when denied: seconds until a retry passes
 //
+// The quota is what r counts down from, Limit::capacity(): count per period for the window
+// algorithms; for token_bucket, leaky_bucket and gcra the burst, refilled in burst × period /
+// count (100/min with a burst of 20: q=20;w=12), so that r never exceeds q.
 // Seconds are whole and rounded up, so a client that waits them is never early. Pure functions;
 // thread-safe. Shared by `sluice serve` and the HTTP middleware.
 #pragma once

@@ -25,6 +25,40 @@ TEST(RateLimitHeadersTest, PolicyStatesQuotaAndWindowInSeconds) {
   // A window that is not whole seconds is rounded up: the advertised rate is never above the
   // real one.
   EXPECT_EQ(RateLimitPolicyValue("fast", MakeLimit(10, milliseconds(500))), R"("fast";q=10;w=1)");
+  // 3/s: the window is period × count / count exactly, not three emission intervals rounded up to
+  // 333334 us each (1.000002 s, which would round up to w=2).
+  EXPECT_EQ(RateLimitPolicyValue("third", MakeLimit(3, seconds(1))), R"("third";q=3;w=1)");
+  const auto window = [](Algorithm algorithm, int64_t count, Duration period) {
+    return RateLimitPolicyValue("w", Limit::Create(algorithm, count, period).value());
+  };
+  EXPECT_EQ(window(Algorithm::kFixedWindow, 20, std::chrono::hours(1)), R"("w";q=20;w=3600)");
+  EXPECT_EQ(window(Algorithm::kSlidingWindow, 5, std::chrono::minutes(15)), R"("w";q=5;w=900)");
+  EXPECT_EQ(window(Algorithm::kSlidingLog, 5, milliseconds(10'500)), R"("w";q=5;w=11)");
+}
+
+Limit WithBurst(Algorithm algorithm, int64_t count, Duration period, int64_t burst) {
+  return Limit::Create(algorithm, count, period, burst).value();
+}
+
+// The quota of a bucket is its burst, refilled over burst × period / count: the units a client can
+// spend at once, which is what `r` counts down from.
+TEST(RateLimitHeadersTest, BucketPolicyStatesTheBurstAndItsRefillTime) {
+  const auto per_minute = std::chrono::minutes(1);
+  EXPECT_EQ(RateLimitPolicyValue("api", WithBurst(Algorithm::kGcra, 100, per_minute, 20)),
+            R"("api";q=20;w=12)");
+  EXPECT_EQ(RateLimitPolicyValue("search", WithBurst(Algorithm::kTokenBucket, 10, seconds(1), 50)),
+            R"("search";q=50;w=5)");
+  EXPECT_EQ(RateLimitPolicyValue("drip", WithBurst(Algorithm::kLeakyBucket, 10, seconds(1), 1)),
+            R"("drip";q=1;w=1)");
+  // 7 units refill in 4.2 s: rounded up, so 7 per 5 s understates 100/min rather than overstating.
+  EXPECT_EQ(RateLimitPolicyValue("api", WithBurst(Algorithm::kGcra, 100, per_minute, 7)),
+            R"("api";q=7;w=5)");
+  // A billion units over 366 days with a burst of 10^8: burst × period in microseconds does not
+  // fit in 64 bits.
+  const auto year = std::chrono::hours(24 * 366);
+  EXPECT_EQ(
+      RateLimitPolicyValue("big", WithBurst(Algorithm::kGcra, Limit::kMaxCount, year, 100'000'000)),
+      R"("big";q=100000000;w=3162240)");
 }
 
 TEST(RateLimitHeadersTest, RateLimitStatesRemainingAndSecondsToResetRoundedUp) {
