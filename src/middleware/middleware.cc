@@ -1,5 +1,6 @@
 #include "sluice/middleware/middleware.h"
 
+#include <algorithm>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/network_v4.hpp>
 #include <boost/asio/ip/network_v6.hpp>
@@ -20,70 +21,135 @@ std::string_view Trim(std::string_view s) {
 constexpr std::string_view kAnonymous = "-";
 constexpr std::string_view kDeniedBody = R"({"error":"rate limit exceeded"})";
 
+// The IPv4 address an IPv4-mapped IPv6 one stands for; any other unchanged.
+ip::address Unmapped(const ip::address& address) {
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    return ip::make_address_v4(ip::v4_mapped, address.to_v6());
+  }
+  return address;
+}
+
+// ":4711"
+bool IsPortSuffix(std::string_view s) {
+  return s.size() >= 2 && s.size() <= 6 && s.front() == ':' &&
+         std::all_of(s.begin() + 1, s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// An address as peers and X-Forwarded-For entries write it: "192.0.2.1", "2001:db8::1", or with a
+// port, "192.0.2.1:4711" and "[2001:db8::1]:4711". nullopt for anything else.
+std::optional<ip::address> ParseAddress(std::string_view text) {
+  if (text.starts_with('[')) {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    const std::string_view port = text.substr(close + 1);
+    if (!port.empty() && !IsPortSuffix(port)) return std::nullopt;
+    text = text.substr(1, close - 1);
+  } else if (const auto colon = text.find(':');
+             colon != std::string_view::npos &&
+             text.find(':', colon + 1) == std::string_view::npos) {
+    // One colon: IPv4 and a port (an IPv6 address has at least two).
+    if (!IsPortSuffix(text.substr(colon))) return std::nullopt;
+    text = text.substr(0, colon);
+  }
+  boost::system::error_code ec;
+  const ip::address address = ip::make_address(std::string(text), ec);
+  if (ec) return std::nullopt;
+  return Unmapped(address);
+}
+
+// Every entry of every line of `name`, in order; empty entries dropped (RFC 9110 section 5.6.1).
+std::vector<std::string_view> ListEntries(const RequestView& request, std::string_view name) {
+  std::vector<std::string_view> entries;
+  request.ForEachHeaderValue(name, [&entries](std::string_view line) {
+    while (!line.empty()) {
+      const auto comma = line.find(',');
+      const std::string_view entry = Trim(line.substr(0, comma));
+      if (!entry.empty()) entries.push_back(entry);
+      line = comma == std::string_view::npos ? std::string_view() : line.substr(comma + 1);
+    }
+  });
+  return entries;
+}
+
 }  // namespace
 
-struct TrustedProxies::Network {
-  std::optional<ip::network_v4> v4;
-  std::optional<ip::network_v6> v6;
+std::optional<std::string_view> RequestView::header(std::string_view name) const {
+  std::optional<std::string_view> first;
+  ForEachHeaderValue(name, [&first](std::string_view value) {
+    if (!first) first = value;
+  });
+  return first;
+}
+
+struct TrustedProxies::Networks {
+  std::vector<ip::network_v4> v4;
+  std::vector<ip::network_v6> v6;
+
+  bool Contains(const ip::address& address) const {
+    if (address.is_v4()) {
+      return std::any_of(v4.begin(), v4.end(), [&address](const ip::network_v4& block) {
+        return ip::network_v4(address.to_v4(), block.prefix_length()).canonical() == block;
+      });
+    }
+    return std::any_of(v6.begin(), v6.end(), [&address](const ip::network_v6& block) {
+      return ip::network_v6(address.to_v6(), block.prefix_length()).canonical() == block;
+    });
+  }
 };
 
+TrustedProxies::TrustedProxies() : networks_(std::make_shared<Networks>()) {}
+
 Result<TrustedProxies> TrustedProxies::Parse(const std::vector<std::string>& cidrs) {
-  TrustedProxies trusted;
+  // ::ffff:0:0/96 holds the IPv4-mapped addresses.
+  constexpr int kMappedPrefix = 96;
+  auto networks = std::make_shared<Networks>();
   for (const auto& text : cidrs) {
-    auto network = std::make_shared<Network>();
     boost::system::error_code ec;
     const std::string cidr = text.find('/') == std::string::npos
                                  ? text + (text.find(':') == std::string::npos ? "/32" : "/128")
                                  : text;
-    network->v4 = ip::make_network_v4(cidr, ec);
-    if (ec) {
-      network->v4.reset();
-      network->v6 = ip::make_network_v6(cidr, ec);
+    if (const ip::network_v4 v4 = ip::make_network_v4(cidr, ec); !ec) {
+      networks->v4.push_back(v4.canonical());
+      continue;
     }
+    const ip::network_v6 v6 = ip::make_network_v6(cidr, ec);
     if (ec) {
       return Status::InvalidArgument("bad trusted proxy '" + text +
                                      "': expected an address or a CIDR block like 10.0.0.0/8");
     }
-    trusted.networks_.push_back(std::move(network));
+    // Addresses are matched unmapped, so a mapped block is matched as the IPv4 block it maps.
+    if (v6.address().is_v4_mapped() && v6.prefix_length() >= kMappedPrefix) {
+      networks->v4.push_back(ip::network_v4(ip::make_address_v4(ip::v4_mapped, v6.address()),
+                                            v6.prefix_length() - kMappedPrefix)
+                                 .canonical());
+    } else {
+      networks->v6.push_back(v6.canonical());
+    }
   }
+  TrustedProxies trusted;
+  trusted.networks_ = std::move(networks);
   return trusted;
 }
 
 bool TrustedProxies::Contains(std::string_view address) const {
-  boost::system::error_code ec;
-  const ip::address parsed = ip::make_address(std::string(address), ec);
-  if (ec) return false;
-  for (const auto& n : networks_) {
-    if (n->v4 && parsed.is_v4()) {
-      const ip::network_v4 host(parsed.to_v4(), 32);
-      if (host.canonical() == n->v4->canonical() || host.is_subnet_of(*n->v4)) return true;
-    }
-    if (n->v6 && parsed.is_v6()) {
-      const ip::network_v6 host(parsed.to_v6(), 128);
-      if (host.canonical() == n->v6->canonical() || host.is_subnet_of(*n->v6)) return true;
-    }
-  }
-  return false;
+  const auto parsed = ParseAddress(address);
+  return parsed && networks_->Contains(*parsed);
 }
 
 KeyExtractor ClientIp(TrustedProxies trusted) {
   return [trusted = std::move(trusted)](const RequestView& r) -> std::optional<std::string> {
-    std::string_view client = r.peer_address();
-    if (!trusted.Contains(client)) return std::string(client);
-    auto forwarded = r.header("X-Forwarded-For");
-    if (!forwarded) return std::string(client);
-    // Right to left: each hop appended the address it saw; skip our own proxies.
-    std::string_view rest = *forwarded;
-    while (!rest.empty()) {
-      const auto comma = rest.rfind(',');
-      const std::string_view hop =
-          Trim(comma == std::string_view::npos ? rest : rest.substr(comma + 1));
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(0, comma);
-      if (hop.empty()) continue;
-      client = hop;
-      if (!trusted.Contains(hop)) break;
+    const auto peer = ParseAddress(r.peer_address());
+    if (!peer) return std::string(r.peer_address());
+    ip::address client = *peer;
+    if (!trusted.networks_->Contains(client)) return client.to_string();
+    const std::vector<std::string_view> hops = ListEntries(r, "X-Forwarded-For");
+    for (auto hop = hops.rbegin(); hop != hops.rend(); ++hop) {
+      const auto address = ParseAddress(*hop);
+      if (!address) break;
+      client = *address;
+      if (!trusted.networks_->Contains(client)) break;
     }
-    return std::string(client);
+    return client.to_string();
   };
 }
 

@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <map>
 #include <mutex>
 #include <thread>
 
 #include "sluice/memory_store.h"
 #include "sluice/middleware/beast.h"
 #include "sluice/middleware/httplib.h"
+#include "sluice/redis_store.h"
 #include "support/redis_server.h"
 
 namespace sluice::middleware {
@@ -18,21 +18,24 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// A request whose headers are field lines in the order received: a name may repeat.
 class FakeRequest final : public RequestView {
  public:
-  FakeRequest(std::string peer, std::string path, std::map<std::string, std::string> headers = {})
-      : peer_(std::move(peer)), path_(std::move(path)), headers_(std::move(headers)) {}
+  FakeRequest(std::string peer, std::string path,
+              std::vector<std::pair<std::string, std::string>> lines = {})
+      : peer_(std::move(peer)), path_(std::move(path)), lines_(std::move(lines)) {}
   std::string_view peer_address() const override { return peer_; }
   std::string_view path() const override { return path_; }
-  std::optional<std::string_view> header(std::string_view name) const override {
-    auto it = headers_.find(std::string(name));
-    if (it == headers_.end()) return std::nullopt;
-    return std::string_view(it->second);
+  void ForEachHeaderValue(std::string_view name,
+                          const std::function<void(std::string_view)>& visit) const override {
+    for (const auto& [line_name, value] : lines_) {
+      if (boost::beast::iequals(line_name, name)) visit(value);
+    }
   }
 
  private:
   std::string peer_, path_;
-  std::map<std::string, std::string> headers_;
+  std::vector<std::pair<std::string, std::string>> lines_;
 };
 
 TrustedProxies Trust(std::vector<std::string> cidrs) {
@@ -56,6 +59,91 @@ TEST(ClientIp, ForwardedForOnlyFromTrustedProxies) {
   EXPECT_EQ(behind_proxy(v6), "2001:db8::1");
   const FakeRequest no_header("10.0.0.1", "/");
   EXPECT_EQ(behind_proxy(no_header), "10.0.0.1");
+  // Every hop a trusted proxy: the left-most.
+  const FakeRequest internal("10.0.0.1", "/", {{"X-Forwarded-For", "10.0.0.3, 10.0.0.2"}});
+  EXPECT_EQ(behind_proxy(internal), "10.0.0.3");
+}
+
+// A client sends its own X-Forwarded-For line and the proxy adds a second line rather than
+// appending: the lines are one list in order, so the forged line stays on the left.
+TEST(ClientIp, ForwardedForLinesAreOneList) {
+  const auto behind_proxy = ClientIp(Trust({"10.0.0.0/8"}));
+  const FakeRequest two_lines("10.0.0.2", "/",
+                              {{"X-Forwarded-For", "198.51.100.1, 198.51.100.2"},
+                               {"Accept", "*/*"},
+                               {"x-forwarded-for", "203.0.113.7, 10.0.0.1"}});
+  EXPECT_EQ(behind_proxy(two_lines), "203.0.113.7");
+  // The forged line alone, whatever it claims, ends at the address our proxy saw.
+  const FakeRequest spoofed("10.0.0.2", "/",
+                            {{"X-Forwarded-For", "10.0.0.9"}, {"X-Forwarded-For", "203.0.113.7"}});
+  EXPECT_EQ(behind_proxy(spoofed), "203.0.113.7");
+  // A client claiming to be a trusted proxy does not get past its own address.
+  const FakeRequest claims_proxy(
+      "10.0.0.2", "/",
+      {{"X-Forwarded-For", "1.1.1.1, 10.0.0.9"}, {"X-Forwarded-For", "203.0.113.7"}});
+  EXPECT_EQ(behind_proxy(claims_proxy), "203.0.113.7");
+  // Empty lines and elements are ignored (RFC 9110 section 5.6.1).
+  const FakeRequest empties("10.0.0.2", "/",
+                            {{"X-Forwarded-For", ""},
+                             {"X-Forwarded-For", " ,\t203.0.113.7\t, ,"},
+                             {"X-Forwarded-For", ", 10.0.0.1 "}});
+  EXPECT_EQ(behind_proxy(empties), "203.0.113.7");
+}
+
+// An entry that is not an address stops the walk: the key is the last address walked, the
+// trusted hop that passed the garbage on, never anything the client wrote.
+TEST(ClientIp, MalformedEntriesStopTheWalkAtTheLastTrustedHop) {
+  const auto behind_proxy = ClientIp(Trust({"10.0.0.0/8"}));
+  const auto key = [&](std::string forwarded) {
+    return behind_proxy(FakeRequest("10.0.0.2", "/", {{"X-Forwarded-For", std::move(forwarded)}}));
+  };
+  EXPECT_EQ(key("203.0.113.7, unknown, 10.0.0.1"), "10.0.0.1");
+  EXPECT_EQ(key("203.0.113.7, 10.0.0.1, not an ip"), "10.0.0.2");  // the peer
+  EXPECT_EQ(key("203.0.113.7, 300.1.2.3"), "10.0.0.2");
+  EXPECT_EQ(key("203.0.113.7, 10.0.0.1:http"), "10.0.0.2");
+  EXPECT_EQ(key("203.0.113.7, 10.0.0.1:123456"), "10.0.0.2");
+  EXPECT_EQ(key("203.0.113.7, [2001:db8::1"), "10.0.0.2");
+  EXPECT_EQ(key("203.0.113.7, \"10.0.0.1\""), "10.0.0.2");
+  EXPECT_EQ(key("203.0.113.7, 10.0.0.1 10.0.0.3"), "10.0.0.2");
+  // Garbage left of the client's address is never reached.
+  EXPECT_EQ(key("<script>, 203.0.113.7, 10.0.0.1"), "203.0.113.7");
+}
+
+TEST(ClientIp, PortsIpv6AndCanonicalForm) {
+  const auto behind_proxy = ClientIp(Trust({"10.0.0.0/8", "2001:db8:ffff::/48"}));
+  const auto key = [&](std::string peer, std::string forwarded) {
+    return behind_proxy(
+        FakeRequest(std::move(peer), "/", {{"X-Forwarded-For", std::move(forwarded)}}));
+  };
+  EXPECT_EQ(key("10.0.0.2", "203.0.113.7:4711, 10.0.0.1:443"), "203.0.113.7");
+  EXPECT_EQ(key("10.0.0.2", "[2001:db8::7]:4711"), "2001:db8::7");
+  EXPECT_EQ(key("10.0.0.2", "[2001:db8::7]"), "2001:db8::7");
+  EXPECT_EQ(key("2001:db8:ffff::1", "2001:DB8:0:0::7, [2001:db8:ffff::2]:80"), "2001:db8::7");
+  // Untrusted peers are keyed as written by the socket, in canonical form.
+  EXPECT_EQ(ClientIp()(FakeRequest("2001:DB8:0::1", "/")), "2001:db8::1");
+  // A peer that is not an address (an adapter with no IP to give) is its own key.
+  EXPECT_EQ(ClientIp()(FakeRequest("unix:/run/app.sock", "/")), "unix:/run/app.sock");
+}
+
+// A dual-stack socket reports IPv4 peers as ::ffff:a.b.c.d: one client, one key, and the IPv4
+// trusted ranges apply.
+TEST(ClientIp, Ipv4MappedAddressesAreIpv4) {
+  EXPECT_EQ(ClientIp()(FakeRequest("::ffff:192.0.2.1", "/")), "192.0.2.1");
+  const auto behind_proxy = ClientIp(Trust({"10.0.0.0/8"}));
+  EXPECT_EQ(behind_proxy(FakeRequest("::ffff:10.0.0.2", "/",
+                                     {{"X-Forwarded-For", "::ffff:203.0.113.7, 10.0.0.1"}})),
+            "203.0.113.7");
+  EXPECT_EQ(behind_proxy(FakeRequest("10.0.0.2", "/",
+                                     {{"X-Forwarded-For", "203.0.113.7, [::ffff:10.0.0.1]:80"}})),
+            "203.0.113.7");
+  // Mapped trusted blocks are the IPv4 blocks they map.
+  const TrustedProxies mapped = Trust({"::ffff:10.0.0.0/104", "::ffff:192.0.2.9"});
+  EXPECT_TRUE(mapped.Contains("10.1.2.3"));
+  EXPECT_TRUE(mapped.Contains("::ffff:10.1.2.3"));
+  EXPECT_TRUE(mapped.Contains("192.0.2.9"));
+  EXPECT_FALSE(mapped.Contains("11.0.0.1"));
+  EXPECT_FALSE(mapped.Contains("::a01:203"));  // 10.1.2.3's bits, not mapped: another address
+  EXPECT_FALSE(TrustedProxies().Contains("10.0.0.1"));
 }
 
 TEST(TrustedProxies, RejectsGarbage) {
@@ -129,6 +217,141 @@ TEST_F(RateLimiterTest, BeastAdapter) {
   EXPECT_EQ(rejection[http::field::content_type], "application/json");
   EXPECT_EQ(rejection["Retry-After"], "10");
   EXPECT_EQ(rejection.body(), R"({"error":"rate limit exceeded"})");
+}
+
+// Through the Beast adapter: every X-Forwarded-For line is read, and an IPv4 peer reported by a
+// dual-stack socket as ::ffff:a.b.c.d is keyed, and trusted, as the IPv4 address.
+TEST_F(RateLimiterTest, BeastAdapterReadsEveryForwardedForLineAndUnmapsPeers) {
+  namespace http = boost::beast::http;
+  const auto peer = [](const char* address) {
+    return boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address(address), 5000);
+  };
+  http::request<http::string_body> proxied(http::verb::get, "/", 11);
+  proxied.insert("X-Forwarded-For", "198.51.100.1");
+  proxied.insert("X-Forwarded-For", "203.0.113.7, 10.0.0.1");
+  EXPECT_EQ(ClientIp(Trust({"10.0.0.0/8"}))(BeastRequest(proxied, peer("::ffff:10.0.0.2"))),
+            "203.0.113.7");
+
+  Limiter limiter(store_, "beast", FivePerTenSeconds());
+  RateLimiter per_ip(limiter, ClientIp(), "beast", /*cost=*/5);
+  const http::request<http::string_body> request(http::verb::get, "/", 11);
+  EXPECT_TRUE(CheckBeast(per_ip, request, peer("::ffff:192.0.2.1")).allowed);
+  EXPECT_FALSE(CheckBeast(per_ip, request, peer("192.0.2.1")).allowed);  // the same client
+  EXPECT_TRUE(CheckBeast(per_ip, request, peer("::ffff:192.0.2.2")).allowed);
+}
+
+// The asynchronous path on a store that answers from its own I/O thread: the verdicts come back
+// on the session's executor, none before it runs, and the request need not outlive the call.
+TEST(BeastAsync, VerdictsArePostedToTheSessionExecutor) {
+  namespace http = boost::beast::http;
+  auto redis = testing::RedisServer::Start();
+  ASSERT_NE(redis, nullptr);
+  ManualClock clock;
+  auto store = RedisStore::Create({.url = redis->url(),
+                                   .timeout = 5s,
+                                   .connect_timeout = 5s,
+                                   .clock = &clock,
+                                   .expiry_margin = 1h});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  Limiter limiter(**store, "async", *Limit::Create(Algorithm::kSlidingLog, 2, 10s));
+  RateLimiter per_ip(limiter, ClientIp(), "async");
+
+  boost::asio::io_context io;
+  auto work = boost::asio::make_work_guard(io);
+  constexpr int kRequests = 3;
+  std::vector<Verdict> verdicts;
+  std::vector<std::thread::id> threads;
+  const boost::asio::ip::tcp::endpoint peer(boost::asio::ip::make_address("192.0.2.1"), 5000);
+  for (int i = 0; i < kRequests; ++i) {
+    const http::request<http::string_body> request(http::verb::get, "/", 11);
+    // A move-only handler, as session handlers holding a unique resource are.
+    CheckBeastAsync(per_ip, request, peer, io.get_executor(),
+                    [&, token = std::make_unique<int>(i)](Verdict verdict) {
+                      verdicts.push_back(std::move(verdict));
+                      threads.push_back(std::this_thread::get_id());
+                      if (verdicts.size() == kRequests) work.reset();
+                    });
+  }
+  EXPECT_TRUE(verdicts.empty());  // posted, so not before the executor runs
+  io.run_for(30s);
+  ASSERT_EQ(verdicts.size(), static_cast<size_t>(kRequests));
+  for (const auto& id : threads) EXPECT_EQ(id, std::this_thread::get_id());
+  EXPECT_EQ(
+      std::count_if(verdicts.begin(), verdicts.end(), [](const Verdict& v) { return v.allowed; }),
+      2);
+  const auto denied =
+      std::find_if(verdicts.begin(), verdicts.end(), [](const Verdict& v) { return !v.allowed; });
+  ASSERT_NE(denied, verdicts.end());
+  http::request<http::string_body> request(http::verb::get, "/", 11);
+  const auto rejection = Rejection(*denied, request);
+  EXPECT_EQ(rejection.result_int(), 429);
+  EXPECT_EQ(rejection["Retry-After"], "10");
+  EXPECT_EQ(rejection["RateLimit-Policy"], "\"async\";q=2;w=10");
+}
+
+// The advertised quota is what `remaining` counts down from: on a bucket, its burst, over the
+// time the burst takes to refill; so r never exceeds q, and t never exceeds w.
+TEST_F(RateLimiterTest, BucketPolicyAdvertisesTheBurstThatRemainingCounts) {
+  struct Case {
+    Algorithm algorithm;
+    int64_t count;
+    Duration period;
+    int64_t burst;
+    const char* policy;
+    const char* first;  // RateLimit after one request
+  };
+  const Case cases[] = {
+      {Algorithm::kGcra, 100, 1min, 20, "\"p\";q=20;w=12", "\"p\";r=19;t=1"},
+      {Algorithm::kTokenBucket, 10, 1s, 50, "\"p\";q=50;w=5", "\"p\";r=49;t=1"},
+      {Algorithm::kLeakyBucket, 100, 1min, 20, "\"p\";q=20;w=12", "\"p\";r=19;t=1"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(AlgorithmName(c.algorithm)));
+    MemoryStore store{MemoryStoreOptions{.clock = &clock_}};
+    Limiter limiter(store, "p", *Limit::Create(c.algorithm, c.count, c.period, c.burst));
+    RateLimiter per_ip(limiter, ClientIp(), "p");
+    const FakeRequest r("192.0.2.1", "/");
+    Verdict v = per_ip.Check(r);
+    ASSERT_EQ(v.headers.size(), 2u);
+    EXPECT_EQ(v.headers[0].second, c.policy);
+    EXPECT_EQ(v.headers[1].second, c.first);
+    for (int64_t i = 1; i < c.burst; ++i) ASSERT_TRUE(per_ip.Check(r).allowed) << i;
+    v = per_ip.Check(r);
+    ASSERT_FALSE(v.allowed);
+    // Spent: the whole quota comes back within the advertised window.
+    const std::string window = std::string(c.policy).substr(std::string(c.policy).find(";w=") + 3);
+    EXPECT_EQ(v.headers[1].second, "\"p\";r=0;t=" + window);
+  }
+}
+
+// Over real HTTP, two X-Forwarded-For lines from a client behind a loopback proxy.
+TEST(HttplibForwardedFor, EveryLineIsRead) {
+  MemoryStore store;  // real clock: a real server
+  Limiter limiter(store, "xff", *Limit::Create(Algorithm::kSlidingLog, 1, 1h));
+  RateLimiter per_ip(limiter, ClientIp(Trust({"127.0.0.0/8", "::1"})), "xff");
+  httplib::Server server;
+  LimitAllRoutes(server, per_ip);
+  server.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok", "text/plain");
+  });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread serving([&] { server.listen_after_bind(); });
+  const auto status = [port](std::vector<std::string> lines) {
+    httplib::Client client("127.0.0.1", port);
+    client.set_connection_timeout(2s);
+    client.set_read_timeout(2s);
+    httplib::Headers headers;
+    for (auto& line : lines) headers.emplace("X-Forwarded-For", std::move(line));
+    auto res = client.Get("/", headers);
+    return res ? res->status : -1;
+  };
+  EXPECT_EQ(status({"198.51.100.1", "203.0.113.7"}), 200);
+  EXPECT_EQ(status({"198.51.100.2", "203.0.113.7"}), 429);  // the same client, whatever it forged
+  EXPECT_EQ(status({"203.0.113.7, 127.0.0.1"}), 429);
+  EXPECT_EQ(status({"203.0.113.7", "203.0.113.8"}), 200);  // another client
+  server.stop();
+  serving.join();
 }
 
 Limit TenPerSecondBurstOne() {

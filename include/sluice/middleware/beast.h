@@ -1,20 +1,28 @@
-// The rate-limiting middleware for Boost.Beast servers. In your request handler:
+// The rate-limiting middleware for Boost.Beast servers. In an asynchronous session, once a
+// request is read (`self` the session's shared_ptr):
 //
-//   const auto verdict = sluice::middleware::CheckBeast(per_ip, request, socket.remote_endpoint());
-//   if (!verdict.allowed) return send(sluice::middleware::Rejection(verdict, request));
-//   http::response<http::string_body> response = handle(request);
-//   sluice::middleware::AddHeaders(verdict, response);
+//   namespace mw = sluice::middleware;
+//   mw::CheckBeastAsync(per_ip, request, socket.remote_endpoint(), socket.get_executor(),
+//                       [self](mw::Verdict verdict) {
+//     if (!verdict.allowed) return self->send(mw::Rejection(verdict, self->request));
+//     // With shaping (RateLimiterOptions::delay), hold the request until its slot on a timer.
+//     mw::AfterDelay(verdict, self->socket.get_executor(), [self, verdict] {
+//       auto response = self->handle(self->request);
+//       mw::AddHeaders(verdict, response);
+//       self->send(std::move(response));
+//     });
+//   });
 //
-// For an asynchronous store, RateLimiter::CheckAsync with a BeastRequest view does the same
-// without blocking the I/O thread. With shaping (RateLimiterOptions::delay), hold the admitted
-// request until its slot without blocking either:
-//
-//   sluice::middleware::AfterDelay(verdict, socket.get_executor(), [&] { handle_and_send(); });
+// No I/O thread waits for the store: the verdict comes back on the session's executor when the
+// store answers. CheckBeast is the blocking form, for a handler on a thread of its own (or a
+// MemoryStore, which decides inline): on an I/O thread it stalls every connection of that
+// thread for a Redis round trip.
 //
 // Thread safety: as RateLimiter.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http.hpp>
 #include <memory>
@@ -37,10 +45,13 @@ class BeastRequest final : public RequestView {
     const std::string_view target(request_.target().data(), request_.target().size());
     return target.substr(0, target.find('?'));
   }
-  std::optional<std::string_view> header(std::string_view name) const override {
-    auto it = request_.find(boost::beast::string_view(name.data(), name.size()));
-    if (it == request_.end()) return std::nullopt;
-    return std::string_view(it->value().data(), it->value().size());
+  void ForEachHeaderValue(std::string_view name,
+                          const std::function<void(std::string_view)>& visit) const override {
+    const auto [first, last] =
+        request_.equal_range(boost::beast::string_view(name.data(), name.size()));
+    for (auto it = first; it != last; ++it) {
+      visit(std::string_view(it->value().data(), it->value().size()));
+    }
   }
 
  private:
@@ -53,6 +64,23 @@ Verdict CheckBeast(const RateLimiter& limiter,
                    const boost::beast::http::request<Body, Fields>& request,
                    const boost::asio::ip::tcp::endpoint& peer) {
   return limiter.Check(BeastRequest<Body, Fields>(request, peer));
+}
+
+// Checks `request` without blocking: `done(Verdict)` runs once, posted to `executor` (the
+// session's), never on a store thread. The request and the peer are read before this returns;
+// the RateLimiter must outlive the call of `done`, which may be move-only.
+template <class Body, class Fields, class Executor, class Done>
+void CheckBeastAsync(const RateLimiter& limiter,
+                     const boost::beast::http::request<Body, Fields>& request,
+                     const boost::asio::ip::tcp::endpoint& peer, const Executor& executor,
+                     Done done) {
+  auto shared_done = std::make_shared<Done>(std::move(done));
+  limiter.CheckAsync(
+      BeastRequest<Body, Fields>(request, peer), [executor, shared_done](Verdict verdict) {
+        boost::asio::post(executor, [shared_done, verdict = std::move(verdict)]() mutable {
+          (*shared_done)(std::move(verdict));
+        });
+      });
 }
 
 // Calls `proceed()` once the verdict's delay has passed: at once when there is none, else from a

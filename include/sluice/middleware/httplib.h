@@ -27,10 +27,11 @@ class HttplibRequest final : public RequestView {
   explicit HttplibRequest(const httplib::Request& request) : request_(request) {}
   std::string_view peer_address() const override { return request_.remote_addr; }
   std::string_view path() const override { return request_.path; }
-  std::optional<std::string_view> header(std::string_view name) const override {
-    auto it = request_.headers.find(std::string(name));  // case-insensitive map
-    if (it == request_.headers.end()) return std::nullopt;
-    return std::string_view(it->second);
+  void ForEachHeaderValue(std::string_view name,
+                          const std::function<void(std::string_view)>& visit) const override {
+    // A case-insensitive multimap, one entry per line in the order received.
+    const auto [first, last] = request_.headers.equal_range(std::string(name));
+    for (auto it = first; it != last; ++it) visit(it->second);
   }
 
  private:

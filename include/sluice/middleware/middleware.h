@@ -36,8 +36,13 @@ class RequestView {
   virtual std::string_view peer_address() const = 0;
   // The path, without the query string.
   virtual std::string_view path() const = 0;
-  // A header's value; nullopt when absent. Names are case-insensitive.
-  virtual std::optional<std::string_view> header(std::string_view name) const = 0;
+  // Calls `visit` with the value of every field line named `name` (case-insensitive), in the
+  // order received: a header may come in several lines, which together are one comma-separated
+  // list (RFC 9110 section 5.3).
+  virtual void ForEachHeaderValue(std::string_view name,
+                                  const std::function<void(std::string_view)>& visit) const = 0;
+  // The value of the first line named `name`; nullopt when absent.
+  std::optional<std::string_view> header(std::string_view name) const;
 };
 
 // Makes a request's key. Returns nullopt when the request has nothing to key on (a missing
@@ -45,21 +50,40 @@ class RequestView {
 using KeyExtractor = std::function<std::optional<std::string>(const RequestView&)>;
 
 // Addresses of the reverse proxies whose X-Forwarded-For is believed: CIDR blocks
-// ("10.0.0.0/8", "::1/128") or single addresses.
+// ("10.0.0.0/8", "::1/128") or single addresses. IPv4-mapped IPv6 addresses and blocks
+// ("::ffff:10.0.0.0/104") are taken as the IPv4 ones they map.
 class TrustedProxies {
  public:
+  TrustedProxies();  // trusts no one
+  // Copies share the parsed blocks; a move is a copy, so no object is ever left without them.
+  TrustedProxies(const TrustedProxies&) = default;
+  TrustedProxies& operator=(const TrustedProxies&) = default;
   static Result<TrustedProxies> Parse(const std::vector<std::string>& cidrs);
+  // `address` as ClientIp reads addresses (an IP, optionally with a port).
   bool Contains(std::string_view address) const;
 
  private:
-  struct Network;
-  std::vector<std::shared_ptr<const Network>> networks_;
+  friend KeyExtractor ClientIp(TrustedProxies trusted);
+  struct Networks;
+  std::shared_ptr<const Networks> networks_;
 };
 
-// The client's IP: the peer address, unless the peer is a trusted proxy; then the right-most
-// address of X-Forwarded-For that is not a trusted proxy (clients can forge the left part).
+// The client's IP, as a key in one canonical form per client: an IPv4-mapped IPv6 address
+// (::ffff:192.0.2.1, as a dual-stack socket reports an IPv4 peer) becomes the IPv4 one, and IPv6
+// is written in its shortest form.
+//
+// It is the peer address, unless the peer is a trusted proxy. Then X-Forwarded-For is read: all
+// its lines, in order, as one list (a client may send its own line, which a proxy may follow with
+// a second rather than appending to it). Each hop appended the address it received from, so only
+// the right part, written by our proxies, can be believed: the list is walked from the right past
+// trusted proxies, and the first address that is not one is the client. Entries may carry a port
+// ("192.0.2.1:4711", "[2001:db8::1]:4711"); empty entries are skipped. An entry that is not an
+// address ("unknown", garbage) stops the walk and the last address walked is the key: the
+// trusted proxy that passed it on (or the peer), so a malformed header never yields a key of
+// the client's choosing. When every entry is a trusted proxy, the left-most is the key.
 KeyExtractor ClientIp(TrustedProxies trusted = {});
-// The value of a header (an API key, a user id).
+// The value of a header (an API key, a user id); of its first line when it comes in several, the
+// one frameworks' lookups return.
 KeyExtractor Header(std::string name);
 // The request path.
 KeyExtractor Path();
