@@ -29,6 +29,8 @@
 #include <random>
 #include <thread>
 
+#include "redis/backoff.h"
+
 namespace sluice::redis {
 namespace {
 
@@ -525,11 +527,10 @@ class Connection {
 
   void ScheduleReconnect() {
     if (stopping_) return;
-    // Equal jitter: half the backoff fixed, half random, so clients spread out.
-    const auto half = backoff_.count() / 2;
-    std::uniform_int_distribution<int64_t> spread(0, std::max<int64_t>(half, 1));
-    reconnect_timer_.expires_after(Duration(half + spread(jitter_)));
-    backoff_ = std::min(backoff_ * 2, options_.reconnect_max);
+    const ReconnectWait wait =
+        NextReconnectWait(backoff_, options_.reconnect_min, options_.reconnect_max, jitter_);
+    reconnect_timer_.expires_after(wait.delay);
+    backoff_ = wait.backoff;
     reconnect_timer_.async_wait([this](boost::system::error_code ec) {
       if (!ec) Connect();
     });

@@ -3,11 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <random>
+#include <set>
 #include <thread>
 
+#include "redis/backoff.h"
 #include "support/redis_server.h"
 
 namespace sluice::redis {
@@ -511,6 +515,52 @@ TEST(Client, RefusalsRaceWithReconnection) {
   c->reset();
   EXPECT_GT(calls.load(), 0);
   EXPECT_EQ(unavailable.load(), calls.load());
+}
+
+TEST(Client, ReconnectBackoffDoublesUpToTheCap) {
+  std::mt19937_64 random(1);
+  Duration backoff = 10ms;
+  for (Duration next : {20ms, 40ms, 80ms, 160ms, 250ms, 250ms, 250ms}) {
+    const ReconnectWait wait = NextReconnectWait(backoff, 10ms, 250ms, random);
+    EXPECT_GE(wait.delay, backoff / 2);
+    EXPECT_LE(wait.delay, backoff);
+    EXPECT_EQ(wait.backoff, next) << "after " << backoff.count() << "us";
+    backoff = wait.backoff;
+  }
+  // A backoff outside the bounds counts as the nearest bound.
+  EXPECT_EQ(NextReconnectWait(0us, 10ms, 250ms, random).backoff, 20ms);
+  EXPECT_LE(NextReconnectWait(1h, 10ms, 250ms, random).delay, 250ms);
+}
+
+TEST(Client, ReconnectDelayIsHalfFixedHalfRandom) {
+  std::mt19937_64 random(2);
+  for (Duration backoff : std::initializer_list<Duration>{1us, 3us, 10ms, 15'001us, 250ms}) {
+    for (int i = 0; i < 1000; ++i) {
+      const Duration delay = NextReconnectWait(backoff, 1us, 250ms, random).delay;
+      ASSERT_GE(delay, backoff / 2) << backoff.count();
+      ASSERT_LE(delay, backoff) << backoff.count();
+    }
+  }
+}
+
+// Clients that lost Redis together, each with its own random source, spread their attempts over
+// the whole of [backoff / 2, backoff].
+TEST(Client, ReconnectDelaysOfManyClientsSpreadOut) {
+  constexpr Duration kBackoff = 250ms;
+  constexpr int kClients = 1000, kTenths = 10;
+  std::set<Duration> distinct;
+  int in_tenth[kTenths] = {};
+  for (int client = 0; client < kClients; ++client) {
+    std::mt19937_64 random(client);
+    const Duration delay = NextReconnectWait(kBackoff, 10ms, kBackoff, random).delay;
+    distinct.insert(delay);
+    const int64_t tenth = (delay - kBackoff / 2) * kTenths / (kBackoff / 2);
+    ++in_tenth[std::min<int64_t>(tenth, kTenths - 1)];
+  }
+  EXPECT_GT(distinct.size(), 900u);
+  for (int t = 0; t < kTenths; ++t) {
+    EXPECT_GT(in_tenth[t], kClients / kTenths / 2) << "tenth " << t;  // about 100 each
+  }
 }
 
 TEST(Client, NoServerFailsFast) {
