@@ -10,9 +10,11 @@
 // Deadlines: every call on a connection has the same timeout, so deadlines grow along the FIFO
 // and one timer per connection, armed at the oldest unfinished deadline, is enough. A call whose
 // deadline passes gets DEADLINE_EXCEEDED at once but keeps its place in the queue, marked
-// finished, so the late reply is matched to it and dropped. Calls re-sent after NOSCRIPT, and
-// calls given their own deadline (CallOptions), are out of FIFO order; while any is in flight the
-// timer scans the whole queue. The queue is bounded (max_pending_per_connection), so is the scan.
+// finished, so the late reply is matched to it and dropped. Calls re-sent after NOSCRIPT, calls
+// given their own deadline (CallOptions), and calls stamped before another thread's yet queued
+// after it (a preempted caller; found when queued) are out of FIFO order; while any is in flight
+// the timer scans the whole queue. The queue is bounded (max_pending_per_connection), so is the
+// scan.
 #include "redis/client.h"
 
 #include <hiredis/hiredis.h>
@@ -114,7 +116,7 @@ struct Pending {
   Kind kind = Kind::kCall;
   bool finished = false;           // the callback ran (deadline passed)
   bool resent = false;             // a kEval sent again after NOSCRIPT
-  bool out_of_order = false;       // its deadline may be earlier than those queued before it
+  bool out_of_order = false;       // its deadline is outside the FIFO order (see ExpireCalls)
   bool asking = false;             // kEval: ASKING goes before it, again if it is re-sent
   const Script* script = nullptr;  // kEval
   std::string command;             // kEval: the EVALSHA bytes, to send again after NOSCRIPT
@@ -212,9 +214,21 @@ class Connection {
     EnqueueLocked(bytes, entries);
   }
 
+  // Keeps the deadlines of the entries not marked out_of_order nondecreasing along the FIFO, as
+  // ExpireCalls assumes: an entry stamped earlier than one already queued (its caller was
+  // preempted between stamping and queueing) is marked.
   void EnqueueLocked(const std::string& bytes, std::vector<Pending>& entries) {
     outgoing_.append(bytes);
-    for (auto& e : entries) incoming_.push_back(std::move(e));
+    for (auto& e : entries) {
+      if (!e.out_of_order && !e.finished) {
+        if (e.deadline < last_in_order_deadline_) {
+          e.out_of_order = true;
+        } else {
+          last_in_order_deadline_ = e.deadline;
+        }
+      }
+      incoming_.push_back(std::move(e));
+    }
     if (!flush_posted_) {
       flush_posted_ = true;
       asio::post(io_, [this] { Flush(); });
@@ -457,6 +471,7 @@ class Connection {
     for (size_t i = 0; i < commands.size(); ++i) {
       AppendCommand(commands[i], bytes);
       entries[i].deadline = deadline;
+      entries[i].out_of_order = true;  // connect_timeout's deadline, not in the calls' order
       entries[i].done = [this, failed, gen = generation_, last = i + 1 == commands.size(),
                          what = std::string(commands[i][0])](Result<Reply> r) {
         if (gen != generation_ || *failed) return;
@@ -549,11 +564,12 @@ class Connection {
   redisReader* reader_;
   std::array<char, 16 * 1024> read_buffer_;
 
-  std::mutex mu_;  // guards the four below
+  std::mutex mu_;  // guards the five below
   std::string outgoing_;
   std::vector<Pending> incoming_;
   bool flush_posted_ = false;
   bool connected_ = false;  // written under mu_ on the I/O thread; read there without it
+  Steady::time_point last_in_order_deadline_{};
 
   std::atomic<bool> ready_{false};
   std::atomic<size_t> pending_{0};  // accepted and not yet answered or failed
