@@ -15,6 +15,11 @@
 // after it (a preempted caller; found when queued) are out of FIFO order; while any is in flight
 // the timer scans the whole queue. The queue is bounded (max_pending_per_connection), so is the
 // scan.
+//
+// NOSCRIPT (the script cache was flushed, or Redis restarted): the call is sent again in the
+// pending slot it had, behind one SCRIPT LOAD of its script per connection, shared by every call
+// that gets NOSCRIPT while that load is outstanding: Redis answers a connection in order, so an
+// EVALSHA written after the SCRIPT LOAD finds the script.
 #include "redis/client.h"
 
 #include <hiredis/hiredis.h>
@@ -22,6 +27,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/uuid/detail/sha1.hpp>
 #include <cstdio>
@@ -110,7 +116,9 @@ void AppendEvalSha(const ScriptCall& call, std::string& out) {
 }
 
 struct Pending {
-  enum class Kind : uint8_t { kCall, kEval, kIgnoreReply };
+  // kIgnoreReply: a command sent for its effect on the next one (ASKING). kScriptLoad: a SCRIPT
+  // LOAD sent after NOSCRIPT; its reply too is ignored, but ends the load.
+  enum class Kind : uint8_t { kCall, kEval, kIgnoreReply, kScriptLoad };
   ReplyCallback done;
   Steady::time_point deadline;
   Kind kind = Kind::kCall;
@@ -124,10 +132,11 @@ struct Pending {
 
 constexpr std::string_view kAsking[] = {"ASKING"};
 
-// An entry for a command sent only for its effect on the next one (ASKING, SCRIPT LOAD).
-Pending IgnoredReply(Steady::time_point deadline) {
+// An entry whose reply no caller waits for.
+Pending IgnoredReply(Steady::time_point deadline,
+                     Pending::Kind kind = Pending::Kind::kIgnoreReply) {
   Pending p;
-  p.kind = Pending::Kind::kIgnoreReply;
+  p.kind = kind;
   p.deadline = deadline;
   p.finished = true;
   return p;
@@ -317,7 +326,6 @@ class Connection {
                                 }
                                 Pending entry = std::move(inflight_.front());
                                 inflight_.pop_front();
-                                pending_.fetch_sub(1, std::memory_order_relaxed);
                                 HandleReply(entry, reply);
                                 freeReplyObject(reply);
                                 if (gen != generation_)
@@ -327,25 +335,34 @@ class Connection {
                             });
   }
 
+  // Frees the entry's pending slot, before its callback runs, unless it is re-sent.
   void HandleReply(Pending& entry, const redisReply* reply) {
     if (entry.out_of_order) --out_of_order_in_flight_;
-    if (entry.kind == Pending::Kind::kIgnoreReply || entry.finished) return;
     const bool noscript = reply->type == REDIS_REPLY_ERROR &&
                           std::string_view(reply->str, reply->len).starts_with("NOSCRIPT");
-    if (entry.kind == Pending::Kind::kEval && noscript && !entry.resent) {
+    if (entry.kind == Pending::Kind::kEval && noscript && !entry.resent && !entry.finished) {
       return Resend(std::move(entry));
     }
+    pending_.fetch_sub(1, std::memory_order_relaxed);
+    if (entry.kind == Pending::Kind::kScriptLoad) loading_.pop_front();  // loads answer in order
+    if (entry.kind == Pending::Kind::kIgnoreReply || entry.finished) return;
     entry.done(ToReply(reply));
   }
 
-  // SCRIPT LOAD, then the same EVALSHA again (after ASKING if it had one), behind what is
-  // already queued.
+  // The same EVALSHA again, in its pending slot, behind what is already queued: after a SCRIPT
+  // LOAD of its script unless one is outstanding, and after ASKING if it had one. The load and
+  // ASKING go beyond max_pending: at most one load per script, and ASKING only on a call Redis
+  // Cluster redirected.
   void Resend(Pending entry) {
     std::string bytes;
-    const std::string_view load[] = {"SCRIPT", "LOAD", entry.script->source};
-    AppendCommand(load, bytes);
     std::vector<Pending> entries;
-    entries.push_back(IgnoredReply(entry.deadline));
+    const std::string& sha1 = entry.script->sha1;
+    if (std::find(loading_.begin(), loading_.end(), sha1) == loading_.end()) {
+      const std::string_view load[] = {"SCRIPT", "LOAD", entry.script->source};
+      AppendCommand(load, bytes);
+      entries.push_back(IgnoredReply(entry.deadline, Pending::Kind::kScriptLoad));
+      loading_.push_back(sha1);
+    }
     if (entry.asking) {
       AppendCommand(kAsking, bytes);
       entries.push_back(IgnoredReply(entry.deadline));
@@ -354,7 +371,7 @@ class Connection {
     entry.resent = true;
     entry.out_of_order = true;
     entries.push_back(std::move(entry));
-    pending_.fetch_add(entries.size(), std::memory_order_relaxed);
+    pending_.fetch_add(entries.size() - 1, std::memory_order_relaxed);
     Enqueue(bytes, entries);
   }
 
@@ -520,6 +537,7 @@ class Connection {
     writing_active_ = false;
     writing_.clear();
     out_of_order_in_flight_ = 0;
+    loading_.clear();
     std::vector<Pending> taken;
     {
       std::lock_guard lock(mu_);
@@ -585,7 +603,8 @@ class Connection {
   uint64_t timer_generation_ = 0;
   bool stopping_ = false;
   int out_of_order_in_flight_ = 0;
-  uint64_t generation_ = 0;  // bumped per connection attempt; stale handlers see a mismatch
+  std::deque<std::string> loading_;  // SHA1s of the SCRIPT LOADs in flight, in order
+  uint64_t generation_ = 0;          // bumped per connection attempt; stale handlers see a mismatch
   Steady::time_point last_read_{};
   Duration backoff_;
   std::mt19937_64 jitter_;

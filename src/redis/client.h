@@ -116,7 +116,8 @@ class Client {
   virtual void Command(std::span<const std::string_view> argv, const CallOptions& options,
                        ReplyCallback done) = 0;
   // EVALSHA; on a NOSCRIPT reply, loads the script (SCRIPT LOAD) on that connection and sends
-  // the EVALSHA again, within the same deadline, invisibly to the caller.
+  // the EVALSHA again, within the same deadline, invisibly to the caller. Calls that get NOSCRIPT
+  // together share one SCRIPT LOAD per connection, and are re-sent in the pending slots they had.
   void EvalSha(const Script& script, std::span<const std::string_view> keys,
                std::span<const std::string_view> args, ReplyCallback done) {
     EvalSha(script, keys, args, CallOptions{}, std::move(done));

@@ -282,11 +282,13 @@ TEST_F(ClientTest, AnEarlierDeadlineOfItsOwnIsMetBehindLaterOnes) {
   EXPECT_TRUE(first.get_future().get().ok());
 }
 
-int64_t AskingCalls(const testing::RedisServer& server) {
+// How many times the server ran `command` ("asking", "script|load").
+int64_t Calls(const testing::RedisServer& server, const std::string& command) {
   const std::string stats = server.Cli({"INFO", "commandstats"});
-  const auto at = stats.find("cmdstat_asking:calls=");
+  const std::string field = "cmdstat_" + command + ":calls=";
+  const auto at = stats.find(field);
   if (at == std::string::npos) return 0;
-  return std::stoll(stats.substr(at + std::string_view("cmdstat_asking:calls=").size()));
+  return std::stoll(stats.substr(at + field.size()));
 }
 
 // ASKING goes right before the command, and again before an EVALSHA re-sent after NOSCRIPT. A
@@ -301,7 +303,7 @@ TEST_F(ClientTest, AskingPrecedesTheCommandAndItsReplyIsDiscarded) {
   auto r = echoed.get_future().get();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->str, "asked");
-  EXPECT_EQ(AskingCalls(*server_), 1);
+  EXPECT_EQ(Calls(*server_, "asking"), 1);
 
   const Script script = Script::FromSource("return redis.call('INCR', KEYS[1])");
   const std::string_view keys[] = {"asked"};
@@ -311,7 +313,39 @@ TEST_F(ClientTest, AskingPrecedesTheCommandAndItsReplyIsDiscarded) {
   auto e = evaluated.get_future().get();
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   EXPECT_EQ(e->integer, 1);
-  EXPECT_EQ(AskingCalls(*server_), 3) << "once with the EVALSHA, once with its re-send";
+  EXPECT_EQ(Calls(*server_, "asking"), 3) << "once with the EVALSHA, once with its re-send";
+}
+
+// Calls that meet an empty script cache together: each is sent again, but behind one SCRIPT LOAD
+// per connection, not one each. The server is paused while they are queued, so that every one of
+// them is written ahead of the load. One connection: the script cache is the server's, so a load
+// on a second connection could answer some of the calls before they meet NOSCRIPT.
+TEST_F(ClientTest, CallsMeetingNoscriptShareOneScriptLoad) {
+  ClientOptions options;
+  options.timeout = 5s;
+  options.hang_timeout = 10s;
+  options.connections_per_thread = 1;
+  auto c = Connect(options);
+  const Script script = Script::FromSource("return redis.call('INCR', KEYS[1])");
+  const std::string_view keys[] = {"loaded"};
+  constexpr int kCalls = 100;
+  std::atomic<int> ok{0}, answered{0};
+  const ClientStats before = c->stats();
+  server_->Pause();
+  for (int i = 0; i < kCalls; ++i) {
+    c->EvalSha(script, keys, {}, [&](Result<Reply> r) {
+      if (r.ok() && r->type == Reply::Type::kInteger) ok.fetch_add(1);
+      answered.fetch_add(1);
+    });
+  }
+  server_->Resume();
+  const auto until = Steady::now() + 10s;
+  while (answered.load() < kCalls && Steady::now() < until) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(ok.load(), kCalls);
+  EXPECT_EQ(Calls(*server_, "script|load"), 1);
+  EXPECT_EQ(c->stats().commands - before.commands, uint64_t{2 * kCalls + 1})
+      << "each call twice, and one load";
+  EXPECT_EQ(Run(*c, {"GET", "loaded"})->str, std::to_string(kCalls));
 }
 
 TEST_F(ClientTest, ManyConnectionsOnManyThreads) {

@@ -370,6 +370,69 @@ TEST_F(RedisStoreBasics, SurvivesLosingTheScriptCache) {
   EXPECT_GT(InfoNumber("errorstats", "errorstat_NOSCRIPT:count"), noscript_before);
 }
 
+// The integer after "<field>" in an INFO section of `server`; 0 when absent.
+int64_t InfoNumber(const RedisServer& server, const std::string& section, std::string_view field) {
+  const std::string info = server.Cli({"INFO", section});
+  const size_t at = info.find(field);
+  if (at == std::string::npos) return 0;
+  return std::stoll(info.substr(at + field.size()));
+}
+
+// SCRIPT FLUSH with more calls in flight than half the pending bound: each call that gets
+// NOSCRIPT is sent again in its own pending slot, behind one SCRIPT LOAD, so the calls that keep
+// coming while they drain are not refused. The server is paused while the first calls are sent,
+// so that every one of them meets the flushed cache.
+TEST(RedisStoreScriptFlush, NearThePendingBoundNoDecisionFails) {
+  auto server = RedisServer::Start();
+  ASSERT_NE(server, nullptr);
+  auto store = RedisStore::Create({.url = server->url(),
+                                   .timeout = 5s,
+                                   .connect_timeout = 5s,
+                                   .connections_per_thread = 1,
+                                   .max_pending_per_connection = 64});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  const Limit limit = MakeLimit(Algorithm::kGcra, 1'000'000, 1s);
+  constexpr int kInFlight = 60, kRounds = 5;
+  std::mutex mu;
+  std::condition_variable cv;
+  int in_flight = 0, decided = 0, failed = 0;
+  std::string first_error;
+  auto check = [&](int i) {
+    {
+      std::lock_guard lock(mu);
+      ++in_flight;
+    }
+    const std::string key = "k" + std::to_string(i % 7);
+    (*store)->CheckAsync({.scope = "flush", .limit = &limit, .key = key}, [&](Result<Decision> d) {
+      std::lock_guard lock(mu);
+      ++decided;
+      if (!d.ok() && failed++ == 0) first_error = d.status().ToString();
+      --in_flight;
+      cv.notify_all();
+    });
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  for (int round = 0; round < kRounds; ++round) {
+    ASSERT_EQ(server->Cli({"SCRIPT", "FLUSH"}), "OK");
+    server->Pause();
+    for (int i = 0; i < kInFlight; ++i) check(i);
+    server->Resume();
+    // As many again, each as soon as an earlier one is answered.
+    for (int i = 0; i < kInFlight; ++i) {
+      std::unique_lock lock(mu);
+      ASSERT_TRUE(cv.wait_until(lock, deadline, [&] { return in_flight < kInFlight; }));
+      lock.unlock();
+      check(i);
+    }
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_until(lock, deadline, [&] { return in_flight == 0; }));
+  }
+  EXPECT_EQ(decided, 2 * kInFlight * kRounds);
+  EXPECT_EQ(failed, 0) << first_error;
+  EXPECT_EQ(InfoNumber(*server, "errorstats", "errorstat_NOSCRIPT:count="), kInFlight * kRounds);
+  EXPECT_EQ(InfoNumber(*server, "commandstats", "cmdstat_script|load:calls="), kRounds);
+}
+
 // MEMORY USAGE of one limiter key's Redis keys, filled to the limit one unit at a time, with
 // key names of a typical length ("sluice:api:{user:42}").
 TEST_F(RedisStoreBasics, MemoryPerKey) {
