@@ -53,17 +53,27 @@ Duration MaxDelayOf(const Limit& limit) {
   return limit.emission_interval() * Limit::kMaxCount;
 }
 
-Status ValidateCheck(const CheckRequest& request) {
-  if (request.limit == nullptr) return Status::InvalidArgument("check without a limit");
-  if (request.scope.size() > kMaxScopeBytes) {
+namespace {
+
+// What a check and a reset both name.
+Status ValidateScopeAndKey(std::string_view scope, std::string_view key) {
+  if (scope.size() > kMaxScopeBytes) {
     return Status::InvalidArgument("limiter name is above the maximum of " +
                                    std::to_string(kMaxScopeBytes) + " bytes");
   }
-  if (request.key.empty()) return Status::InvalidArgument("key must not be empty");
-  if (request.key.size() > kMaxKeyBytes) {
-    return Status::InvalidArgument("key is " + std::to_string(request.key.size()) +
+  if (key.empty()) return Status::InvalidArgument("key must not be empty");
+  if (key.size() > kMaxKeyBytes) {
+    return Status::InvalidArgument("key is " + std::to_string(key.size()) +
                                    " bytes, above the maximum " + std::to_string(kMaxKeyBytes));
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateCheck(const CheckRequest& request) {
+  if (request.limit == nullptr) return Status::InvalidArgument("check without a limit");
+  if (Status s = ValidateScopeAndKey(request.scope, request.key); !s.ok()) return s;
   if (request.cost < 0) {
     return Status::InvalidArgument("cost must not be negative, got " +
                                    std::to_string(request.cost));
@@ -146,12 +156,12 @@ void Store::CheckBatchAsync(std::span<const CheckRequest> requests, BatchCallbac
 }
 
 Status Store::Reset(std::string_view scope, std::string_view key) {
-  if (key.empty()) return Status::InvalidArgument("key must not be empty");
+  if (Status s = ValidateScopeAndKey(scope, key); !s.ok()) return s;
   return DoReset(scope, key);
 }
 
 void Store::ResetAsync(std::string_view scope, std::string_view key, StatusCallback done) {
-  if (key.empty()) return done(Status::InvalidArgument("key must not be empty"));
+  if (Status s = ValidateScopeAndKey(scope, key); !s.ok()) return done(std::move(s));
   DoResetAsync(scope, key, std::move(done));
 }
 

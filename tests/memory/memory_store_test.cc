@@ -284,6 +284,31 @@ TEST(MemoryStoreTest, LimitersWithDifferentNamesDoNotShareState) {
   EXPECT_TRUE(ab.Check("c")->allowed);
 }
 
+// A reset takes the same scope and key as a check, and refuses what a check refuses, with the
+// same message, touching no state.
+TEST(MemoryStoreTest, ResetRefusesWhatACheckRefuses) {
+  ManualClock clock;
+  MemoryStore store(MemoryStoreOptions{.clock = &clock});
+  const Limit limit = MakeLimit(Algorithm::kFixedWindow, 1, seconds(10));
+  ASSERT_TRUE(store.Check({.scope = "api", .limit = &limit, .key = "k"})->allowed);
+  const std::string long_key(kMaxKeyBytes + 1, 'k');
+  const std::string long_scope(kMaxScopeBytes + 1, 's');
+  const std::pair<std::string_view, std::string_view> bad[] = {
+      {"api", ""}, {"api", long_key}, {long_scope, "k"}};
+  for (const auto& [scope, key] : bad) {
+    const Status check = store.Check({.scope = scope, .limit = &limit, .key = key}).status();
+    ASSERT_EQ(check.code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(store.Reset(scope, key), check);
+    Status async = Status::Internal("callback not run");
+    store.ResetAsync(scope, key, [&](Status s) { async = std::move(s); });
+    EXPECT_EQ(async, check);
+  }
+  EXPECT_EQ(store.size(), 1u);
+  EXPECT_FALSE(store.Check({.scope = "api", .limit = &limit, .key = "k"})->allowed);
+  // The longest key and scope accepted are kMaxKeyBytes and kMaxScopeBytes.
+  EXPECT_TRUE(store.Reset(std::string(kMaxScopeBytes, 's'), std::string(kMaxKeyBytes, 'k')).ok());
+}
+
 TEST(MemoryStoreBound, AtMaxKeysNewKeysAreRefusedAndOldOnesKeepWorking) {
   ManualClock clock;
   // One shard, so the bound is exactly max_keys (it is split evenly over shards).

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <mutex>
 #include <random>
@@ -208,6 +209,11 @@ TEST_F(RedisStoreBasics, InvalidRequestsSendNothing) {
                                      {.scope = "b", .limit = &other, .key = "k", .cost = 9}};
   EXPECT_EQ(store->CheckAll(too_costly).status().code(), StatusCode::kCostExceedsLimit);
   EXPECT_EQ(store->Reset("s", "").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->Reset("s", long_key).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->Reset(long_scope, "k").code(), StatusCode::kInvalidArgument);
+  std::promise<Status> reset;
+  store->ResetAsync(long_scope, "k", [&](Status s) { reset.set_value(std::move(s)); });
+  EXPECT_EQ(reset.get_future().get().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(InfoNumber("commandstats", "cmdstat_evalsha:calls"), calls_before);
   EXPECT_EQ(InfoNumber("commandstats", "cmdstat_del:calls"), del_before);
   EXPECT_TRUE(Scan(prefix_ + "*").empty());
