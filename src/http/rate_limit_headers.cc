@@ -36,19 +36,24 @@ std::string ServerTimingValue(Duration waited) {
   return fmt::format("ratelimit;dur={}.{:03}", us / 1000, us % 1000);
 }
 
-// The quota is capacity() because that is what `remaining` counts down from: the count would
-// show r=49 against q=10 for 10/s with a burst of 50. A spent capacity refills at count/period.
-// The window is rounded up (100/min with a burst of 7: q=7;w=5), so the advertised rate q/w is
-// never above the real one.
+// The window is what a spent capacity takes to refill at count/period, rounded up to whole
+// seconds; the quota is what refills in that window, rounded down. So r, which counts down from
+// capacity(), never exceeds q (q >= capacity), and the advertised rate q/w is never above the
+// real one: 100/min with a burst of 20 gives q=20;w=12; 10/s with a burst of 1 gives q=10;w=1
+// (not q=1;w=1, which would advertise a tenth of the rate).
 std::string RateLimitPolicyValue(std::string_view policy_name, const Limit& limit) {
   // capacity × period can exceed 64 bits (a billion units over 366 days).
-  const auto capacity_us = static_cast<__int128>(limit.capacity()) * limit.period().count();
-  const auto count_us_per_second = static_cast<__int128>(limit.count()) * 1'000'000;
-  const auto window_seconds =
-      static_cast<int64_t>((capacity_us + count_us_per_second - 1) / count_us_per_second);
+  using Wide = __int128;
+  constexpr Wide kMicrosPerSecond = 1'000'000;
+  const Wide period_us = limit.period().count();
+  const Wide capacity_us = static_cast<Wide>(limit.capacity()) * period_us;
+  const Wide count_us_per_second = static_cast<Wide>(limit.count()) * kMicrosPerSecond;
+  const Wide window_seconds = (capacity_us + count_us_per_second - 1) / count_us_per_second;
+  const Wide quota = window_seconds * kMicrosPerSecond * limit.count() / period_us;
   std::string out;
   AppendSfString(out, policy_name);
-  fmt::format_to(std::back_inserter(out), ";q={};w={}", limit.capacity(), window_seconds);
+  fmt::format_to(std::back_inserter(out), ";q={};w={}", static_cast<int64_t>(quota),
+                 static_cast<int64_t>(window_seconds));
   return out;
 }
 

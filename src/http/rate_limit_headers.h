@@ -7,9 +7,9 @@
 //   RateLimit: "api";r=99;t=1             r: units remaining, t: seconds until the quota is full
 //   Retry-After: 3                        (RFC 9110) only when denied: seconds until a retry passes
 //
-// The quota is what r counts down from, Limit::capacity(): count per period for the window
-// algorithms; for token_bucket, leaky_bucket and gcra the burst, refilled in burst × period /
-// count (100/min with a burst of 20: q=20;w=12), so that r never exceeds q.
+// The window is the time a spent capacity (count for the window algorithms, the burst for
+// token_bucket, leaky_bucket and gcra) takes to refill, and the quota what refills in it: r,
+// which counts down from the capacity, never exceeds q (100/min with a burst of 20: q=20;w=12).
 // Seconds are whole and rounded up, so a client that waits them is never early. Pure functions;
 // thread-safe. Shared by `sluice serve` and the HTTP middleware.
 #pragma once

@@ -24,7 +24,7 @@ TEST(RateLimitHeadersTest, PolicyStatesQuotaAndWindowInSeconds) {
   EXPECT_EQ(RateLimitPolicyValue("api", MakeLimit(5, seconds(90))), R"("api";q=5;w=90)");
   // A window that is not whole seconds is rounded up: the advertised rate is never above the
   // real one.
-  EXPECT_EQ(RateLimitPolicyValue("fast", MakeLimit(10, milliseconds(500))), R"("fast";q=10;w=1)");
+  EXPECT_EQ(RateLimitPolicyValue("fast", MakeLimit(10, milliseconds(500))), R"("fast";q=20;w=1)");
   // 3/s: the window is period × count / count exactly, not three emission intervals rounded up to
   // 333334 us each (1.000002 s, which would round up to w=2).
   EXPECT_EQ(RateLimitPolicyValue("third", MakeLimit(3, seconds(1))), R"("third";q=3;w=1)");
@@ -40,8 +40,9 @@ Limit WithBurst(Algorithm algorithm, int64_t count, Duration period, int64_t bur
   return Limit::Create(algorithm, count, period, burst).value();
 }
 
-// The quota of a bucket is its burst, refilled over burst × period / count: the units a client can
-// spend at once, which is what `r` counts down from.
+// The window of a bucket is the time its burst takes to refill, burst × period / count rounded up
+// to whole seconds, and the quota what refills in it: at least the burst, which is what `r`
+// counts down from, and never more than the real rate allows.
 TEST(RateLimitHeadersTest, BucketPolicyStatesTheBurstAndItsRefillTime) {
   const auto per_minute = std::chrono::minutes(1);
   EXPECT_EQ(RateLimitPolicyValue("api", WithBurst(Algorithm::kGcra, 100, per_minute, 20)),
@@ -49,10 +50,11 @@ TEST(RateLimitHeadersTest, BucketPolicyStatesTheBurstAndItsRefillTime) {
   EXPECT_EQ(RateLimitPolicyValue("search", WithBurst(Algorithm::kTokenBucket, 10, seconds(1), 50)),
             R"("search";q=50;w=5)");
   EXPECT_EQ(RateLimitPolicyValue("drip", WithBurst(Algorithm::kLeakyBucket, 10, seconds(1), 1)),
-            R"("drip";q=1;w=1)");
-  // 7 units refill in 4.2 s: rounded up, so 7 per 5 s understates 100/min rather than overstating.
+            R"("drip";q=10;w=1)");  // not q=1;w=1: a tenth of the rate
+  // 7 units refill in 4.2 s, rounded up to 5 s, in which 8.33 units refill: 8 per 5 s understates
+  // 100/min rather than overstating it.
   EXPECT_EQ(RateLimitPolicyValue("api", WithBurst(Algorithm::kGcra, 100, per_minute, 7)),
-            R"("api";q=7;w=5)");
+            R"("api";q=8;w=5)");
   // A billion units over 366 days with a burst of 10^8: burst × period in microseconds does not
   // fit in 64 bits.
   const auto year = std::chrono::hours(24 * 366);
