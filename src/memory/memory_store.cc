@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/algorithms.h"
+#include "core/composite_key.h"
 
 namespace sluice {
 namespace {
@@ -17,43 +18,14 @@ struct Entry {
   int64_t expires_at;  // the state is equivalent to fresh from then on
 };
 
-// A key with its hash computed once: it picks the shard and probes the shard's map.
-struct HashedKey {
-  std::string_view key;
-  size_t hash;
-};
-
-HashedKey Hashed(std::string_view key) { return {key, std::hash<std::string_view>{}(key)}; }
-
-struct KeyHash {
-  using is_transparent = void;
-  size_t operator()(const std::string& s) const noexcept { return Hashed(s).hash; }
-  size_t operator()(const HashedKey& k) const noexcept { return k.hash; }
-};
-
-struct KeyEqual {
-  using is_transparent = void;
-  bool operator()(const std::string& a, const std::string& b) const noexcept { return a == b; }
-  bool operator()(const HashedKey& a, const std::string& b) const noexcept { return a.key == b; }
-  bool operator()(const std::string& a, const HashedKey& b) const noexcept { return a == b.key; }
-};
-
-using Map = boost::unordered_flat_map<std::string, Entry, KeyHash, KeyEqual>;
+using core::ComposeKey;
+using core::Hashed;
+using core::HashedKey;
+using Map = boost::unordered_flat_map<std::string, Entry, core::KeyHash, core::KeyEqual>;
 
 constexpr size_t kMinSweepSize = 1024;
 // When a shard is full, sweeping it again sooner than this finds too little to be worth O(n).
 constexpr int64_t kFullSweepIntervalUs = 10'000;
-
-// scope and key in one string, the scope's length first so no two pairs collide.
-std::string_view ComposeKey(std::string_view scope, std::string_view key) {
-  thread_local std::string composite;
-  composite.clear();
-  composite.push_back(static_cast<char>(scope.size() >> 8));
-  composite.push_back(static_cast<char>(scope.size() & 0xff));
-  composite.append(scope);
-  composite.append(key);
-  return composite;
-}
 
 int64_t Ticks(Time t) { return t.time_since_epoch().count(); }
 
@@ -98,7 +70,7 @@ MemoryStore::MemoryStore(MemoryStoreOptions options)
 MemoryStore::~MemoryStore() = default;
 
 MemoryStore::Shard& MemoryStore::ShardFor(size_t hash) {
-  return shards_[(hash >> 32) & shard_mask_];
+  return shards_[core::ShardIndex(hash, shard_mask_ + 1)];
 }
 
 Result<Decision> MemoryStore::DoCheck(const CheckRequest& request) {
