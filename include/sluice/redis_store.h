@@ -13,6 +13,10 @@
 // limiter for one key lives in one slot. CheckAll uses that to decide several limits on one key
 // all or nothing.
 //
+// Failure domains (Store::FailureDomain): one Redis is one domain, 0, named by its address; on a
+// Redis Cluster, a key's domain is the master serving its slot now (ClusterClient::NodeIdOf),
+// named "host:port", and 0 ("none") while no master is known for the slot.
+//
 // Thread safety: fully thread-safe; calls from any thread share the client's multiplexed
 // connections. Async callbacks run on the client's I/O threads, or inline when the call is
 // refused at once (not connected, too many pending calls); they must not block.
@@ -36,7 +40,8 @@ namespace sluice {
 
 namespace redis {
 class Client;
-}
+class ClusterClient;
+}  // namespace redis
 
 struct RedisStoreOptions {
   // redis://[user:password@]host:port[/db]  or  unix:///path/to/socket[?db=N]  or, for a Redis
@@ -85,15 +90,20 @@ class RedisStore final : public Store {
   // The Redis keys that can hold (scope, key)'s state: the state key, then the auxiliary key.
   std::vector<std::string> KeysOf(std::string_view scope, std::string_view key) const;
 
+  uint32_t FailureDomain(std::string_view scope, std::string_view key) const override;
+  std::string FailureDomainName(uint32_t domain) const override;
+
  protected:
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override;
   void DoCheckAsync(const CheckRequest& request, DecisionCallback done) override;
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override;
 
  private:
-  RedisStore(std::unique_ptr<redis::Client> client, RedisStoreOptions options);
+  RedisStore(std::unique_ptr<redis::Client> client, std::string address, RedisStoreOptions options);
 
   std::unique_ptr<redis::Client> client_;
+  redis::ClusterClient* const cluster_;  // client_ on a Redis Cluster; null on one Redis
+  const std::string address_;            // of the one Redis
   const std::string prefix_;
   const Clock* const clock_;
   const int64_t margin_ms_;

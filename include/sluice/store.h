@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -88,6 +89,15 @@ class Store {
   // Forgets the key's state: its next check sees a fresh limit.
   Status Reset(std::string_view scope, std::string_view key);
   void ResetAsync(std::string_view scope, std::string_view key, StatusCallback done);
+
+  // The failure domain of (scope, key): the part of the store that decides it and can fail while
+  // the others go on answering (a Redis Cluster master). Ids are small and stable: a domain keeps
+  // its id and no other domain gets it. A store of one domain answers 0 for every key.
+  virtual uint32_t FailureDomain(std::string_view /*scope*/, std::string_view /*key*/) const {
+    return 0;
+  }
+  // The domain's name for stats and metrics ("127.0.0.1:7001"); empty when it has none.
+  virtual std::string FailureDomainName(uint32_t /*domain*/) const { return {}; }
 
  protected:
   // Called with validated requests only. The synchronous forms default to waiting on the

@@ -178,7 +178,9 @@ Result<std::unique_ptr<ClusterClient>> ClusterClient::Create(ClusterOptions opti
 }
 
 ClusterClient::ClusterClient(ClusterOptions options)
-    : options_(std::move(options)), map_(std::make_shared<SlotMap>()) {}
+    : options_(std::move(options)),
+      map_(std::make_shared<SlotMap>()),
+      node_ids_(std::make_unique<std::atomic<uint32_t>[]>(kClusterSlots)) {}
 
 ClusterClient::~ClusterClient() {
   std::unique_lock lock(mu_);
@@ -411,6 +413,23 @@ std::string ClusterClient::MasterOf(uint16_t slot) const {
   return node == nullptr ? std::string() : node->address;
 }
 
+uint32_t ClusterClient::NodeIdOf(uint16_t slot) const {
+  return slot < kClusterSlots ? node_ids_[slot].load(std::memory_order_relaxed) : 0;
+}
+
+std::string ClusterClient::AddressOf(uint32_t id) const {
+  std::lock_guard lock(ids_mu_);
+  return id == 0 || id > addresses_.size() ? std::string() : addresses_[id - 1];
+}
+
+uint32_t ClusterClient::IdOf(const std::string& address) {
+  std::lock_guard lock(ids_mu_);
+  const auto known = std::find(addresses_.begin(), addresses_.end(), address);
+  if (known != addresses_.end()) return static_cast<uint32_t>(known - addresses_.begin()) + 1;
+  addresses_.push_back(address);
+  return static_cast<uint32_t>(addresses_.size());
+}
+
 void ClusterClient::RefreshLoop() {
   auto last = Steady::now();
   std::unique_lock lock(mu_);
@@ -493,6 +512,13 @@ Status ClusterClient::Refresh() {
   {
     std::lock_guard lock(mu_);
     map_.swap(previous);
+  }
+  std::vector<uint32_t> ids;
+  ids.reserve(next->nodes.size());
+  for (const auto& node : next->nodes) ids.push_back(IdOf(node->address));
+  for (int slot = 0; slot < kClusterSlots; ++slot) {
+    const uint16_t i = next->master[slot];
+    node_ids_[slot].store(i == kNoNode ? 0 : ids[i], std::memory_order_relaxed);
   }
   for (const auto& node : previous->nodes) {
     if (next->Find(node->address) == nullptr) retired_.push_back(node);

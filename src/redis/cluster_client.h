@@ -85,6 +85,12 @@ class ClusterClient final : public Client {
   ClusterStats cluster_stats() const;
   // "host:port" of the master serving `slot` in the current map; empty when none is known.
   std::string MasterOf(uint16_t slot) const;
+  // A small id of the master serving `slot` in the current map, for telling masters apart
+  // cheaply (one atomic load, no lock): each address gets the next id, from 1, when it first
+  // appears in a map, keeps it, and no other address ever gets it. 0 while no master is known.
+  uint32_t NodeIdOf(uint16_t slot) const;
+  // The address `id` was given to; empty for 0 and for ids not given yet.
+  std::string AddressOf(uint32_t id) const;
 
  private:
   using Node = cluster::Node;
@@ -108,6 +114,7 @@ class ClusterClient final : public Client {
   // the map as it was.
   Status Refresh();
   void CloseUnused();
+  uint32_t IdOf(const std::string& address);
 
   const ClusterOptions options_;
 
@@ -126,6 +133,11 @@ class ClusterClient final : public Client {
   ClientStats retired_stats_;  // of nodes' clients closed since
 
   std::vector<std::shared_ptr<Node>> retired_;  // refresh thread only: left the map, not closed
+
+  // NodeIdOf's answers, written after each new map is published.
+  std::unique_ptr<std::atomic<uint32_t>[]> node_ids_;
+  mutable std::mutex ids_mu_;
+  std::vector<std::string> addresses_;  // id - 1 -> address
 
   std::thread refresher_;
 };
