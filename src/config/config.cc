@@ -100,6 +100,31 @@ class Fields {
     return value;
   }
 
+  // A bound on /v1/acquire waiters: an integer from 1 to kMaxWaitersBound.
+  Result<size_t> ReadWaitersBound(const YAML::Node& node, std::string_view field) const {
+    auto n = ReadInteger(node, field);
+    if (!n.ok()) return n.status();
+    if (*n < 1 || static_cast<uint64_t>(*n) > kMaxWaitersBound) {
+      return report_.At(node, Path(field),
+                        "must be between 1 and " + std::to_string(kMaxWaitersBound));
+    }
+    return static_cast<size_t>(*n);
+  }
+
+  // Reads the optional waiter bounds `max_waiters` and `max_waiters_per_key` into `bounds`.
+  template <typename Bounds>
+  Status ReadWaitersBounds(Bounds& bounds) const {
+    for (auto [field, target] : {std::pair{"max_waiters", &bounds.max_waiters},
+                                 std::pair{"max_waiters_per_key", &bounds.max_waiters_per_key}}) {
+      const YAML::Node node = Get(field);
+      if (!node.IsDefined()) continue;
+      auto n = ReadWaitersBound(node, field);
+      if (!n.ok()) return n.status();
+      *target = *n;
+    }
+    return Status::Ok();
+  }
+
   Result<sluice::Duration> ReadDuration(const YAML::Node& node, std::string_view field) const {
     auto text = ReadString(node, field);
     if (!text.ok()) return text.status();
@@ -114,10 +139,12 @@ class Fields {
   std::string path_;
 };
 
-Result<Rule> ParseRule(const Reporter& report, const YAML::Node& node, size_t index) {
+Result<Rule> ParseRule(const Reporter& report, const YAML::Node& node, size_t index,
+                       const ServerConfig& server) {
   const std::string path = "rules[" + std::to_string(index) + "]";
   Fields fields(report, node, path);
-  if (Status s = fields.Check({"name", "algorithm", "limit", "period", "burst", "on_error"});
+  if (Status s = fields.Check({"name", "algorithm", "limit", "period", "burst", "on_error",
+                               "max_waiters", "max_waiters_per_key"});
       !s.ok()) {
     return s;
   }
@@ -181,7 +208,13 @@ Result<Rule> ParseRule(const Reporter& report, const YAML::Node& node, size_t in
     }
     on_error = *policy;
   }
-  return Rule{std::move(*name), *limit, on_error};
+  Rule rule{.name = std::move(*name),
+            .limit = *limit,
+            .on_error = on_error,
+            .max_waiters_per_key = server.max_waiters_per_key,
+            .max_waiters = server.max_waiters};
+  if (Status s = fields.ReadWaitersBounds(rule); !s.ok()) return s;
+  return rule;
 }
 
 Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
@@ -227,7 +260,11 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
 
   if (const YAML::Node server = top.Get("server"); server.IsDefined()) {
     Fields fields(report, server, "server");
-    if (Status s = fields.Check({"io_threads", "read_timeout", "idle_timeout"}); !s.ok()) return s;
+    if (Status s = fields.Check(
+            {"io_threads", "read_timeout", "idle_timeout", "max_waiters", "max_waiters_per_key"});
+        !s.ok()) {
+      return s;
+    }
     if (const YAML::Node threads = fields.Get("io_threads"); threads.IsDefined()) {
       auto n = fields.ReadInteger(threads, "io_threads");
       if (!n.ok()) return n.status();
@@ -248,6 +285,7 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
       }
       *target = *d;
     }
+    if (Status s = fields.ReadWaitersBounds(config.server); !s.ok()) return s;
   }
 
   const YAML::Node rules = top.Get("rules");
@@ -256,7 +294,7 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
     return report.At(rules, "rules", "expected a non-empty list of rules");
   }
   for (size_t i = 0; i < rules.size(); ++i) {
-    auto rule = ParseRule(report, rules[i], i);
+    auto rule = ParseRule(report, rules[i], i, config.server);
     if (!rule.ok()) return rule.status();
     for (const Rule& earlier : config.rules) {
       if (earlier.name == rule->name) {

@@ -3,9 +3,11 @@
 //
 //   listen: 127.0.0.1:8080
 //   store: { url: memory://, timeout_ms: 50, instances: 1 }
-//   server: { io_threads: 2, read_timeout: 10s, idle_timeout: 60s }   # optional
+//   server: { io_threads: 2, read_timeout: 10s, idle_timeout: 60s,       # optional
+//             max_waiters: 100000, max_waiters_per_key: 1000 }
 //   rules:
-//     - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20, on_error: fail_open }
+//     - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20, on_error: fail_open,
+//         max_waiters: 5000, max_waiters_per_key: 100 }                  # the last two optional
 //
 // Parsing is strict: an unknown or repeated field, a value of the wrong type, a duplicate rule
 // name, a bad duration or a limit that Limit::Create rejects is an error whose message names the
@@ -28,12 +30,19 @@ namespace sluice::config {
 // Rule names appear in JSON, metric labels and RateLimit headers; keeping them to [A-Za-z0-9_.:-]
 // means none of those ever needs to escape one.
 inline constexpr size_t kMaxRuleNameBytes = 64;
+// The largest bound on /v1/acquire waiters a config may set.
+inline constexpr size_t kMaxWaitersBound = 10'000'000;
 
 struct Rule {
   std::string name;
   Limit limit;
   // What decides when the store fails (a shared store only; memory:// cannot fail).
   FailurePolicy on_error = FailurePolicy::kFailOpen;
+  // Bounds on this rule's /v1/acquire requests in progress, per key and in all; beyond either
+  // an acquire is answered queue_full at once. Unless the rule sets them: the server's
+  // max_waiters_per_key, and no bound of the rule's own (the server's max_waiters).
+  size_t max_waiters_per_key = 1'000;
+  size_t max_waiters = 100'000;
 };
 
 struct ListenAddress {
@@ -58,6 +67,10 @@ struct ServerConfig {
   Duration read_timeout = std::chrono::seconds(10);
   // The longest a keep-alive connection may wait for its next request.
   Duration idle_timeout = std::chrono::seconds(60);
+  // The process's /v1/acquire requests in progress, over every rule.
+  size_t max_waiters = 100'000;
+  // The default of each rule's max_waiters_per_key.
+  size_t max_waiters_per_key = 1'000;
 };
 
 struct Config {

@@ -73,6 +73,23 @@ std::string Metrics::Exposition() const {
                        Load(counters->by_source[source]));
       }
     }
+    fmt::format_to(put,
+                   "# HELP sluice_acquires_total Acquires ended, by rule and outcome.\n"
+                   "# TYPE sluice_acquires_total counter\n");
+    for (const auto& [name, counters] : rules_) {
+      for (size_t outcome = 0; outcome < kAcquireOutcomes; ++outcome) {
+        fmt::format_to(put, "sluice_acquires_total{{rule=\"{}\",outcome=\"{}\"}} {}\n", name,
+                       AcquireOutcomeName(static_cast<AcquireOutcome>(outcome)),
+                       Load(counters->acquires[outcome]));
+      }
+    }
+    fmt::format_to(put,
+                   "# HELP sluice_acquire_waiters Acquires in progress, by rule.\n"
+                   "# TYPE sluice_acquire_waiters gauge\n");
+    for (const auto& [name, counters] : rules_) {
+      fmt::format_to(put, "sluice_acquire_waiters{{rule=\"{}\"}} {}\n", name,
+                     counters->waiters.load(std::memory_order_relaxed));
+    }
   }
 
   fmt::format_to(put,

@@ -9,6 +9,10 @@
 //                                                       (answered with an error or degraded)
 //   sluice_check_duration_seconds                       histogram: check request to decision
 //   sluice_http_requests_total{code}                    responses sent, per status code
+//   sluice_acquires_total{rule,outcome}                 /v1/acquire requests ended, per rule and
+//                                                       outcome (admitted, denied, queue_full,
+//                                                       cancelled)
+//   sluice_acquire_waiters{rule}                        gauge: /v1/acquire requests in progress
 //
 // With a ResilientStore watched, also:
 //   sluice_breaker_state{state}                         1 for the circuit breaker's state
@@ -31,17 +35,23 @@
 #include <string>
 #include <string_view>
 
+#include "sluice/acquirer.h"
 #include "sluice/decision.h"
 #include "sluice/resilient_store.h"
 
 namespace sluice::http {
 
 inline constexpr size_t kDecisionSources = static_cast<size_t>(DecisionSource::kLocalFallback) + 1;
+inline constexpr size_t kAcquireOutcomes = static_cast<size_t>(AcquireOutcome::kCancelled) + 1;
 
 struct RuleCounters {
   std::atomic<uint64_t> allowed{0};
   std::atomic<uint64_t> denied{0};
   std::array<std::atomic<uint64_t>, kDecisionSources> by_source{};
+  std::array<std::atomic<uint64_t>, kAcquireOutcomes> acquires{};  // by outcome
+  // The rule's acquires in progress, whichever rule set they started under. The Api counts them
+  // here and bounds them by the rule's max_waiters.
+  std::atomic<size_t> waiters{0};
 };
 
 class Metrics {
@@ -60,6 +70,9 @@ class Metrics {
   void CountDecision(RuleCounters& rule, const Decision& decision) {
     (decision.allowed ? rule.allowed : rule.denied).fetch_add(1, std::memory_order_relaxed);
     rule.by_source[static_cast<size_t>(decision.source)].fetch_add(1, std::memory_order_relaxed);
+  }
+  void CountAcquire(RuleCounters& rule, AcquireOutcome outcome) {
+    rule.acquires[static_cast<size_t>(outcome)].fetch_add(1, std::memory_order_relaxed);
   }
   void CountStoreError() { store_errors_.fetch_add(1, std::memory_order_relaxed); }
   void ObserveCheckDuration(std::chrono::nanoseconds elapsed);

@@ -4,8 +4,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
+
+#include "config/example_config.h"
 
 namespace sluice::config {
 namespace {
@@ -16,9 +19,11 @@ using std::chrono::seconds;
 TEST(ConfigTest, ParsesEveryField) {
   auto config = ParseConfig(R"(listen: 0.0.0.0:9000
 store: { url: "redis://127.0.0.1:6379", timeout_ms: 20, instances: 4 }
-server: { io_threads: 3, read_timeout: 2s, idle_timeout: 500ms }
+server: { io_threads: 3, read_timeout: 2s, idle_timeout: 500ms, max_waiters: 500,
+          max_waiters_per_key: 20 }
 rules:
-  - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20, on_error: local_fallback }
+  - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20, on_error: local_fallback,
+      max_waiters: 50, max_waiters_per_key: 5 }
   - name: login.v2
     algorithm: sliding_window
     limit: 5
@@ -34,6 +39,8 @@ rules:
   EXPECT_EQ(config->server.io_threads, 3);
   EXPECT_EQ(config->server.read_timeout, seconds(2));
   EXPECT_EQ(config->server.idle_timeout, milliseconds(500));
+  EXPECT_EQ(config->server.max_waiters, 500u);
+  EXPECT_EQ(config->server.max_waiters_per_key, 20u);
   ASSERT_EQ(config->rules.size(), 2u);
   EXPECT_EQ(config->rules[0].name, "api");
   EXPECT_EQ(config->rules[0].limit, *Limit::Create(Algorithm::kGcra, 100, seconds(60), 20));
@@ -42,6 +49,11 @@ rules:
   EXPECT_EQ(config->rules[1].name, "login.v2");
   EXPECT_EQ(config->rules[1].limit,
             *Limit::Create(Algorithm::kSlidingWindow, 5, std::chrono::minutes(15)));
+  EXPECT_EQ(config->rules[0].max_waiters, 50u);
+  EXPECT_EQ(config->rules[0].max_waiters_per_key, 5u);
+  // A rule without bounds of its own takes the server's.
+  EXPECT_EQ(config->rules[1].max_waiters, 500u);
+  EXPECT_EQ(config->rules[1].max_waiters_per_key, 20u);
 }
 
 TEST(ConfigTest, OptionalSectionsHaveDefaults) {
@@ -56,14 +68,27 @@ TEST(ConfigTest, OptionalSectionsHaveDefaults) {
   EXPECT_EQ(config->server.io_threads, 0);
   EXPECT_EQ(config->server.read_timeout, seconds(10));
   EXPECT_EQ(config->server.idle_timeout, seconds(60));
+  EXPECT_EQ(config->server.max_waiters, 100'000u);
+  EXPECT_EQ(config->server.max_waiters_per_key, 1'000u);
+  EXPECT_EQ(config->rules[0].max_waiters, 100'000u);
+  EXPECT_EQ(config->rules[0].max_waiters_per_key, 1'000u);
 }
 
-TEST(ConfigTest, TheShippedExampleIsValid) {
-  auto config = LoadConfigFile(SLUICE_SOURCE_DIR "/examples/sluice.yaml");
+TEST(ConfigTest, TheShippedExampleIsValidAndBuiltIn) {
+  const std::string path = SLUICE_SOURCE_DIR "/examples/sluice.yaml";
+  auto config = LoadConfigFile(path);
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_EQ(config->listen.ToString(), "127.0.0.1:8080");
   EXPECT_EQ(config->store.url, "memory://");
   EXPECT_GE(config->rules.size(), 1u);
+
+  std::ifstream in(path, std::ios::binary);
+  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(kExampleConfig, file);
+  auto built_in = ParseConfig(kExampleConfig, kExampleConfigName);
+  ASSERT_TRUE(built_in.ok()) << built_in.status().ToString();
+  EXPECT_EQ(built_in->listen.ToString(), "127.0.0.1:8080");
+  EXPECT_EQ(built_in->rules.size(), config->rules.size());
 }
 
 struct BadConfig {
@@ -104,7 +129,13 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
        "bad.yaml:6: rules[0].burst: burst must be positive, got -1"},
       {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    brust: 5\n",
        "bad.yaml:6: rules[0].brust: unknown field (expected name, algorithm, limit, period, "
-       "burst, on_error)"},
+       "burst, on_error, max_waiters, max_waiters_per_key)"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    max_waiters_per_key: many\n",
+       "bad.yaml:6: rules[0].max_waiters_per_key: expected an integer, got 'many'"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    max_waiters: 10000001\n",
+       "bad.yaml:6: rules[0].max_waiters: must be between 1 and 10000000"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    max_waiters_per_key: 0\n",
+       "bad.yaml:6: rules[0].max_waiters_per_key: must be between 1 and 10000000"},
       {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    on_error: fail_slowly\n",
        "bad.yaml:6: rules[0].on_error: unknown failure policy 'fail_slowly' (expected fail_open, "
        "fail_closed or local_fallback)"},
@@ -130,6 +161,13 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
       {"store: {url: memory://, instances: 0}\n",
        "bad.yaml:1: store.instances: must be between 1 and 1000000"},
       {"server:\n  io_threads: 0\n", "bad.yaml:2: server.io_threads: must be between 1 and 256"},
+      {"server:\n  max_waiters: -5\n",
+       "bad.yaml:2: server.max_waiters: must be between 1 and 10000000"},
+      {"server:\n  max_waiters_per_key: [1]\n",
+       "bad.yaml:2: server.max_waiters_per_key: expected an integer"},
+      {"server:\n  waiters: 1\n",
+       "bad.yaml:2: server.waiters: unknown field (expected io_threads, read_timeout, "
+       "idle_timeout, max_waiters, max_waiters_per_key)"},
       {"server:\n  read_timeout: soon\n",
        "bad.yaml:2: server.read_timeout: bad duration 'soon': expected a whole number and a "
        "unit"},

@@ -35,6 +35,27 @@ TEST(MetricsTest, RuleCountersAreCreatedOnceAndKept) {
   EXPECT_TRUE(Has(text, "sluice_checks_total{rule=\"login\",result=\"allowed\"} 0\n"));
 }
 
+TEST(MetricsTest, AcquireOutcomesAndWaitersPerRule) {
+  Metrics metrics;
+  RuleCounters& shaped = metrics.ForRule("shaped");
+  metrics.ForRule("other");
+  metrics.CountAcquire(shaped, AcquireOutcome::kAdmitted);
+  metrics.CountAcquire(shaped, AcquireOutcome::kAdmitted);
+  metrics.CountAcquire(shaped, AcquireOutcome::kQueueFull);
+  metrics.CountAcquire(shaped, AcquireOutcome::kCancelled);
+  shaped.waiters = 3;
+  const std::string text = metrics.Exposition();
+  EXPECT_TRUE(Has(text, "# TYPE sluice_acquires_total counter\n"));
+  EXPECT_TRUE(Has(text, "sluice_acquires_total{rule=\"shaped\",outcome=\"admitted\"} 2\n"));
+  EXPECT_TRUE(Has(text, "sluice_acquires_total{rule=\"shaped\",outcome=\"denied\"} 0\n"));
+  EXPECT_TRUE(Has(text, "sluice_acquires_total{rule=\"shaped\",outcome=\"queue_full\"} 1\n"));
+  EXPECT_TRUE(Has(text, "sluice_acquires_total{rule=\"shaped\",outcome=\"cancelled\"} 1\n"));
+  EXPECT_TRUE(Has(text, "sluice_acquires_total{rule=\"other\",outcome=\"admitted\"} 0\n"));
+  EXPECT_TRUE(Has(text, "# TYPE sluice_acquire_waiters gauge\n"));
+  EXPECT_TRUE(Has(text, "sluice_acquire_waiters{rule=\"shaped\"} 3\n")) << text;
+  EXPECT_TRUE(Has(text, "sluice_acquire_waiters{rule=\"other\"} 0\n"));
+}
+
 TEST(MetricsTest, HistogramBucketsAreCumulative) {
   Metrics metrics;
   metrics.ObserveCheckDuration(microseconds(30));         // <= 50us
