@@ -96,21 +96,50 @@ Limit ProbeLimit() {
   return Limit::Create(Algorithm::kFixedWindow, 1, std::chrono::seconds(1)).value();
 }
 
+AcquirerOptions AcquirerOptionsOf(const ServedRule& rule) {
+  return {.max_waiters_per_key = rule.max_waiters_per_key, .max_waiters = rule.max_waiters};
+}
+
+// Adds one to `count` unless it has reached `bound`.
+bool TakePlace(std::atomic<size_t>& count, size_t bound) {
+  size_t n = count.load();
+  do {
+    if (n >= bound) return false;
+  } while (!count.compare_exchange_weak(n, n + 1));
+  return true;
+}
+
 }  // namespace
 
-// One rule's Acquirer, with the limit it was built for: a reload that changes the rule gets a
+// One rule's Acquirer, with the rule it was built for: a reload that changes the rule gets a
 // new one, and the acquires waiting on the old one finish there.
 struct RuleAcquirer {
   RuleAcquirer(Store& store, const ServedRule& rule, Timers& timers)
       : limit(rule.limit),
         on_error(rule.on_error),
+        options(AcquirerOptionsOf(rule)),
         limiter(store, rule.name, rule.limit, rule.on_error),
-        acquirer(limiter, timers) {}
+        acquirer(limiter, timers, options) {}
+
+  bool Serves(const ServedRule& rule) const {
+    const AcquirerOptions wanted = AcquirerOptionsOf(rule);
+    return limit == rule.limit && on_error == rule.on_error &&
+           options.max_waiters_per_key == wanted.max_waiters_per_key &&
+           options.max_waiters == wanted.max_waiters;
+  }
 
   const Limit limit;
   const FailurePolicy on_error;
+  const AcquirerOptions options;
   Limiter limiter;
   Acquirer acquirer;
+};
+
+// One acquire in progress, shared by its Exchange (for Abandon) and its callback.
+struct PendingAcquire {
+  std::mutex mu;
+  std::shared_ptr<RuleAcquirer> line;  // keeps the line alive; null once the acquire has ended
+  AcquireId id = 0;                    // set when AcquireAsync returns
 };
 
 void Response::Reset() {
@@ -139,9 +168,13 @@ std::shared_ptr<const RuleTable> RuleTable::Build(const std::vector<config::Rule
   auto table = std::make_shared<RuleTable>();
   table->rules_.reserve(rules.size());
   for (const config::Rule& rule : rules) {
-    table->rules_.push_back(ServedRule{rule.name, rule.limit, rule.on_error,
-                                       RateLimitPolicyValue(rule.name, rule.limit),
-                                       &metrics.ForRule(rule.name)});
+    table->rules_.push_back(ServedRule{.name = rule.name,
+                                       .limit = rule.limit,
+                                       .on_error = rule.on_error,
+                                       .policy_header = RateLimitPolicyValue(rule.name, rule.limit),
+                                       .counters = &metrics.ForRule(rule.name),
+                                       .max_waiters_per_key = rule.max_waiters_per_key,
+                                       .max_waiters = rule.max_waiters});
   }
   std::sort(table->rules_.begin(), table->rules_.end(),
             [](const ServedRule& a, const ServedRule& b) { return a.name < b.name; });
@@ -161,7 +194,8 @@ Api::Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules,
       metrics_(metrics),
       probe_limit_(ProbeLimit()),
       rules_(std::move(rules)),
-      timers_(timers) {}
+      timers_(timers),
+      max_waiters_(AcquirerOptions{}.max_waiters) {}
 
 void Api::SetRules(std::shared_ptr<const RuleTable> rules) {
   std::lock_guard lock(rules_mu_);
@@ -173,8 +207,9 @@ std::shared_ptr<const RuleTable> Api::rules() const {
   return rules_;
 }
 
-void Api::Handle(const Request& request, Exchange& exchange) {
+bool Api::Handle(const Request& request, Exchange& exchange) {
   exchange.response.Reset();
+  exchange.acquire_.reset();
   const std::string_view path = request.target.substr(0, request.target.find('?'));
   const auto route = [&](std::string_view method) {
     if (request.method == method) return true;
@@ -183,25 +218,27 @@ void Api::Handle(const Request& request, Exchange& exchange) {
     return false;
   };
 
+  if (path == "/v1/acquire") return route("POST") && HandleAcquire(request, exchange);
   if (path == "/v1/check") {
     if (route("POST")) HandleCheck(request, exchange);
-  } else if (path == "/v1/acquire") {
-    if (route("POST")) HandleAcquire(request, exchange);
   } else if (path == "/healthz") {
-    if (!route("GET")) return;
-    exchange.response.body = R"({"status":"ok"})";
-    Finish(exchange);
+    if (route("GET")) {
+      exchange.response.body = R"({"status":"ok"})";
+      Finish(exchange);
+    }
   } else if (path == "/readyz") {
     if (route("GET")) HandleReady(exchange);
   } else if (path == "/metrics") {
-    if (!route("GET")) return;
-    exchange.response.content_type = kPrometheusText;
-    exchange.response.body = metrics_.Exposition();
-    Finish(exchange);
+    if (route("GET")) {
+      exchange.response.content_type = kPrometheusText;
+      exchange.response.body = metrics_.Exposition();
+      Finish(exchange);
+    }
   } else {
     Fail(exchange, 404,
          "no such path; try POST /v1/check, /v1/acquire, GET /healthz, /readyz or /metrics");
   }
+  return false;
 }
 
 bool Api::ParseBody(const Request& request, Exchange& exchange, json& document) {
@@ -322,49 +359,105 @@ void Api::OnBatch(Exchange& exchange, std::vector<Result<Decision>> results) {
   Finish(exchange);
 }
 
-void Api::HandleAcquire(const Request& request, Exchange& exchange) {
-  if (timers_ == nullptr) return Fail(exchange, 501, "this service does not wait for slots");
+bool Api::HandleAcquire(const Request& request, Exchange& exchange) {
+  if (timers_ == nullptr) {
+    Fail(exchange, 501, "this service does not wait for slots");
+    return false;
+  }
   json document;
-  if (!ParseBody(request, exchange, document)) return;
+  if (!ParseBody(request, exchange, document)) return false;
   const auto wait = document.find("max_wait_ms");
   const uint64_t most_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(kMaxAcquireWait).count();
-  if (wait == document.end()) return Fail(exchange, 400, "missing field 'max_wait_ms'");
+  if (wait == document.end()) {
+    Fail(exchange, 400, "missing field 'max_wait_ms'");
+    return false;
+  }
   if (!wait->is_number_unsigned() || wait->get<uint64_t>() > most_ms) {
-    return Fail(exchange, 400,
-                fmt::format("'max_wait_ms' must be an integer between 0 and {}", most_ms));
+    Fail(exchange, 400, fmt::format("'max_wait_ms' must be an integer between 0 and {}", most_ms));
+    return false;
   }
   const Duration max_wait = std::chrono::milliseconds(wait->get<uint64_t>());
   document.erase(wait);
   std::shared_ptr<const RuleTable> rules = this->rules();
   auto check = ParseCheck(document, *rules);
-  if (!check.ok()) return Fail(exchange, 400, check.status().message());
+  if (!check.ok()) {
+    Fail(exchange, 400, check.status().message());
+    return false;
+  }
+  const ServedRule& rule = *check->rule;
+  const std::shared_ptr<RuleAcquirer> line = AcquirerFor(rule);
+  if (line == nullptr) {
+    Fail(exchange, 503, "the service is stopping and takes no new acquires");
+    return false;
+  }
   exchange.rules_ = std::move(rules);
-  exchange.rule_ = check->rule;
-  exchange.acquirer_ = AcquirerFor(*check->rule);
-  exchange.acquirer_->acquirer.AcquireAsync(check->request.key, check->request.cost, max_wait,
-                                            [this, &exchange](Result<Acquisition> acquired) {
-                                              OnAcquired(exchange, std::move(acquired));
-                                            });
+  exchange.rule_ = &rule;
+  if (!TakeWaiterPlace(rule)) {
+    Acquisition refused;
+    refused.outcome = AcquireOutcome::kQueueFull;
+    OnAcquired(exchange, std::move(refused));
+    return false;
+  }
+  auto pending = std::make_shared<PendingAcquire>();
+  pending->line = line;
+  exchange.acquire_ = pending;
+  const AcquireId id = line->acquirer.AcquireAsync(
+      check->request.key, check->request.cost, max_wait,
+      [this, &exchange, pending](Result<Acquisition> acquired) {
+        std::shared_ptr<RuleAcquirer> ended;  // released after the answer, as it may be the last
+        {
+          std::lock_guard lock(pending->mu);
+          ended = std::move(pending->line);
+        }
+        ReleaseWaiterPlace(*exchange.rule_);
+        OnAcquired(exchange, std::move(acquired));
+      });
+  const auto still_waits = [&] {
+    std::lock_guard lock(pending->mu);
+    pending->id = id;
+    return pending->line != nullptr;
+  };
+  // A CancelWaits since AcquirerFor either cancelled this acquire or is seen here.
+  if (still_waits() && draining_.load()) line->acquirer.Cancel(id);
+  return still_waits();
 }
 
 std::shared_ptr<RuleAcquirer> Api::AcquirerFor(const ServedRule& rule) {
   std::lock_guard lock(acquirers_mu_);
+  if (draining_.load()) return nullptr;
   std::shared_ptr<RuleAcquirer>& line = acquirers_[rule.name];
-  if (!line || !(line->limit == rule.limit) || line->on_error != rule.on_error) {
-    line = std::make_shared<RuleAcquirer>(store_, rule, *timers_);
+  if (line && line->Serves(rule)) return line;
+  if (line) {
+    std::erase_if(retired_, [](const std::weak_ptr<RuleAcquirer>& r) { return r.expired(); });
+    retired_.push_back(line);
   }
+  line = std::make_shared<RuleAcquirer>(store_, rule, *timers_);
   return line;
 }
 
+bool Api::TakeWaiterPlace(const ServedRule& rule) {
+  if (!TakePlace(waiters_, max_waiters_.load())) return false;
+  if (TakePlace(rule.counters->waiters, rule.max_waiters)) return true;
+  waiters_.fetch_sub(1);
+  return false;
+}
+
+void Api::ReleaseWaiterPlace(const ServedRule& rule) {
+  rule.counters->waiters.fetch_sub(1);
+  waiters_.fetch_sub(1);
+}
+
+void Api::SetMaxWaiters(size_t max_waiters) { max_waiters_.store(max_waiters); }
+
 void Api::OnAcquired(Exchange& exchange, Result<Acquisition> acquired) {
   const std::shared_ptr<const RuleTable> rules = std::move(exchange.rules_);
-  const std::shared_ptr<RuleAcquirer> line = std::move(exchange.acquirer_);
   const ServedRule& rule = *exchange.rule_;
   if (!acquired.ok()) {
     StoreFailed(acquired.status().ToString());
     return Fail(exchange, 503, acquired.status().message());
   }
+  metrics_.CountAcquire(*rule.counters, acquired->outcome);
   Response& response = exchange.response;
   fmt::format_to(std::back_inserter(response.body), R"({{"outcome":"{}","waited_ms":{})",
                  AcquireOutcomeName(acquired->outcome), CeilMillis(acquired->waited));
@@ -385,11 +478,29 @@ void Api::OnAcquired(Exchange& exchange, Result<Acquisition> acquired) {
   Finish(exchange);
 }
 
+void Api::Abandon(Exchange& exchange) {
+  const std::shared_ptr<PendingAcquire> pending = exchange.acquire_;
+  if (pending == nullptr) return;
+  std::shared_ptr<RuleAcquirer> line;
+  AcquireId id = 0;
+  {
+    std::lock_guard lock(pending->mu);
+    line = pending->line;
+    id = pending->id;
+  }
+  // Outside the lock: the cancelled acquire's callback takes it.
+  if (line != nullptr) line->acquirer.Cancel(id);
+}
+
 void Api::CancelWaits() {
   std::vector<std::shared_ptr<RuleAcquirer>> lines;
   {
     std::lock_guard lock(acquirers_mu_);
+    draining_.store(true);
     for (const auto& [name, line] : acquirers_) lines.push_back(line);
+    for (const auto& retired : retired_) {
+      if (auto line = retired.lock()) lines.push_back(std::move(line));
+    }
   }
   for (const auto& line : lines) line->acquirer.CancelAll();
 }

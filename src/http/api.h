@@ -14,8 +14,12 @@
 //                    "decision":{as /v1/check}} with Server-Timing: ratelimit;dur=<ms waited>,
 //                    and the RateLimit headers when the store decided (see sluice/acquirer.h:
 //                    gcra, leaky_bucket and token_bucket book the slot; the window algorithms
-//                    retry). "cancelled" answers the acquires still waiting when the service
-//                    stops. Needs the Api to be given Timers; 501 otherwise.
+//                    retry). "queue_full" is answered at once beyond a bound on the acquires in
+//                    progress: the rule's per key (max_waiters_per_key) or in all (max_waiters),
+//                    or the whole service's (SetMaxWaiters). "cancelled" answers the acquires
+//                    still waiting when the service stops (CancelWaits; later ones get 503) or
+//                    when their client leaves (Abandon). Needs the Api to be given Timers; 501
+//                    otherwise.
 //   GET /healthz     200 while the process serves
 //   GET /readyz      200 when the store answers a peek (cost 0) on an internal key, else 503;
 //                    with a ResilientStore, the peek is its ProbeAsync: the backend's own answer
@@ -28,7 +32,8 @@
 //
 // Thread safety: Handle may be called concurrently, each call with its own Exchange. The rule set
 // is an immutable snapshot; SetRules swaps it atomically and calls in flight keep the one they
-// started with.
+// started with. Every request must be answered before the Api is destroyed (CancelWaits ends the
+// acquires waiting for a slot).
 #pragma once
 
 #include <array>
@@ -89,6 +94,8 @@ struct ServedRule {
   FailurePolicy on_error = FailurePolicy::kFailOpen;
   std::string policy_header;
   RuleCounters* counters = nullptr;
+  size_t max_waiters_per_key = 0;
+  size_t max_waiters = 0;
 };
 
 // An immutable rule set, looked up by name.
@@ -105,8 +112,9 @@ class RuleTable {
   std::vector<ServedRule> rules_;  // sorted by name
 };
 
-// The waiting line of one rule for /v1/acquire (defined in api.cc).
+// The waiting line of one rule for /v1/acquire, and one acquire waiting in it (defined in api.cc).
 struct RuleAcquirer;
+struct PendingAcquire;
 
 // One request on its way through the Api. The caller owns it (one per connection, reused), keeps
 // it alive until on_done runs, and reads the answer from `response`.
@@ -132,7 +140,7 @@ class Exchange {
   std::chrono::steady_clock::time_point started_;
   std::vector<BatchItem> batch_;
   std::vector<CheckRequest> requests_;
-  std::shared_ptr<RuleAcquirer> acquirer_;  // keeps an acquire's line alive until it answers
+  std::shared_ptr<PendingAcquire> acquire_;  // the last /v1/acquire, for Abandon
 };
 
 class Api {
@@ -147,25 +155,42 @@ class Api {
   std::shared_ptr<const RuleTable> rules() const;
 
   // Answers `request` into exchange.response, then calls its on_done. What `request` points to
-  // need only live until Handle returns.
-  void Handle(const Request& request, Exchange& exchange);
+  // need only live until Handle returns. Returns true when the answer is still to come and waits
+  // only for the request's turn (an acquire): the caller should then watch its client and call
+  // Abandon if the client leaves.
+  bool Handle(const Request& request, Exchange& exchange);
+
+  // The client of the exchange's last request has gone: an acquire still waiting ends now,
+  // answered "cancelled" through on_done as usual (see sluice/acquirer.h for what a cancelled
+  // acquire keeps). Nothing for any other request. Call it from where Handle is called for this
+  // exchange, after Handle has returned and before the next Handle.
+  void Abandon(Exchange& exchange);
 
   // The response to a request the HTTP layer refused before it reached Handle (too large,
   // unparsable), counted like any other.
   void Refuse(int status, std::string_view message, Response& response);
 
-  // Answers every /v1/acquire still waiting with "cancelled", so that a drain need not wait for
-  // their slots.
+  // Answers every /v1/acquire still waiting with "cancelled", including those on the lines of
+  // rules a reload has changed since, and answers those that arrive afterwards 503 at once, so
+  // that a drain need not wait for their slots. For a drain: it cannot be undone.
   void CancelWaits();
+
+  // Bounds the acquires in progress over every rule (default AcquirerOptions::max_waiters).
+  void SetMaxWaiters(size_t max_waiters);
 
  private:
   void HandleCheck(const Request& request, Exchange& exchange);
   void HandleBatch(const nlohmann::json& checks, std::shared_ptr<const RuleTable> rules,
                    Exchange& exchange);
   void HandleReady(Exchange& exchange);
-  void HandleAcquire(const Request& request, Exchange& exchange);
+  // Returns Handle's answer: true while the acquire waits.
+  bool HandleAcquire(const Request& request, Exchange& exchange);
   void OnAcquired(Exchange& exchange, Result<Acquisition> acquired);
+  // The rule's current line; null once CancelWaits has run.
   std::shared_ptr<RuleAcquirer> AcquirerFor(const ServedRule& rule);
+  // Counts an acquire in progress for `rule`, unless it is over a bound (false).
+  bool TakeWaiterPlace(const ServedRule& rule);
+  void ReleaseWaiterPlace(const ServedRule& rule);
   // Parses the body as a JSON object into `document`; otherwise answers the error and is false.
   bool ParseBody(const Request& request, Exchange& exchange, nlohmann::json& document);
   void OnDecision(Exchange& exchange, Result<Decision> decision);
@@ -185,8 +210,13 @@ class Api {
   mutable std::mutex rules_mu_;
   std::shared_ptr<const RuleTable> rules_;
   Timers* const timers_;
+  std::atomic<size_t> max_waiters_;
+  std::atomic<size_t> waiters_{0};     // acquires in progress, over every rule
+  std::atomic<bool> draining_{false};  // set under acquirers_mu_ by CancelWaits
   std::mutex acquirers_mu_;
   std::unordered_map<std::string, std::shared_ptr<RuleAcquirer>> acquirers_;  // by rule name
+  // Lines replaced by a reload: they live as long as acquires wait on them.
+  std::vector<std::weak_ptr<RuleAcquirer>> retired_;
 };
 
 }  // namespace sluice::http

@@ -13,6 +13,7 @@
 #include <optional>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace sluice::http {
@@ -107,7 +108,31 @@ class Server::Session : public std::enable_shared_from_this<Session> {
     version_ = request.version();
     stream_.expires_never();
     in_flight_ = shared_from_this();
-    server_.api_.Handle({request.method_string(), request.target(), request.body()}, exchange_);
+    if (server_.api_.Handle({request.method_string(), request.target(), request.body()},
+                            exchange_)) {
+      WatchClient();
+    }
+  }
+
+  // While the Api waits for the request's turn, a read stays pending, so that a client that
+  // leaves gives up its place in line at once instead of holding it until the wait ends. What
+  // the client sends meanwhile (a pipelined request) stays in the buffer for the next parse.
+  void WatchClient() {
+    if (buffer_.size() + kReadChunk > buffer_.max_size()) return;  // no room to read into
+    watching_ = true;
+    stream_.async_read_some(
+        buffer_.prepare(kReadChunk),
+        [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnWatch(ec, n); });
+  }
+
+  void OnWatch(beast::error_code ec, size_t n) {
+    buffer_.commit(n);
+    watching_ = false;
+    if (std::exchange(answer_ready_, false)) return Respond();
+    if (!ec) return WatchClient();
+    // Gone (or half-closed: it sends nothing more, so it cannot keep the connection either).
+    keep_alive_ = false;
+    server_.api_.Abandon(exchange_);  // its answer, "cancelled", comes through OnAnswer
   }
 
   // Answers a request the HTTP layer could not take, then closes the connection.
@@ -122,7 +147,15 @@ class Server::Session : public std::enable_shared_from_this<Session> {
 
   // Runs on any thread, when the Api has answered.
   void OnExchangeDone() {
-    net::dispatch(stream_.get_executor(), [self = std::move(in_flight_)] { self->Respond(); });
+    net::dispatch(stream_.get_executor(), [self = std::move(in_flight_)] { self->OnAnswer(); });
+  }
+
+  void OnAnswer() {
+    if (!watching_) return Respond();
+    // The watching read ends first; OnWatch then responds.
+    answer_ready_ = true;
+    beast::error_code ignored;
+    stream_.socket().cancel(ignored);
   }
 
   void Respond() {
@@ -184,7 +217,9 @@ class Server::Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<Session> in_flight_;  // keeps the session alive while the Api has the request
   bool keep_alive_ = false;
   unsigned version_ = 11;
-  bool busy_ = false;  // a request is being answered
+  bool busy_ = false;          // a request is being answered
+  bool watching_ = false;      // WatchClient's read is pending
+  bool answer_ready_ = false;  // the Api answered while watching_
   bool draining_ = false;
   bool linger_ = false;
   size_t lingered_ = 0;

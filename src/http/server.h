@@ -1,9 +1,11 @@
 // The HTTP/1.1 server of `sluice serve`, on Boost.Beast: asynchronous, keep-alive, on a pool of
 // I/O threads, with every connection on its own strand. Each request goes to Api::Handle; the
 // answer may come back on a store thread and is written from the connection's strand, so a slow
-// store never blocks an I/O thread. Limits: a request's header (431 above header_limit), its
-// body (413 above body_limit), the time for a request to arrive once started (read_timeout) and
-// for a kept-alive connection to stay silent (idle_timeout).
+// store never blocks an I/O thread. While a request waits for its turn (/v1/acquire), the
+// connection is still read: a client that disconnects has its acquire abandoned (Api::Abandon),
+// and what it pipelines meanwhile is kept for later. Limits: a request's header (431 above
+// header_limit), its body (413 above body_limit), the time for a request to arrive once started
+// (read_timeout) and for a kept-alive connection to stay silent (idle_timeout).
 //
 // Run serves until SIGTERM or SIGINT, then drains: it stops accepting, closes idle connections,
 // lets requests in flight be answered (on a closing connection), and returns once every

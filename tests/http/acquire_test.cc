@@ -1,10 +1,14 @@
 // POST /v1/acquire on the Api, with a MemoryStore and ManualTimers on one ManualClock: answers
 // come when the slot comes (booked on the meters, retried on the windows), or with the denial,
-// and carry Server-Timing; bad input is refused; CancelWaits answers every waiter at once.
+// and carry Server-Timing; bad input is refused; the bounds on waiters answer queue_full;
+// CancelWaits answers every waiter at once, on lines a reload replaced too, and refuses later
+// acquires; Abandon cancels the acquire of a client that left.
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "http/api.h"
@@ -15,6 +19,7 @@ namespace sluice::http {
 namespace {
 
 using namespace std::chrono_literals;
+using nlohmann::json;
 
 constexpr std::string_view kRules = R"(
 rules:
@@ -50,9 +55,19 @@ class AcquireTest : public ::testing::Test {
 
   std::unique_ptr<Pending> Acquire(std::string_view body) {
     auto pending = std::make_unique<Pending>();
-    api_.Handle({"POST", "/v1/acquire", body}, pending->exchange);
+    waits_ = api_.Handle({"POST", "/v1/acquire", body}, pending->exchange);
     return pending;
   }
+
+  std::string Metric(std::string_view line_start) const {
+    const std::string text = metrics_.Exposition();
+    const size_t at = text.find(line_start);
+    if (at == std::string::npos) return "<absent>";
+    const size_t value = at + line_start.size() + 1;
+    return text.substr(value, text.find('\n', value) - value);
+  }
+
+  bool waits_ = false;  // what the last Handle returned
 
   ManualClock clock_;
   ManualTimers timers_{clock_};
@@ -143,6 +158,100 @@ TEST_F(AcquireTest, CancelWaitsAnswersEveryWaiterAtOnce) {
   EXPECT_EQ(booked->body().substr(0, 34), R"({"outcome":"cancelled","waited_ms")");
   EXPECT_EQ(retrying->body().substr(0, 34), R"({"outcome":"cancelled","waited_ms")");
   EXPECT_EQ(timers_.pending(), 0u);
+}
+
+TEST_F(AcquireTest, HandleSaysWhileTheAnswerWaitsAndAbandonCancelsIt) {
+  const auto first = Acquire(R"({"rule":"shaped","key":"k","max_wait_ms":1000})");
+  ASSERT_TRUE(first->done);
+  EXPECT_FALSE(waits_);           // answered at once
+  api_.Abandon(first->exchange);  // nothing to abandon: the answer stands
+  EXPECT_EQ(first->body().substr(0, 21), R"({"outcome":"admitted")");
+
+  const auto waiting = Acquire(R"({"rule":"shaped","key":"k","max_wait_ms":1000})");
+  EXPECT_TRUE(waits_);
+  EXPECT_FALSE(waiting->done);
+  EXPECT_EQ(Metric(R"(sluice_acquire_waiters{rule="shaped"})"), "1");
+  api_.Abandon(waiting->exchange);
+  ASSERT_TRUE(waiting->done);
+  EXPECT_EQ(waiting->body().substr(0, 22), R"({"outcome":"cancelled")");
+  EXPECT_EQ(Metric(R"(sluice_acquire_waiters{rule="shaped"})"), "0");
+  EXPECT_EQ(Metric(R"(sluice_acquires_total{rule="shaped",outcome="cancelled"})"), "1");
+  EXPECT_EQ(Metric(R"(sluice_acquires_total{rule="shaped",outcome="admitted"})"), "1");
+  EXPECT_EQ(timers_.pending(), 0u);
+
+  Pending health;
+  EXPECT_FALSE(api_.Handle({"GET", "/healthz", ""}, health.exchange));
+  api_.Abandon(health.exchange);
+  EXPECT_TRUE(health.done);
+}
+
+TEST_F(AcquireTest, CancelWaitsReachesLinesAReloadReplacedAndRefusesLaterAcquires) {
+  Acquire(R"({"rule":"shaped","key":"k","max_wait_ms":0})");
+  const auto old_line = Acquire(R"({"rule":"shaped","key":"k","max_wait_ms":5000})");
+  EXPECT_FALSE(old_line->done);
+  // The limit changes: new acquires go to a new line, the waiter stays on the old one.
+  api_.SetRules(RuleTable::Build(ParseRules(R"(
+rules:
+  - { name: shaped, algorithm: gcra, limit: 5, period: 1s, burst: 1 }
+)"),
+                                 metrics_));
+  const auto new_line = Acquire(R"({"rule":"shaped","key":"k","max_wait_ms":5000})");
+  EXPECT_FALSE(new_line->done);
+  EXPECT_EQ(Metric(R"(sluice_acquire_waiters{rule="shaped"})"), "2");
+
+  api_.CancelWaits();
+  ASSERT_TRUE(old_line->done);
+  ASSERT_TRUE(new_line->done);
+  EXPECT_EQ(old_line->body().substr(0, 22), R"({"outcome":"cancelled")");
+  EXPECT_EQ(new_line->body().substr(0, 22), R"({"outcome":"cancelled")");
+  EXPECT_EQ(timers_.pending(), 0u);
+  EXPECT_EQ(Metric(R"(sluice_acquire_waiters{rule="shaped"})"), "0");
+
+  const auto late = Acquire(R"({"rule":"shaped","key":"other","max_wait_ms":5000})");
+  ASSERT_TRUE(late->done);
+  EXPECT_FALSE(waits_);
+  EXPECT_EQ(late->exchange.response.status, 503);
+  EXPECT_EQ(late->body(), R"({"error":"the service is stopping and takes no new acquires"})");
+  EXPECT_EQ(timers_.pending(), 0u);
+  // Checks are still answered while the service drains.
+  Pending check;
+  api_.Handle({"POST", "/v1/check", R"({"rule":"shaped","key":"other"})"}, check.exchange);
+  EXPECT_EQ(check.exchange.response.status, 200);
+}
+
+TEST_F(AcquireTest, BoundsPerKeyPerRuleAndOverallAnswerQueueFull) {
+  api_.SetRules(RuleTable::Build(ParseRules(R"(
+rules:
+  - { name: perkey, algorithm: gcra, limit: 10, period: 1s, burst: 1, max_waiters_per_key: 1 }
+  - { name: small, algorithm: gcra, limit: 10, period: 1s, burst: 1, max_waiters: 1 }
+)"),
+                                 metrics_));
+  api_.SetMaxWaiters(3);
+  std::vector<std::unique_ptr<Pending>> answers;
+  const auto outcome = [&](std::string_view rule, std::string_view key) {
+    answers.push_back(Acquire(R"({"rule":")" + std::string(rule) + R"(","key":")" +
+                              std::string(key) + R"(","max_wait_ms":5000})"));
+    if (!answers.back()->done) return std::string("waiting");
+    return json::parse(answers.back()->body())["outcome"].get<std::string>();
+  };
+  EXPECT_EQ(outcome("perkey", "a"), "admitted");
+  EXPECT_EQ(outcome("perkey", "a"), "waiting");
+  EXPECT_EQ(outcome("perkey", "a"), "queue_full");  // one waiter per key
+  EXPECT_EQ(outcome("small", "x"), "admitted");
+  EXPECT_EQ(outcome("small", "x"), "waiting");
+  EXPECT_EQ(outcome("small", "y"), "queue_full");  // one in progress for the whole rule
+  EXPECT_EQ(outcome("perkey", "b"), "admitted");
+  EXPECT_EQ(outcome("perkey", "b"), "waiting");
+  EXPECT_EQ(outcome("perkey", "c"), "queue_full");  // three in progress in all
+  EXPECT_EQ(Metric(R"(sluice_acquire_waiters{rule="perkey"})"), "2");
+  EXPECT_EQ(Metric(R"(sluice_acquire_waiters{rule="small"})"), "1");
+  EXPECT_EQ(Metric(R"(sluice_acquires_total{rule="perkey",outcome="queue_full"})"), "2");
+  EXPECT_EQ(Metric(R"(sluice_acquires_total{rule="small",outcome="queue_full"})"), "1");
+
+  timers_.Advance(100ms);  // every waiter's slot comes
+  EXPECT_EQ(Metric(R"(sluice_acquire_waiters{rule="perkey"})"), "0");
+  EXPECT_EQ(Metric(R"(sluice_acquires_total{rule="perkey",outcome="admitted"})"), "4");
+  EXPECT_EQ(outcome("perkey", "c"), "admitted");
 }
 
 TEST(AcquireWithoutTimers, IsNotServed) {
