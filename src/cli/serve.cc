@@ -7,9 +7,13 @@
 #include <boost/asio/io_context.hpp>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "config/config.h"
+#include "config/example_config.h"
 #include "http/api.h"
 #include "http/metrics.h"
 #include "http/server.h"
@@ -24,6 +28,40 @@ namespace {
 int ConfigError(const std::string& message) {
   std::cerr << "sluice serve: " << message << "\n";
   return 2;
+}
+
+// The file given, or with none the example rule set built in.
+Result<config::Config> LoadConfig(const ServeFlags& flags) {
+  if (flags.config_path.empty()) {
+    return config::ParseConfig(config::kExampleConfig, config::kExampleConfigName);
+  }
+  return config::LoadConfigFile(flags.config_path);
+}
+
+// The fields that differ between the running config and a reloaded one and that only a restart
+// applies, but for those a flag overrides.
+std::string FieldsNeedingRestart(const ServeFlags& flags, const config::Config& running,
+                                 const config::Config& reloaded) {
+  std::vector<std::string_view> fields;
+  const auto compare = [&](std::string_view field, bool overridden, bool changed) {
+    if (!overridden && changed) fields.push_back(field);
+  };
+  compare("listen", !flags.listen.empty(), reloaded.listen.ToString() != running.listen.ToString());
+  compare("store.url", !flags.store_url.empty(), reloaded.store.url != running.store.url);
+  compare("store.timeout_ms", false, reloaded.store.timeout != running.store.timeout);
+  compare("store.instances", false, reloaded.store.instances != running.store.instances);
+  compare("server.io_threads", flags.io_threads > 0,
+          reloaded.server.io_threads != running.server.io_threads);
+  compare("server.read_timeout", false,
+          reloaded.server.read_timeout != running.server.read_timeout);
+  compare("server.idle_timeout", false,
+          reloaded.server.idle_timeout != running.server.idle_timeout);
+  std::string list;
+  for (std::string_view field : fields) {
+    if (!list.empty()) list += ", ";
+    list += field;
+  }
+  return list;
 }
 
 int IoThreads(const ServeFlags& flags, const config::Config& config) {
@@ -55,7 +93,7 @@ class WaitTimers {
 CLI::App* AddServeCommand(CLI::App& app, ServeFlags& flags) {
   auto* serve = app.add_subcommand("serve", "Run the HTTP decision service");
   serve->add_option("--config", flags.config_path,
-                    "YAML rule set (default: " SLUICE_DEFAULT_CONFIG ")");
+                    "YAML rule set (default: the built-in examples/sluice.yaml)");
   serve->add_option("--listen", flags.listen, "HOST:PORT to listen on; overrides the config");
   serve->add_option("--store", flags.store_url,
                     "Store URL: memory://, redis://HOST:PORT[/DB], unix:///PATH or "
@@ -69,8 +107,9 @@ int RunServe(const ServeFlags& flags) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("sluice"));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
 
-  const std::string path = flags.config_path.empty() ? SLUICE_DEFAULT_CONFIG : flags.config_path;
-  auto config = config::LoadConfigFile(path);
+  const std::string source =
+      flags.config_path.empty() ? std::string(config::kExampleConfigName) : flags.config_path;
+  auto config = LoadConfig(flags);
   if (!config.ok()) return ConfigError(config.status().message());
   if (!flags.listen.empty()) {
     auto listen = config::ParseListenAddress(flags.listen);
@@ -95,6 +134,7 @@ int RunServe(const ServeFlags& flags) {
   WaitTimers wait_timers;
   http::Api api(store, metrics, http::RuleTable::Build(config->rules, metrics), resilient.get(),
                 &wait_timers.timers());
+  api.SetMaxWaiters(config->server.max_waiters);
   http::ServerOptions options;
   options.host = config->listen.host;
   options.port = config->listen.port;
@@ -107,24 +147,27 @@ int RunServe(const ServeFlags& flags) {
     return 1;
   }
   spdlog::info("serving on {}:{} with {} rule(s) from {}, store {}, {} I/O thread(s)",
-               config->listen.host, server.port(), config->rules.size(), path, config->store.url,
+               config->listen.host, server.port(), config->rules.size(), source, config->store.url,
                options.io_threads);
 
   server.Run([&] {
-    auto reloaded = config::LoadConfigFile(path);
+    if (flags.config_path.empty()) {
+      spdlog::warn("nothing to reload: the rules are the built-in example (no --config)");
+      return;
+    }
+    auto reloaded = config::LoadConfigFile(flags.config_path);
     if (!reloaded.ok()) {
       spdlog::error("reload rejected, the previous rules stay in force: {}",
                     reloaded.status().message());
       return;
     }
     api.SetRules(http::RuleTable::Build(reloaded->rules, metrics));
-    spdlog::info("reloaded {} rule(s) from {}", reloaded->rules.size(), path);
-    if (flags.listen.empty() && reloaded->listen.ToString() != config->listen.ToString()) {
-      spdlog::warn("listen changed in {}; it takes effect on restart", path);
-    }
-    if (flags.store_url.empty() && (reloaded->store.url != config->store.url ||
-                                    reloaded->store.instances != config->store.instances)) {
-      spdlog::warn("store changed in {}; it takes effect on restart", path);
+    api.SetMaxWaiters(reloaded->server.max_waiters);
+    spdlog::info("reloaded {} rule(s) from {}", reloaded->rules.size(), source);
+    if (const std::string fields = FieldsNeedingRestart(flags, *config, *reloaded);
+        !fields.empty()) {
+      spdlog::warn("changed in {} but only applied on restart, still running the old values: {}",
+                   source, fields);
     }
   });
   return 0;

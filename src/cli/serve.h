@@ -9,7 +9,7 @@
 namespace sluice::cli {
 
 struct ServeFlags {
-  std::string config_path;  // empty: the repository's examples/sluice.yaml
+  std::string config_path;  // empty: the built-in examples/sluice.yaml
   std::string listen;       // HOST:PORT; empty: the config's
   std::string store_url;    // empty: the config's
   int io_threads = 0;       // 0: the config's
