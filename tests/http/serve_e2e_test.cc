@@ -62,16 +62,19 @@ class TempDir {
     if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
   }
   std::string File(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
   bool ok() const { return !path_.empty(); }
 
  private:
   std::string path_;
 };
 
-// A process of the binary under test, with stdout and stderr going to a log file.
+// A process of the binary under test, with stdout and stderr going to a log file, run in `cwd`
+// (empty: this process's working directory).
 class Process {
  public:
-  Process(std::vector<std::string> args, std::string log_path) : log_path_(std::move(log_path)) {
+  Process(std::vector<std::string> args, std::string log_path, const std::string& cwd = "")
+      : log_path_(std::move(log_path)) {
     args.insert(args.begin(), g_sluice);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -81,6 +84,7 @@ class Process {
     posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                      0644);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
     if (posix_spawn(&pid_, g_sluice.c_str(), &actions, nullptr, argv.data(), environ) != 0) {
       pid_ = -1;
     }
@@ -130,6 +134,25 @@ class Process {
   std::optional<int> exit_status_;
 };
 
+httplib::Client LocalClient(int port) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(5s);
+  client.set_read_timeout(5s);
+  client.set_keep_alive(true);
+  return client;
+}
+
+// Polls /healthz until the service on `port` answers (true), or exits, or 10 s pass.
+bool WaitUntilUp(int port, Process& process) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  httplib::Client client = LocalClient(port);
+  while (std::chrono::steady_clock::now() < deadline && !process.Exited()) {
+    if (auto r = client.Get("/healthz"); r && r->status == 200) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
 // `sluice serve` on a free port with the given rules, up and answering /healthz.
 class Service {
  public:
@@ -145,15 +168,7 @@ class Service {
         std::vector<std::string>{"serve", "--config", config_, "--listen",
                                  "127.0.0.1:" + std::to_string(port_), "--io-threads", "2"},
         dir_.File("serve.log"));
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    httplib::Client client = Client();
-    while (std::chrono::steady_clock::now() < deadline && !process_->Exited()) {
-      if (auto r = client.Get("/healthz"); r && r->status == 200) {
-        up_ = true;
-        break;
-      }
-      std::this_thread::sleep_for(20ms);
-    }
+    up_ = WaitUntilUp(port_, *process_);
   }
 
   void WriteConfig(const std::string& rules_yaml) const {
@@ -167,13 +182,7 @@ class Service {
   const std::string& config_path() const { return config_; }
   Process& process() { return *process_; }
 
-  httplib::Client Client() const {
-    httplib::Client client("127.0.0.1", port_);
-    client.set_connection_timeout(5s);
-    client.set_read_timeout(5s);
-    client.set_keep_alive(true);
-    return client;
-  }
+  httplib::Client Client() const { return LocalClient(port_); }
 
  private:
   TempDir dir_;
@@ -185,26 +194,76 @@ class Service {
   bool up_ = false;
 };
 
-// Sends raw bytes on a new connection and returns everything read until the server closes it (or
-// 5 s pass).
-std::string RawExchange(int port, const std::string& bytes) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return "";
-  timeval timeout{.tv_sec = 5, .tv_usec = 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size())) {
-    char buf[4096];
-    for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;)
-      out.append(buf, static_cast<size_t>(n));
+// A TCP connection to the service for what an HTTP client hides: pipelining, or leaving with a
+// request unanswered.
+class RawConnection {
+ public:
+  explicit RawConnection(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    if (fd_ < 0) return;
+    timeval timeout{.tv_sec = 10, .tv_usec = 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) Close();
   }
-  close(fd);
-  return out;
+  ~RawConnection() { Close(); }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  bool Send(const std::string& bytes) const {
+    return fd_ >= 0 && send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+                           static_cast<ssize_t>(bytes.size());
+  }
+  // Everything read until the server closes the connection (or 10 s pass without a byte).
+  std::string ReadToEnd() const {
+    std::string out;
+    char buf[4096];
+    for (ssize_t n; fd_ >= 0 && (n = recv(fd_, buf, sizeof buf, 0)) > 0;) {
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+  }
+  void Close() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+// Sends raw bytes on a new connection and returns everything read until the server closes it.
+std::string RawExchange(int port, const std::string& bytes) {
+  RawConnection connection(port);
+  return connection.Send(bytes) ? connection.ReadToEnd() : "";
+}
+
+std::string RawPost(std::string_view target, const std::string& body) {
+  return "POST " + std::string(target) +
+         " HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+         body;
+}
+
+// The value of the /metrics line of `series` (a name and its labels), or -1.
+int64_t MetricValue(int port, std::string_view series) {
+  httplib::Client client = LocalClient(port);
+  auto r = client.Get("/metrics");
+  const std::string needle = "\n" + std::string(series) + " ";
+  const size_t at = r ? r->body.find(needle) : std::string::npos;
+  if (at == std::string::npos) return -1;
+  return std::stoll(r->body.substr(at + needle.size()));
+}
+
+// Polls /metrics until `series` has `value` (bounded by 10 s).
+bool WaitForMetric(int port, std::string_view series, int64_t value) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (MetricValue(port, series) != value) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
 }
 
 constexpr const char* kRules = R"(rules:
@@ -322,10 +381,7 @@ TEST(ServeE2ETest, RefusesBadRequests) {
 TEST(ServeE2ETest, AnswersPipelinedRequestsInOrderOnOneConnection) {
   Service service(kRules);
   ASSERT_TRUE(service.up()) << service.process().Log();
-  const std::string check = R"({"rule":"slow","key":"p"})";
-  const std::string post =
-      "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(check.size()) +
-      "\r\n\r\n" + check;
+  const std::string post = RawPost("/v1/check", R"({"rule":"slow","key":"p"})");
   const std::string out =
       RawExchange(service.port(),
                   post + post + "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
@@ -554,6 +610,253 @@ TEST(ServeE2ETest, AddressInUseExitsWithStatusOne) {
   EXPECT_NE(second.Log().find("cannot listen on 127.0.0.1:"), std::string::npos) << second.Log();
 }
 
+TEST(ServeE2ETest, SigtermAnswersWaitersOnALineAReloadReplaced) {
+  Service service("rules:\n  - { name: slow, algorithm: gcra, limit: 1, period: 10s, burst: 1 }\n");
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  const char* waiters = R"(sluice_acquire_waiters{rule="slow"})";
+  const std::string acquire = R"({"rule":"slow","key":"k","max_wait_ms":60000})";
+  httplib::Client client = service.Client();
+  auto first = client.Post("/v1/acquire", R"({"rule":"slow","key":"k","max_wait_ms":0})",
+                           "application/json");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(Body(first)["outcome"], "admitted");
+
+  // Its slot is 10 s away; then the rule's limit changes, and a second waiter books on the new
+  // line, 5 s after the first.
+  std::vector<json> answers(2);
+  std::vector<std::thread> callers;
+  const auto wait_in_line = [&](size_t i) {
+    callers.emplace_back([&, i] {
+      httplib::Client own = service.Client();
+      if (auto r = own.Post("/v1/acquire", acquire, "application/json")) answers[i] = Body(r);
+    });
+  };
+  wait_in_line(0);
+  ASSERT_TRUE(WaitForMetric(service.port(), waiters, 1));
+  service.WriteConfig(
+      "rules:\n  - { name: slow, algorithm: gcra, limit: 2, period: 10s, burst: 1 }\n");
+  service.process().Signal(SIGHUP);
+  ASSERT_TRUE(service.process().WaitForLog("reloaded 1 rule(s)")) << service.process().Log();
+  wait_in_line(1);
+  ASSERT_TRUE(WaitForMetric(service.port(), waiters, 2));
+
+  const auto signalled = std::chrono::steady_clock::now();
+  service.process().Signal(SIGTERM);
+  for (auto& t : callers) t.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - signalled, 4s);  // the drain would wait 10 s
+  EXPECT_EQ(answers[0]["outcome"], "cancelled") << answers[0];
+  EXPECT_EQ(answers[1]["outcome"], "cancelled") << answers[1];
+  EXPECT_EQ(service.process().WaitExit(5s), 0) << service.process().Log();
+  EXPECT_EQ(service.process().Log().find("drain timed out"), std::string::npos)
+      << service.process().Log();
+}
+
+TEST(ServeE2ETest, AClientThatLeavesGivesUpItsPlaceInLine) {
+  // One admission per 3 s, in arrival order; at most three acquires in progress for the key.
+  Service service(R"(rules:
+  - { name: line, algorithm: sliding_log, limit: 1, period: 3s, max_waiters_per_key: 3 }
+)");
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  const char* waiters = R"(sluice_acquire_waiters{rule="line"})";
+  const auto acquire = [](int max_wait_ms) {
+    return R"({"rule":"line","key":"k","max_wait_ms":)" + std::to_string(max_wait_ms) + "}";
+  };
+  httplib::Client client = service.Client();
+  client.set_read_timeout(15s);
+  auto first = client.Post("/v1/acquire", acquire(0), "application/json");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(Body(first)["outcome"], "admitted");
+
+  // The first in line stays, and pipelines its next request while it waits.
+  RawConnection live(service.port());
+  ASSERT_TRUE(live.Send(RawPost("/v1/acquire", acquire(10000))));
+  ASSERT_TRUE(WaitForMetric(service.port(), waiters, 1));
+  ASSERT_TRUE(live.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  // Two more fill the line, then leave.
+  std::vector<std::unique_ptr<RawConnection>> leaving;
+  for (int i = 0; i < 2; ++i) {
+    leaving.push_back(std::make_unique<RawConnection>(service.port()));
+    ASSERT_TRUE(leaving.back()->Send(RawPost("/v1/acquire", acquire(60000))));
+    ASSERT_TRUE(WaitForMetric(service.port(), waiters, 2 + i));
+  }
+  auto full = client.Post("/v1/acquire", acquire(60000), "application/json");
+  ASSERT_TRUE(full);
+  EXPECT_EQ(Body(full)["outcome"], "queue_full");
+  for (auto& connection : leaving) connection->Close();
+  ASSERT_TRUE(WaitForMetric(service.port(), waiters, 1));
+  EXPECT_EQ(
+      MetricValue(service.port(), R"(sluice_acquires_total{rule="line",outcome="cancelled"})"), 2);
+
+  // A newcomer is behind the one who stayed only: admitted one period after it, within 8 s
+  // (behind the two who left too, it would wait more than that, and be denied).
+  auto next = client.Post("/v1/acquire", acquire(8000), "application/json");
+  ASSERT_TRUE(next);
+  EXPECT_EQ(Body(next)["outcome"], "admitted") << next->body;
+  const std::string out = live.ReadToEnd();
+  const size_t admitted = out.find(R"({"outcome":"admitted")");
+  const size_t health = out.find(R"({"status":"ok"})");
+  ASSERT_NE(admitted, std::string::npos) << out;
+  ASSERT_NE(health, std::string::npos) << out;
+  EXPECT_LT(admitted, health);
+  EXPECT_EQ(MetricValue(service.port(), waiters), 0);
+}
+
+TEST(ServeE2ETest, WithoutAConfigItServesTheBuiltInExampleFromAnyDirectory) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const int port = sluice::testing::FreeLoopbackPort();
+  Process process({"serve", "--listen", "127.0.0.1:" + std::to_string(port)}, dir.File("log"),
+                  dir.path());
+  ASSERT_TRUE(WaitUntilUp(port, process)) << process.Log();
+  EXPECT_NE(process.Log().find("from examples/sluice.yaml (built in), store memory://"),
+            std::string::npos)
+      << process.Log();
+  httplib::Client client = LocalClient(port);
+  auto r = client.Post("/v1/check", R"({"rule":"login","key":"user:42"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(Body(r)["limit"], 5);
+  EXPECT_TRUE(r->get_header_value("RateLimit-Policy").starts_with(R"("login";)"));
+
+  process.Signal(SIGHUP);
+  EXPECT_TRUE(process.WaitForLog("nothing to reload")) << process.Log();
+  process.Signal(SIGTERM);
+  EXPECT_EQ(process.WaitExit(5s), 0) << process.Log();
+}
+
+TEST(ServeE2ETest, SighupWarnsOnceAboutTheFieldsThatNeedARestart) {
+  Service service(kRules, "memory://", "timeout_ms: 50");
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  // --listen and --io-threads override listen and server.io_threads: no warning for them.
+  WriteFile(service.config_path(), std::string("listen: 127.0.0.1:1\n"
+                                               "store: {url: memory://, timeout_ms: 70}\n"
+                                               "server: {io_threads: 3, read_timeout: 5s,\n"
+                                               "         idle_timeout: 60s, max_waiters: 10}\n") +
+                                       kRules);
+  service.process().Signal(SIGHUP);
+  ASSERT_TRUE(service.process().WaitForLog("reloaded 2 rule(s)")) << service.process().Log();
+  ASSERT_TRUE(service.process().WaitForLog("only applied on restart")) << service.process().Log();
+  EXPECT_NE(service.process().Log().find(
+                "changed in " + service.config_path() +
+                " but only applied on restart, still running the old values: store.timeout_ms, "
+                "server.read_timeout\n"),
+            std::string::npos)
+      << service.process().Log();
+}
+
+TEST(ServeE2ETest, OnRedisChecksCarryRateLimitHeadersAndABatchTakesOneRoundTrip) {
+  auto redis = sluice::testing::RedisServer::Start();
+  ASSERT_NE(redis, nullptr);
+  Service service(kRules, redis->url());
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  httplib::Client client = service.Client();
+
+  auto allowed = client.Post("/v1/check", R"({"rule":"slow","key":"k"})", "application/json");
+  ASSERT_TRUE(allowed);
+  EXPECT_EQ(Body(allowed)["source"], "store");
+  EXPECT_EQ(allowed->get_header_value("RateLimit-Policy"), R"("slow";q=1;w=10)");
+  EXPECT_EQ(allowed->get_header_value("RateLimit"), R"("slow";r=0;t=10)");
+  EXPECT_FALSE(allowed->has_header("Retry-After"));
+  auto denied = client.Post("/v1/check", R"({"rule":"slow","key":"k"})", "application/json");
+  ASSERT_TRUE(denied);
+  EXPECT_EQ(Body(denied)["allowed"], false);
+  EXPECT_EQ(denied->get_header_value("RateLimit"), R"("slow";r=0;t=10)");
+  EXPECT_EQ(denied->get_header_value("Retry-After"), "10");
+
+  // Redis counts the reads it makes from its clients: a batch of 50 checks arrives in one write
+  // (a read or two, where 50 separate checks would take 50). Each INFO costs two reads of its own.
+  constexpr int kChecks = 50;
+  json checks = json::array();
+  for (int i = 0; i < kChecks; ++i) {
+    checks.push_back({{"rule", "api"}, {"key", "batch:" + std::to_string(i)}});
+  }
+  const auto reads = [&] {
+    const std::string info = redis->Cli({"INFO", "stats"});
+    const size_t at = info.find("total_reads_processed:");
+    return at == std::string::npos ? -1 : std::stoll(info.substr(at + 22));
+  };
+  const int64_t before = reads();
+  auto batch = client.Post("/v1/check", json{{"checks", checks}}.dump(), "application/json");
+  const int64_t after = reads();
+  ASSERT_TRUE(batch);
+  const json results = Body(batch)["results"];
+  ASSERT_EQ(results.size(), static_cast<size_t>(kChecks)) << batch->body;
+  for (const json& result : results) {
+    EXPECT_EQ(result["allowed"], true) << result;
+    EXPECT_EQ(result["source"], "store") << result;
+  }
+  EXPECT_EQ(redis->Cli({"EXISTS", "sluice:api:{batch:49}"}), "1");
+  std::printf("Redis read the batch of %d checks in %lld read(s)\n", kChecks,
+              static_cast<long long>(after - before - 2));
+  EXPECT_GE(before, 0);
+  EXPECT_LE(after - before - 2, 3);
+}
+
+TEST(ServeE2ETest, OnRedisSighupReloadsAndTheStateStaysInRedis) {
+  auto redis = sluice::testing::RedisServer::Start();
+  ASSERT_NE(redis, nullptr);
+  Service service(kRules, redis->url());
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  httplib::Client client = service.Client();
+  const auto check = [&](std::string_view rule) {
+    auto r = client.Post("/v1/check", R"({"rule":")" + std::string(rule) + R"(","key":"k"})",
+                         "application/json");
+    return r ? Body(r) : json();
+  };
+  EXPECT_EQ(check("slow")["allowed"], true);
+
+  // "slow" is unchanged and keeps its state; "api" doubles; "fresh" is new.
+  service.WriteConfig(R"(rules:
+  - { name: api, algorithm: gcra, limit: 200, period: 1m }
+  - { name: slow, algorithm: gcra, limit: 1, period: 10s }
+  - { name: fresh, algorithm: fixed_window, limit: 5, period: 1s, on_error: fail_closed }
+)");
+  service.process().Signal(SIGHUP);
+  ASSERT_TRUE(service.process().WaitForLog("reloaded 3 rule(s)")) << service.process().Log();
+  const json slow = check("slow");
+  EXPECT_EQ(slow["allowed"], false) << slow;
+  EXPECT_EQ(slow["source"], "store");
+  EXPECT_EQ(check("api")["limit"], 200);
+  const json fresh = check("fresh");
+  EXPECT_EQ(fresh["allowed"], true);
+  EXPECT_EQ(fresh["remaining"], 4);
+  EXPECT_EQ(fresh["source"], "store");
+}
+
+TEST(ServeE2ETest, OnRedisACheckInFlightDuringTheDrainGetsItsPolicyAnswer) {
+  auto redis = sluice::testing::RedisServer::Start();
+  ASSERT_NE(redis, nullptr);
+  Service service(R"(rules:
+  - { name: closed, algorithm: gcra, limit: 10, period: 1s, on_error: fail_closed }
+)",
+                  redis->url(), "timeout_ms: 200");
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  httplib::Client client = service.Client();
+  auto before = client.Post("/v1/check", R"({"rule":"closed","key":"k"})", "application/json");
+  ASSERT_TRUE(before);
+  EXPECT_EQ(Body(before)["source"], "store");
+
+  redis->Pause();  // hung: the check waits its 200 ms for an answer that does not come
+  json answer;
+  int status = 0;
+  std::thread caller([&] {
+    httplib::Client own = service.Client();
+    if (auto r = own.Post("/v1/check", R"({"rule":"closed","key":"k"})", "application/json")) {
+      status = r->status;
+      answer = Body(r);
+    }
+  });
+  std::this_thread::sleep_for(100ms);  // the request is read and waits on Redis
+  service.process().Signal(SIGTERM);
+  caller.join();
+  redis->Resume();
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(answer["allowed"], false) << answer;
+  EXPECT_EQ(answer["source"], "fail_closed") << answer;
+  EXPECT_EQ(answer["degraded"], true) << answer;
+  EXPECT_EQ(service.process().WaitExit(5s), 0) << service.process().Log();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -562,6 +865,6 @@ int main(int argc, char** argv) {
     std::cerr << "usage: " << argv[0] << " PATH_TO_SLUICE_BINARY [gtest flags]\n";
     return 2;
   }
-  g_sluice = argv[1];
+  g_sluice = std::filesystem::absolute(argv[1]).string();  // some tests run it elsewhere
   return RUN_ALL_TESTS();
 }
