@@ -1,4 +1,7 @@
-// Decision: the answer to one check. A plain value.
+// Decision: the answer to one check: whether it was admitted, what remains, when to retry and
+// when the key is fresh again, and which path decided.
+//
+// Thread safety: a plain value with no shared state; copies may be used from any thread.
 #pragma once
 
 #include <cstdint>
