@@ -1,11 +1,14 @@
 // ResilientStore: keeps a limiter answering when its shared store (Redis) is slow, hung or gone.
 // It wraps a backend store and adds, in front of it:
-//   - a hot-key cache: a key the backend just denied is denied locally, for requests at least as
-//     large, until its retry_after passes, without a round trip. It only ever denies, so it can
-//     never admit more than the limit;
-//   - a circuit breaker: after `failures_to_open` consecutive backend failures it opens and every
-//     decision goes straight to the failure policy, with no network, for `open_for`; then one
-//     probe goes through, and a success closes it;
+//   - a hot-key cache: a key the backend just denied is denied locally, for requests of the same
+//     cost under the same limit, with the backend's retry_after counted down, until it passes,
+//     without a round trip. It only ever denies, so it can never admit more than the limit;
+//   - a circuit breaker per failure domain of the backend (Store::FailureDomain: one for one
+//     Redis, one per master of a Redis Cluster): after `failures_to_open` consecutive failures in
+//     a domain it opens, and every decision on that domain goes straight to the failure policy,
+//     with no network, for `open_for`; then one probe goes through, and a success closes it. The
+//     other domains go on deciding on the backend. Domain ids below kBreakerSlots get a breaker
+//     each; larger ones share one, by id modulo kBreakerSlots;
 //   - the request's failure policy (CheckRequest::on_error) whenever the backend fails (an
 //     UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED or INTERNAL error) or the breaker is
 //     open: fail open, fail closed, or decide on an in-process MemoryStore with the limit divided
@@ -19,6 +22,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "sluice/clock.h"
 #include "sluice/memory_store.h"
@@ -33,13 +38,23 @@ struct ResilientStoreOptions {
   // Time for the breaker, the hot-key cache and the local fallback; the system clock when null.
   const Clock* clock = nullptr;
   int failures_to_open = 5;
-  Duration open_for = std::chrono::milliseconds(500);
+  Duration open_for = std::chrono::milliseconds(200);
   // How many processes share the limits: local_fallback gives each limit/instances (at least 1).
   int64_t instances = 1;
-  // Keys the hot-key cache may hold; 0 turns it off.
+  // Keys the hot-key cache may hold; 0 turns it off. The bound holds per shard (the cache has
+  // 16): when a key's shard is full, its denial is remembered only if a sweep of the expired
+  // entries makes room, and a full shard is swept at most once every 10 ms. A key not
+  // remembered is simply decided by the backend each time.
   size_t hot_key_capacity = 100'000;
   // Keys the local fallback may hold.
   size_t fallback_max_keys = 1'000'000;
+};
+
+// One failure domain's circuit breaker.
+struct DomainBreakerStats {
+  std::string domain;  // Store::FailureDomainName of the first domain that used the breaker
+  BreakerState state = BreakerState::kClosed;
+  uint64_t opens = 0;
 };
 
 struct ResilientStoreStats {
@@ -49,8 +64,9 @@ struct ResilientStoreStats {
   uint64_t fail_closed = 0;
   uint64_t local_fallback = 0;
   uint64_t store_errors = 0;   // backend failures seen (not counting calls the breaker stopped)
-  uint64_t breaker_opens = 0;  // times the breaker opened
-  BreakerState breaker = BreakerState::kClosed;
+  uint64_t breaker_opens = 0;  // times a breaker opened, summed over the domains
+  BreakerState breaker = BreakerState::kClosed;  // the worst: open, then half_open, then closed
+  std::vector<DomainBreakerStats> breakers;      // the domains that have seen a request
 };
 
 class ResilientStore final : public Store {
@@ -58,14 +74,24 @@ class ResilientStore final : public Store {
   ResilientStore(Store& backend, ResilientStoreOptions options = {});
   ~ResilientStore() override;
 
+  // Breakers with their own slot; domain ids at or above it share one.
+  static constexpr size_t kBreakerSlots = 256;
+
   ResilientStoreStats stats() const;
+  // The worst state over the domains (as ResilientStoreStats::breaker).
   BreakerState breaker_state() const;
-  // A readiness probe: sends `probe` (a peek, cost 0) to the backend if the breaker lets a call
-  // through, and answers with the backend's own result, errors included (no failure policy);
-  // while the breaker is open it answers UNAVAILABLE at once, without a network call. The
-  // outcome counts for the breaker like any call, so with no traffic at all, probes are what
-  // close it again once the backend recovers.
+  // A readiness probe: sends `probe` (a peek, cost 0) to the backend if the breaker of the
+  // probe's own domain lets a call through, and answers with the backend's own result, errors
+  // included (no failure policy); while that breaker is open it answers UNAVAILABLE at once,
+  // without a network call. The outcome counts for that breaker like any call, so with no
+  // traffic at all, probes are what close it again once its domain recovers. It says nothing of
+  // the other domains: each of their breakers lets the first request after `open_for` through as
+  // its probe, and reports `open` until one comes.
   void ProbeAsync(const CheckRequest& probe, DecisionCallback done);
+
+  // The backend's.
+  uint32_t FailureDomain(std::string_view scope, std::string_view key) const override;
+  std::string FailureDomainName(uint32_t domain) const override;
 
  protected:
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override;
@@ -80,12 +106,15 @@ class ResilientStore final : public Store {
 
   bool UsesCache(const CheckRequest& request) const;
   std::optional<Decision> FromCache(const CheckRequest& request, int64_t now);
-  // Updates the breaker and the error count with a backend answer; true if it is a store
-  // failure (for the failure policy to decide).
-  bool Observe(const Result<Decision>& answer);
-  // The backend's answer to one request, with the breaker and the cache updated; a backend
-  // failure becomes the request's failure policy.
-  Result<Decision> Settle(const CheckRequest& request, Result<Decision> answer);
+  Breaker& BreakerOf(uint32_t domain);
+  // Whether the domain's breaker lets a call through now.
+  bool Allow(uint32_t domain, int64_t now);
+  // Updates the domain's breaker and the error count with a backend answer; true if it is a
+  // store failure (for the failure policy to decide).
+  bool Observe(uint32_t domain, const Result<Decision>& answer);
+  // The backend's answer to one request of `domain`, with the breaker and the cache updated; a
+  // backend failure becomes the request's failure policy.
+  Result<Decision> Settle(const CheckRequest& request, uint32_t domain, Result<Decision> answer);
   Result<Decision> ApplyPolicy(const CheckRequest& request);
   void Count(const Result<Decision>& result);
   int64_t Now() const;
@@ -93,7 +122,7 @@ class ResilientStore final : public Store {
   Store& backend_;
   const ResilientStoreOptions options_;
   const Clock& clock_;
-  std::unique_ptr<Breaker> breaker_;
+  std::unique_ptr<Breaker[]> breakers_;  // kBreakerSlots
   std::unique_ptr<HotKeys> hot_keys_;
   MemoryStore fallback_;
   std::atomic<uint64_t> by_source_[5] = {};

@@ -5,6 +5,8 @@
 #include <mutex>
 #include <string>
 
+#include "core/composite_key.h"
+
 namespace sluice {
 namespace {
 
@@ -16,21 +18,20 @@ bool IsStoreFailure(StatusCode code) {
          code == StatusCode::kResourceExhausted || code == StatusCode::kInternal;
 }
 
-// scope and key in one string, the scope's length first so no two pairs collide. A per-thread
-// buffer: the lookup on every decision allocates nothing.
-std::string_view CacheKey(std::string_view scope, std::string_view key) {
-  thread_local std::string composite;
-  composite.clear();
-  composite.push_back(static_cast<char>(scope.size()));
-  composite.append(scope);
-  composite.append(key);
-  return composite;
+// How bad a breaker state is, for the worst over the domains.
+int Severity(BreakerState state) {
+  switch (state) {
+    case BreakerState::kClosed:
+      return 0;
+    case BreakerState::kHalfOpen:
+      return 1;
+    case BreakerState::kOpen:
+      return 2;
+  }
+  return 2;
 }
 
-struct KeyHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
+BreakerState Worst(BreakerState a, BreakerState b) { return Severity(a) >= Severity(b) ? a : b; }
 
 // The limit one of `instances` processes may admit on its own.
 Result<Limit> ShareOf(const Limit& limit, int64_t instances) {
@@ -54,82 +55,113 @@ const char* BreakerStateName(BreakerState state) {
   return "unknown";
 }
 
+// One failure domain's breaker. It starts unused, and the first call that asks it records its
+// domain (for stats) on the way to closed; from then on, the closed state's Allow is one atomic
+// load.
 class ResilientStore::Breaker {
  public:
-  Breaker(int failures_to_open, Duration open_for)
-      : failures_to_open_(std::max(failures_to_open, 1)), open_for_(open_for.count()) {}
-
-  // Whether a call may go to the backend now. Closed: always (one atomic load). Open: no, until
-  // open_for has passed; then a single probe.
-  bool Allow(int64_t now) {
-    if (state_.load(std::memory_order_acquire) == BreakerState::kClosed) return true;
+  // Whether a call may go to the backend now. Closed: always. Open: no, until open_for has
+  // passed; then a single probe at a time.
+  bool Allow(int64_t now, int64_t open_for, uint32_t domain) {
+    if (phase_.load(std::memory_order_acquire) == Phase::kClosed) return true;
     std::lock_guard lock(mu_);
-    if (state_ == BreakerState::kOpen && now - opened_at_ >= open_for_) {
-      state_ = BreakerState::kHalfOpen;
+    if (phase_ == Phase::kUnused) {
+      domain_ = domain;
+      phase_ = Phase::kClosed;
+    }
+    if (phase_ == Phase::kOpen && now - opened_at_ >= open_for) {
+      phase_ = Phase::kHalfOpen;
       probing_ = false;
     }
-    if (state_ == BreakerState::kHalfOpen && !probing_) {
+    if (phase_ == Phase::kHalfOpen && !probing_) {
       probing_ = true;
       return true;
     }
-    return state_ == BreakerState::kClosed;
+    return phase_ == Phase::kClosed;
   }
 
   void Succeeded() {
-    if (state_.load(std::memory_order_acquire) == BreakerState::kClosed &&
+    if (phase_.load(std::memory_order_acquire) == Phase::kClosed &&
         failures_.load(std::memory_order_relaxed) == 0) {
       return;
     }
     std::lock_guard lock(mu_);
     failures_ = 0;
     probing_ = false;
-    state_ = BreakerState::kClosed;
+    phase_ = Phase::kClosed;
   }
 
-  void Failed(int64_t now) {
+  void Failed(int64_t now, int failures_to_open) {
     std::lock_guard lock(mu_);
     const int failures = failures_.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (state_ == BreakerState::kHalfOpen ||
-        (state_ == BreakerState::kClosed && failures >= failures_to_open_)) {
-      state_ = BreakerState::kOpen;
+    if (phase_ == Phase::kHalfOpen || (phase_ == Phase::kClosed && failures >= failures_to_open)) {
+      phase_ = Phase::kOpen;
       opened_at_ = now;
       probing_ = false;
       opens_.fetch_add(1, std::memory_order_relaxed);
     }
   }
 
-  BreakerState state() const { return state_.load(std::memory_order_acquire); }
+  // An answer that says nothing of the backend's health (a bad request): a probe it answered
+  // lets the next call probe instead.
+  void Released() {
+    if (phase_.load(std::memory_order_acquire) != Phase::kHalfOpen) return;
+    std::lock_guard lock(mu_);
+    probing_ = false;
+  }
+
+  bool used() const { return phase_.load(std::memory_order_acquire) != Phase::kUnused; }
+  uint32_t domain() const {
+    std::lock_guard lock(mu_);
+    return domain_;
+  }
+  BreakerState state() const {
+    switch (phase_.load(std::memory_order_acquire)) {
+      case Phase::kOpen:
+        return BreakerState::kOpen;
+      case Phase::kHalfOpen:
+        return BreakerState::kHalfOpen;
+      case Phase::kUnused:
+      case Phase::kClosed:
+        break;
+    }
+    return BreakerState::kClosed;
+  }
   uint64_t opens() const { return opens_.load(std::memory_order_relaxed); }
 
  private:
-  const int failures_to_open_;
-  const int64_t open_for_;
-  std::mutex mu_;
-  std::atomic<BreakerState> state_{BreakerState::kClosed};
+  enum class Phase : uint8_t { kUnused, kClosed, kOpen, kHalfOpen };
+
+  mutable std::mutex mu_;
+  std::atomic<Phase> phase_{Phase::kUnused};
   std::atomic<int> failures_{0};
   std::atomic<uint64_t> opens_{0};
   int64_t opened_at_ = 0;
   bool probing_ = false;
+  uint32_t domain_ = 0;
 };
 
-// Keys the backend denied, each with the smallest cost denied and until when. Sharded; a full
-// shard drops what expired, and if that is not enough, remembers nothing new.
+// Keys the backend denied, each with the limit and the cost of the request denied and until
+// when. Sharded; a full shard drops what expired, at most once per kFullSweepIntervalUs, and
+// otherwise remembers nothing new.
 class ResilientStore::HotKeys {
  public:
   explicit HotKeys(size_t capacity) : per_shard_(std::max<size_t>(capacity / kShards, 1)) {}
 
+  // Only a request of the cost denied: a smaller one may fit, and a larger one's retry_after is
+  // later.
   std::optional<Decision> Deny(const CheckRequest& r, int64_t now) {
-    const std::string_view key = CacheKey(r.scope, r.key);
+    const core::HashedKey key = core::Hashed(core::ComposeKey(r.scope, r.key));
     Shard& shard = ShardFor(key);
     std::lock_guard lock(shard.mu);
     auto it = shard.map.find(key);
     if (it == shard.map.end()) return std::nullopt;
     const Entry& e = it->second;
-    if (e.denied_until <= now) {
+    if (e.denied_until <= now || e.limit != *r.limit) {  // passed, or the rule changed since
       shard.map.erase(it);
       return std::nullopt;
     }
-    if (std::max<int64_t>(r.cost, 1) < e.units) return std::nullopt;  // a smaller request may fit
+    if (r.cost != e.cost) return std::nullopt;
     return Decision{.allowed = false,
                     .limit = r.limit->count(),
                     .remaining = 0,
@@ -139,22 +171,23 @@ class ResilientStore::HotKeys {
   }
 
   void Remember(const CheckRequest& r, int64_t now, const Decision& denial) {
-    std::string key(CacheKey(r.scope, r.key));
+    const core::HashedKey key = core::Hashed(core::ComposeKey(r.scope, r.key));
     Shard& shard = ShardFor(key);
-    const Entry entry{.units = std::max<int64_t>(r.cost, 1),
+    const Entry entry{.limit = *r.limit,
+                      .cost = r.cost,
                       .denied_until = now + denial.retry_after.count(),
                       .fresh_at = now + denial.reset_after.count()};
     std::lock_guard lock(shard.mu);
-    if (shard.map.size() >= per_shard_ && !shard.map.contains(key)) {
-      boost::unordered::erase_if(shard.map,
-                                 [now](const auto& kv) { return kv.second.denied_until <= now; });
-      if (shard.map.size() >= per_shard_) return;
+    if (auto it = shard.map.find(key); it != shard.map.end()) {
+      it->second = entry;
+      return;
     }
-    shard.map.insert_or_assign(std::move(key), entry);
+    if (shard.map.size() >= per_shard_ && !shard.SweptRoom(now, per_shard_)) return;
+    shard.map.emplace(std::string(key.key), entry);
   }
 
   void Forget(std::string_view scope, std::string_view key) {
-    const std::string_view composite = CacheKey(scope, key);
+    const core::HashedKey composite = core::Hashed(core::ComposeKey(scope, key));
     Shard& shard = ShardFor(composite);
     std::lock_guard lock(shard.mu);
     if (auto it = shard.map.find(composite); it != shard.map.end()) shard.map.erase(it);
@@ -162,16 +195,33 @@ class ResilientStore::HotKeys {
 
  private:
   static constexpr size_t kShards = 16;
+  // A full shard is swept (O(n), under its lock, on the thread that got the denial: a Redis I/O
+  // thread) at most this often; sooner, it would find too little to be worth it.
+  static constexpr int64_t kFullSweepIntervalUs = 10'000;
+
   struct Entry {
-    int64_t units;         // the smallest request denied
+    Limit limit;  // the one the denial was made under
+    int64_t cost;
     int64_t denied_until;  // when that request would pass
     int64_t fresh_at;
   };
   struct alignas(64) Shard {
     std::mutex mu;
-    boost::unordered_flat_map<std::string, Entry, KeyHash, std::equal_to<>> map;
+    boost::unordered_flat_map<std::string, Entry, core::KeyHash, core::KeyEqual> map;
+    int64_t last_sweep = -kFullSweepIntervalUs;
+
+    // Drops what expired, unless the last sweep was too recent; true if that made room.
+    bool SweptRoom(int64_t now, size_t bound) {
+      if (now - last_sweep < kFullSweepIntervalUs) return false;
+      last_sweep = now;
+      boost::unordered::erase_if(map,
+                                 [now](const auto& kv) { return kv.second.denied_until <= now; });
+      return map.size() < bound;
+    }
   };
-  Shard& ShardFor(std::string_view key) { return shards_[KeyHash{}(key) % kShards]; }
+  Shard& ShardFor(const core::HashedKey& key) {
+    return shards_[core::ShardIndex(key.hash, kShards)];
+  }
 
   const size_t per_shard_;
   Shard shards_[kShards];
@@ -206,7 +256,7 @@ ResilientStore::ResilientStore(Store& backend, ResilientStoreOptions options)
     : backend_(backend),
       options_(options),
       clock_(options.clock ? *options.clock : SystemClock::Instance()),
-      breaker_(std::make_unique<Breaker>(options.failures_to_open, options.open_for)),
+      breakers_(std::make_unique<Breaker[]>(kBreakerSlots)),
       hot_keys_(options.hot_key_capacity > 0 ? std::make_unique<HotKeys>(options.hot_key_capacity)
                                              : nullptr),
       fallback_(MemoryStoreOptions{.clock = &clock_, .max_keys = options.fallback_max_keys}) {}
@@ -226,14 +276,26 @@ std::optional<Decision> ResilientStore::FromCache(const CheckRequest& request, i
   return hot_keys_->Deny(request, now);
 }
 
-bool ResilientStore::Observe(const Result<Decision>& answer) {
+ResilientStore::Breaker& ResilientStore::BreakerOf(uint32_t domain) {
+  return breakers_[domain % kBreakerSlots];
+}
+
+bool ResilientStore::Allow(uint32_t domain, int64_t now) {
+  return BreakerOf(domain).Allow(now, options_.open_for.count(), domain);
+}
+
+bool ResilientStore::Observe(uint32_t domain, const Result<Decision>& answer) {
+  Breaker& breaker = BreakerOf(domain);
   if (answer.ok()) {
-    breaker_->Succeeded();
+    breaker.Succeeded();
     return false;
   }
-  if (!IsStoreFailure(answer.status().code())) return false;
+  if (!IsStoreFailure(answer.status().code())) {
+    breaker.Released();
+    return false;
+  }
   store_errors_.fetch_add(1, std::memory_order_relaxed);
-  breaker_->Failed(Now());
+  breaker.Failed(Now(), std::max(options_.failures_to_open, 1));
   return true;
 }
 
@@ -269,9 +331,10 @@ Result<Decision> ResilientStore::ApplyPolicy(const CheckRequest& request) {
   return decided;
 }
 
-Result<Decision> ResilientStore::Settle(const CheckRequest& request, Result<Decision> answer) {
+Result<Decision> ResilientStore::Settle(const CheckRequest& request, uint32_t domain,
+                                        Result<Decision> answer) {
   Result<Decision> result = std::move(answer);
-  if (Observe(result)) {
+  if (Observe(domain, result)) {
     result = ApplyPolicy(request);
   } else if (result.ok() && !result->allowed && UsesCache(request)) {
     hot_keys_->Remember(request, Now(), *result);
@@ -286,41 +349,40 @@ Result<Decision> ResilientStore::DoCheck(const CheckRequest& request) {
     Count(*cached);
     return *cached;
   }
-  if (!breaker_->Allow(now)) {
+  const uint32_t domain = backend_.FailureDomain(request.scope, request.key);
+  if (!Allow(domain, now)) {
     Result<Decision> decided = ApplyPolicy(request);
     Count(decided);
     return decided;
   }
-  return Settle(request, backend_.Check(request));
+  return Settle(request, domain, backend_.Check(request));
 }
 
 void ResilientStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) {
   struct Batch {
     std::vector<Result<Decision>> results;
     std::vector<size_t> sent_index;
+    std::vector<uint32_t> sent_domain;
     std::vector<OwnedRequest> sent;
   };
   auto batch = std::make_shared<Batch>();
   batch->results.reserve(requests.size());
   const int64_t now = Now();
-  bool backend_allowed = true, asked = false;
   for (size_t i = 0; i < requests.size(); ++i) {
     if (auto cached = FromCache(requests[i], now)) {
       Count(*cached);
       batch->results.emplace_back(*cached);
       continue;
     }
-    if (!asked) {
-      backend_allowed = breaker_->Allow(now);
-      asked = true;
-    }
-    if (!backend_allowed) {
+    const uint32_t domain = backend_.FailureDomain(requests[i].scope, requests[i].key);
+    if (!Allow(domain, now)) {
       batch->results.push_back(ApplyPolicy(requests[i]));
       Count(batch->results.back());
       continue;
     }
     batch->results.emplace_back(Status::Internal("not decided"));
     batch->sent_index.push_back(i);
+    batch->sent_domain.push_back(domain);
     batch->sent.emplace_back(requests[i]);
   }
   if (batch->sent.empty()) return done(std::move(batch->results));
@@ -329,18 +391,20 @@ void ResilientStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, B
   for (const auto& r : batch->sent) views.push_back(r.View());
   backend_.CheckBatchAsync(views, [this, batch, done = std::move(done)](auto answers) {
     for (size_t k = 0; k < answers.size(); ++k) {
-      batch->results[batch->sent_index[k]] = Settle(batch->sent[k].View(), std::move(answers[k]));
+      batch->results[batch->sent_index[k]] =
+          Settle(batch->sent[k].View(), batch->sent_domain[k], std::move(answers[k]));
     }
     done(std::move(batch->results));
   });
 }
 
 void ResilientStore::ProbeAsync(const CheckRequest& probe, DecisionCallback done) {
-  if (!breaker_->Allow(Now())) {
+  const uint32_t domain = backend_.FailureDomain(probe.scope, probe.key);
+  if (!Allow(domain, Now())) {
     return done(Status::Unavailable("circuit breaker open: the store failed repeatedly"));
   }
-  backend_.CheckAsync(probe, [this, done = std::move(done)](Result<Decision> answer) {
-    Observe(answer);
+  backend_.CheckAsync(probe, [this, domain, done = std::move(done)](Result<Decision> answer) {
+    Observe(domain, answer);
     done(std::move(answer));
   });
 }
@@ -358,18 +422,41 @@ void ResilientStore::DoResetAsync(std::string_view scope, std::string_view key,
   backend_.ResetAsync(scope, key, std::move(done));
 }
 
-ResilientStoreStats ResilientStore::stats() const {
-  const auto n = [this](DecisionSource s) { return by_source_[static_cast<size_t>(s)].load(); };
-  return ResilientStoreStats{.store = n(DecisionSource::kStore),
-                             .hot_key_cache = n(DecisionSource::kHotKeyCache),
-                             .fail_open = n(DecisionSource::kFailOpen),
-                             .fail_closed = n(DecisionSource::kFailClosed),
-                             .local_fallback = n(DecisionSource::kLocalFallback),
-                             .store_errors = store_errors_.load(),
-                             .breaker_opens = breaker_->opens(),
-                             .breaker = breaker_->state()};
+uint32_t ResilientStore::FailureDomain(std::string_view scope, std::string_view key) const {
+  return backend_.FailureDomain(scope, key);
 }
 
-BreakerState ResilientStore::breaker_state() const { return breaker_->state(); }
+std::string ResilientStore::FailureDomainName(uint32_t domain) const {
+  return backend_.FailureDomainName(domain);
+}
+
+ResilientStoreStats ResilientStore::stats() const {
+  const auto n = [this](DecisionSource s) { return by_source_[static_cast<size_t>(s)].load(); };
+  ResilientStoreStats stats;
+  stats.store = n(DecisionSource::kStore);
+  stats.hot_key_cache = n(DecisionSource::kHotKeyCache);
+  stats.fail_open = n(DecisionSource::kFailOpen);
+  stats.fail_closed = n(DecisionSource::kFailClosed);
+  stats.local_fallback = n(DecisionSource::kLocalFallback);
+  stats.store_errors = store_errors_.load();
+  for (size_t i = 0; i < kBreakerSlots; ++i) {
+    const Breaker& breaker = breakers_[i];
+    const uint64_t opens = breaker.opens();
+    const BreakerState state = breaker.state();
+    stats.breaker_opens += opens;
+    stats.breaker = Worst(stats.breaker, state);
+    if (breaker.used()) {
+      stats.breakers.push_back(
+          {.domain = backend_.FailureDomainName(breaker.domain()), .state = state, .opens = opens});
+    }
+  }
+  return stats;
+}
+
+BreakerState ResilientStore::breaker_state() const {
+  BreakerState worst = BreakerState::kClosed;
+  for (size_t i = 0; i < kBreakerSlots; ++i) worst = Worst(worst, breakers_[i].state());
+  return worst;
+}
 
 }  // namespace sluice

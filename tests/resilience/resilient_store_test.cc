@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <optional>
+#include <string>
 
 #include "sluice/limiter.h"
 
@@ -14,19 +17,37 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A MemoryStore that answers with `failure` instead, while it is set, and counts its calls.
+// A MemoryStore that answers with `failure` instead, while it is set (only in `failing_domain`
+// when that is set too), and counts its calls. With `domain_per_first_byte`, a key's failure
+// domain is its first byte, named "node-<byte>", like the masters of a cluster; otherwise the
+// store is one domain.
 class FailingStore final : public Store {
  public:
-  explicit FailingStore(const Clock* clock) : memory_(MemoryStoreOptions{.clock = clock}) {}
+  explicit FailingStore(const Clock* clock, bool domain_per_first_byte = false)
+      : memory_(MemoryStoreOptions{.clock = clock}),
+        domain_per_first_byte_(domain_per_first_byte) {}
 
   Status failure;
+  std::optional<uint32_t> failing_domain;
   std::atomic<int> calls{0};
+
+  uint32_t FailureDomain(std::string_view /*scope*/, std::string_view key) const override {
+    return domain_per_first_byte_ && !key.empty() ? static_cast<uint8_t>(key[0]) : 0;
+  }
+  std::string FailureDomainName(uint32_t domain) const override {
+    return "node-" + std::string(1, static_cast<char>(domain));
+  }
 
  protected:
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override {
     calls += static_cast<int>(requests.size());
-    if (!failure.ok()) return done(std::vector<Result<Decision>>(requests.size(), failure));
-    memory_.CheckBatchAsync(requests, std::move(done));
+    std::vector<Result<Decision>> results;
+    for (const auto& r : requests) {
+      const bool fails = !failure.ok() && (!failing_domain.has_value() ||
+                                           FailureDomain(r.scope, r.key) == *failing_domain);
+      results.push_back(fails ? Result<Decision>(failure) : memory_.Check(r));
+    }
+    done(std::move(results));
   }
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override {
     memory_.ResetAsync(scope, key, std::move(done));
@@ -34,7 +55,14 @@ class FailingStore final : public Store {
 
  private:
   MemoryStore memory_;
+  const bool domain_per_first_byte_;
 };
+
+const DomainBreakerStats* BreakerNamed(const ResilientStoreStats& stats, std::string_view name) {
+  auto it = std::find_if(stats.breakers.begin(), stats.breakers.end(),
+                         [name](const auto& b) { return b.domain == name; });
+  return it == stats.breakers.end() ? nullptr : &*it;
+}
 
 class ResilientStoreTest : public ::testing::Test {
  protected:
@@ -45,10 +73,13 @@ class ResilientStoreTest : public ::testing::Test {
   }
 
   ManualClock clock_;
+  const ResilientStoreOptions options_{
+      .clock = &clock_, .failures_to_open = 3, .open_for = 500ms, .instances = 4};
   FailingStore backend_{&clock_};
-  ResilientStore store_{
-      backend_, ResilientStoreOptions{
-                    .clock = &clock_, .failures_to_open = 3, .open_for = 500ms, .instances = 4}};
+  ResilientStore store_{backend_, options_};
+  // A backend of many domains: the first byte of a key picks its "master".
+  FailingStore masters_{&clock_, /*domain_per_first_byte=*/true};
+  ResilientStore per_master_{masters_, options_};
 };
 
 TEST_F(ResilientStoreTest, HealthyBackendDecides) {
@@ -128,6 +159,96 @@ TEST_F(ResilientStoreTest, BreakerOpensProbesAndCloses) {
   EXPECT_EQ(store_.stats().breaker_opens, 2u);
 }
 
+// A probe answered with an error that is no store failure says nothing of the store: the next
+// call probes again, and the breaker does not stay half open.
+TEST_F(ResilientStoreTest, ProbeAnsweredWithABadRequestLetsTheNextCallProbe) {
+  Limiter limiter(store_, "api", MakeLimit(100), FailurePolicy::kFailClosed);
+  backend_.failure = Status::Unavailable("down");
+  for (int i = 0; i < 3; ++i) limiter.Check("k");
+  ASSERT_EQ(store_.breaker_state(), BreakerState::kOpen);
+
+  clock_.Advance(500ms);
+  backend_.failure = Status::InvalidArgument("refused by the backend");
+  EXPECT_EQ(limiter.Check("k").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_.breaker_state(), BreakerState::kHalfOpen);
+
+  backend_.failure = Status();
+  auto d = limiter.Check("k");
+  EXPECT_EQ(d->source, DecisionSource::kStore);
+  EXPECT_EQ(store_.breaker_state(), BreakerState::kClosed);
+}
+
+// One failing master opens its own breaker only: the others go on deciding on the store, and
+// their successes do not reset its count of failures.
+TEST_F(ResilientStoreTest, EachFailureDomainHasItsOwnBreaker) {
+  Limiter limiter(per_master_, "api", MakeLimit(100), FailurePolicy::kFailClosed);
+  masters_.failure = Status::Unavailable("node a down");
+  masters_.failing_domain = 'a';
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(limiter.Check("a1")->source, DecisionSource::kFailClosed);
+    auto healthy = limiter.Check("b1");
+    EXPECT_EQ(healthy->source, DecisionSource::kStore);
+    EXPECT_TRUE(healthy->allowed);
+  }
+  ResilientStoreStats stats = per_master_.stats();
+  EXPECT_EQ(stats.breaker, BreakerState::kOpen);  // the worst
+  EXPECT_EQ(stats.breaker_opens, 1u);
+  ASSERT_EQ(stats.breakers.size(), 2u);
+  const DomainBreakerStats* a = BreakerNamed(stats, "node-a");
+  const DomainBreakerStats* b = BreakerNamed(stats, "node-b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(a->state, BreakerState::kOpen);
+  EXPECT_EQ(a->opens, 1u);
+  EXPECT_EQ(b->state, BreakerState::kClosed);
+  EXPECT_EQ(b->opens, 0u);
+
+  // Open on a only: a batch sends b's request alone.
+  const int calls = masters_.calls;
+  const KeyCost checks[] = {{"a2", 1}, {"b2", 1}, {"a3", 1}};
+  std::vector<Result<Decision>> results;
+  limiter.CheckBatchAsync(checks, [&](auto r) { results = std::move(r); });
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0]->source, DecisionSource::kFailClosed);
+  EXPECT_EQ(results[1]->source, DecisionSource::kStore);
+  EXPECT_EQ(results[2]->source, DecisionSource::kFailClosed);
+  EXPECT_EQ(masters_.calls, calls + 1);
+
+  // a recovers: after open_for, its probe closes its breaker.
+  masters_.failure = Status();
+  clock_.Advance(500ms);
+  auto d = limiter.Check("a1");
+  EXPECT_EQ(d->source, DecisionSource::kStore);
+  EXPECT_TRUE(d->allowed);
+  stats = per_master_.stats();
+  EXPECT_EQ(stats.breaker, BreakerState::kClosed);
+  EXPECT_EQ(BreakerNamed(stats, "node-a")->state, BreakerState::kClosed);
+}
+
+// A readiness probe is gated by, and counts for, the breaker of its own key's domain.
+TEST_F(ResilientStoreTest, ProbeTellsOfItsOwnDomain) {
+  const Limit limit = MakeLimit(100);
+  Limiter limiter(per_master_, "api", limit, FailurePolicy::kFailClosed);
+  masters_.failure = Status::Unavailable("node a down");
+  masters_.failing_domain = 'a';
+  for (int i = 0; i < 3; ++i) limiter.Check("a1");
+  const auto probe = [&](std::string_view key) {
+    Result<Decision> answer = Status::Internal("no answer");
+    per_master_.ProbeAsync({.scope = "probe", .limit = &limit, .key = key, .cost = 0},
+                           [&](Result<Decision> r) { answer = std::move(r); });
+    return answer;
+  };
+  const int calls = masters_.calls;
+  EXPECT_EQ(probe("a-probe").status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(masters_.calls, calls);  // the breaker answered
+  EXPECT_TRUE(probe("b-probe").ok());
+
+  masters_.failure = Status();
+  clock_.Advance(500ms);
+  EXPECT_TRUE(probe("a-probe").ok());
+  EXPECT_EQ(per_master_.breaker_state(), BreakerState::kClosed);
+}
+
 TEST_F(ResilientStoreTest, HotKeysAreDeniedLocallyUntilRetryAfter) {
   Limiter limiter(store_, "api", MakeLimit(3));
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(limiter.Check("hot", 1)->allowed);
@@ -138,7 +259,7 @@ TEST_F(ResilientStoreTest, HotKeysAreDeniedLocallyUntilRetryAfter) {
 
   clock_.Advance(1s);
   for (int i = 0; i < 100; ++i) {
-    auto d = limiter.Check("hot", 2 + i % 2);  // as large or larger: known to be denied
+    auto d = limiter.Check("hot", 2);
     ASSERT_FALSE(d->allowed);
     EXPECT_EQ(d->source, DecisionSource::kHotKeyCache);
     EXPECT_EQ(d->retry_after, first_denial->retry_after - 1s);
@@ -153,6 +274,77 @@ TEST_F(ResilientStoreTest, HotKeysAreDeniedLocallyUntilRetryAfter) {
   auto after = limiter.Check("hot", 2);
   EXPECT_EQ(after->source, DecisionSource::kStore);
   EXPECT_TRUE(after->allowed);
+}
+
+// A larger request's retry_after is later than the one cached: the store tells it exactly.
+TEST_F(ResilientStoreTest, HotKeyCacheServesOnlyTheCostDenied) {
+  auto limit = Limit::Create(Algorithm::kTokenBucket, 3, 3s);  // a token a second, 3 at most
+  ASSERT_TRUE(limit.ok());
+  Limiter limiter(store_, "api", *limit);
+  ASSERT_TRUE(limiter.Check("k", 3)->allowed);
+  auto one = limiter.Check("k", 1);
+  ASSERT_FALSE(one->allowed);
+  EXPECT_EQ(one->retry_after, 1s);
+  EXPECT_EQ(limiter.Check("k", 1)->source, DecisionSource::kHotKeyCache);
+
+  auto two = limiter.Check("k", 2);
+  ASSERT_FALSE(two->allowed);
+  EXPECT_EQ(two->source, DecisionSource::kStore);
+  EXPECT_EQ(two->retry_after, 2s);
+  clock_.Advance(500ms);
+  two = limiter.Check("k", 2);  // now the one cached
+  EXPECT_EQ(two->source, DecisionSource::kHotKeyCache);
+  EXPECT_EQ(two->retry_after, 1500ms);
+  auto three = limiter.Check("k", 3);
+  EXPECT_EQ(three->source, DecisionSource::kStore);
+  EXPECT_EQ(three->retry_after, 2500ms);
+}
+
+// A reload that changes the rule's limit must not keep serving the old limit's denials.
+TEST_F(ResilientStoreTest, HotKeyDenialsAreForgottenWhenTheLimitChanges) {
+  Limiter before(store_, "api", MakeLimit(1));
+  EXPECT_TRUE(before.Check("k")->allowed);
+  EXPECT_FALSE(before.Check("k")->allowed);
+  EXPECT_EQ(before.Check("k")->source, DecisionSource::kHotKeyCache);
+
+  Limiter after(store_, "api", MakeLimit(5));  // same name, larger limit
+  auto d = after.Check("k");
+  EXPECT_EQ(d->source, DecisionSource::kStore);
+  EXPECT_TRUE(d->allowed);
+  // The old denial was dropped, not kept for the old limit either.
+  EXPECT_EQ(before.Check("k")->source, DecisionSource::kStore);
+}
+
+// A full shard sweeps what expired at most once per 10 ms; in between, new hot keys go to the
+// store. With 16 keys of capacity, each of the cache's 16 shards holds one key.
+TEST_F(ResilientStoreTest, FullHotKeyCacheSweepsAtMostOncePerInterval) {
+  ResilientStore small(backend_, ResilientStoreOptions{.clock = &clock_, .hot_key_capacity = 16});
+  auto limit = Limit::Create(Algorithm::kGcra, 1, 4ms);  // a denial lasts 4 ms
+  ASSERT_TRUE(limit.ok());
+  Limiter limiter(small, "api", *limit);
+  const auto deny = [&](const std::string& key) {
+    EXPECT_TRUE(limiter.Check(key)->allowed);
+    auto d = limiter.Check(key);
+    EXPECT_FALSE(d->allowed);
+    EXPECT_EQ(d->retry_after, 4ms);
+  };
+  // Hot keys until one finds its shard full (by the pigeonhole principle, by the 17th).
+  std::string crowded;
+  for (int i = 0; i < 17 && crowded.empty(); ++i) {
+    const std::string key = "k" + std::to_string(i);
+    deny(key);
+    if (limiter.Check(key)->source == DecisionSource::kStore) crowded = key;
+  }
+  ASSERT_FALSE(crowded.empty());
+
+  // Every denial has expired, but the shard was swept less than 10 ms ago: not remembered.
+  clock_.Advance(5ms);
+  deny(crowded);
+  EXPECT_EQ(limiter.Check(crowded)->source, DecisionSource::kStore);
+  // 10 ms after that sweep, the next one drops the expired key and makes room.
+  clock_.Advance(6ms);
+  deny(crowded);
+  EXPECT_EQ(limiter.Check(crowded)->source, DecisionSource::kHotKeyCache);
 }
 
 TEST_F(ResilientStoreTest, CacheNeverAdmitsMoreThanTheBackend) {
