@@ -1,0 +1,524 @@
+// `sluice serve` through each fault of support/redis_faults.h (killed and restarted, hung, slowed
+// by a proxy, scripts flushed, clients killed, full): the real binary (its path is the first
+// argument of this program) on a real redis-server, with one rule per failure policy, under a
+// concurrent HTTP load of keep-alive clients. For each fault: every answer comes within the
+// deadline plus an HTTP margin; each rule's own policy decides during the fault, as the JSON's
+// `source` and `degraded` say; /healthz answers throughout; /readyz says not ready during the
+// fault and ready after it; decisions come from Redis again within 1 s of the fault clearing; a
+// fresh window then admits exactly its limit; and the process is still alive, its memory
+// bounded, and stops with status 0 on SIGTERM.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/redis_faults.h"
+#include "support/redis_server.h"
+
+extern char** environ;
+
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+using sluice::testing::RedisFault;
+using Steady = std::chrono::steady_clock;
+
+std::string g_sluice;  // the binary under test
+
+constexpr auto kDeadline = 50ms;  // store.timeout_ms's default
+// On top of the store's deadline: the decision's own 10 ms (as in tests/redis/fault_test.cc) and
+// 15 ms for an HTTP exchange on loopback (the client library, parsing the request, writing the
+// answer) on a 2-core machine that also runs Redis and the client threads.
+constexpr auto kHttpMargin = 25ms;
+constexpr size_t kMemoryBound = 8u << 20;
+constexpr int kClients = 4;
+
+// The rules under load, one per policy, in this order; and the JSON `source` each reports when
+// its policy decides.
+constexpr std::array<const char*, 3> kRules = {"open", "closed", "local"};
+constexpr std::array<const char*, 3> kPolicySources = {"fail_open", "fail_closed",
+                                                       "local_fallback"};
+constexpr std::array<const char*, 5> kSources = {"store", "hot_key_cache", "fail_open",
+                                                 "fail_closed", "local_fallback"};
+
+int SourceIndex(const std::string& source) {
+  for (size_t s = 0; s < kSources.size(); ++s) {
+    if (source == kSources[s]) return static_cast<int>(s);
+  }
+  return -1;
+}
+
+double Millis(Steady::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+void RaiseTo(std::atomic<int64_t>& max, int64_t value) {
+  int64_t seen = max.load();
+  while (value > seen && !max.compare_exchange_weak(seen, value)) {
+  }
+}
+
+int64_t Micros(Steady::duration d) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+}
+
+// `sluice serve` on a free port, on the Redis at `redis_port`, with the rules above and a fixed
+// window for the exactness check; stdout and stderr go to a log file.
+class Serve {
+ public:
+  explicit Serve(int redis_port) : port_(sluice::testing::FreeLoopbackPort()) {
+    std::string dir = ::testing::TempDir() + "sluice_serve_fault_XXXXXX";
+    if (mkdtemp(dir.data()) == nullptr) return;
+    dir_ = dir;
+    const std::string config = dir_ + "/sluice.yaml";
+    std::ofstream(config)
+        << "store: {url: \"redis://127.0.0.1:" << redis_port << "\", instances: 2}\n"
+        << "rules:\n"
+        << "  - {name: open, algorithm: gcra, limit: 1000000, period: 1s, on_error: fail_open}\n"
+        << "  - {name: closed, algorithm: gcra, limit: 1000000, period: 1s, on_error: "
+           "fail_closed}\n"
+        << "  - {name: local, algorithm: gcra, limit: 1000000, period: 1s, on_error: "
+           "local_fallback}\n"
+        << "  - {name: exact, algorithm: fixed_window, limit: 50, period: 1h, on_error: "
+           "fail_closed}\n";
+    std::vector<std::string> args = {g_sluice,       "serve",
+                                     "--config",     config,
+                                     "--listen",     "127.0.0.1:" + std::to_string(port_),
+                                     "--io-threads", "2"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, (dir_ + "/serve.log").c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    if (posix_spawn(&pid_, g_sluice.c_str(), &actions, nullptr, argv.data(), environ) != 0) {
+      pid_ = -1;
+    }
+    posix_spawn_file_actions_destroy(&actions);
+    httplib::Client client = Client();
+    for (int i = 0; i < 500 && pid_ > 0 && Alive(); ++i) {  // 10 s
+      if (auto r = client.Get("/healthz"); r && r->status == 200) {
+        up_ = true;
+        break;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+
+  ~Serve() {
+    if (pid_ > 0 && !exit_status_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    std::error_code ignored;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+  }
+
+  bool up() const { return up_; }
+  pid_t pid() const { return pid_; }
+
+  bool Alive() {
+    int status = 0;
+    if (exit_status_ || waitpid(pid_, &status, WNOHANG) != pid_) return !exit_status_;
+    exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return false;
+  }
+
+  // SIGTERM, and the exit status if it exits within 5 s.
+  std::optional<int> Stop() {
+    kill(pid_, SIGTERM);
+    for (int i = 0; i < 500 && Alive(); ++i) std::this_thread::sleep_for(10ms);
+    return exit_status_;
+  }
+
+  std::string Log() const {
+    std::ifstream in(dir_ + "/serve.log");
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  httplib::Client Client() const {
+    httplib::Client client("127.0.0.1", port_);
+    client.set_connection_timeout(5s);
+    client.set_read_timeout(5s);
+    client.set_keep_alive(true);
+    client.set_tcp_nodelay(true);  // else the body waits for the ACK of the headers
+    return client;
+  }
+
+ private:
+  const int port_;
+  std::string dir_;
+  pid_t pid_ = -1;
+  std::optional<int> exit_status_;
+  bool up_ = false;
+};
+
+std::string CheckBody(const std::string& rule, const std::string& key) {
+  return R"({"rule":")" + rule + R"(","key":")" + key + R"("})";
+}
+
+// The decision in an answer to /v1/check, with a known `source` and boolean `allowed` and
+// `degraded`; null if the answer is not one.
+json DecisionOf(const httplib::Result& r) {
+  if (!r || r->status != 200) return nullptr;
+  json d = json::parse(r->body, nullptr, false);
+  if (!d.is_object()) return nullptr;
+  for (const char* field : {"allowed", "degraded"}) {
+    if (!d.contains(field) || !d[field].is_boolean()) return nullptr;
+  }
+  if (!d.contains("source") || !d["source"].is_string() ||
+      SourceIndex(d["source"].get<std::string>()) < 0) {
+    return nullptr;
+  }
+  return d;
+}
+
+// Decisions counted by the rule's policy and the `source` the JSON reported.
+struct Counts {
+  int64_t decided[kRules.size()][kSources.size()] = {};
+  int64_t allowed[kRules.size()][kSources.size()] = {};
+
+  int64_t By(size_t rule, const char* source) const { return decided[rule][SourceIndex(source)]; }
+  Counts operator-(const Counts& earlier) const {
+    Counts d = *this;
+    for (size_t r = 0; r < kRules.size(); ++r) {
+      for (size_t s = 0; s < kSources.size(); ++s) {
+        d.decided[r][s] -= earlier.decided[r][s];
+        d.allowed[r][s] -= earlier.allowed[r][s];
+      }
+    }
+    return d;
+  }
+  std::string ToString() const {
+    std::string out;
+    for (size_t r = 0; r < kRules.size(); ++r) {
+      out += std::string(r == 0 ? "" : "; ") + kRules[r] + ":";
+      for (size_t s = 0; s < kSources.size(); ++s) {
+        if (decided[r][s] != 0) out += " " + std::to_string(decided[r][s]) + " " + kSources[s];
+      }
+    }
+    return out;
+  }
+};
+
+// kClients threads, each on its own keep-alive connection, posting checks over the three rules
+// and 1000 keys (a short pause between checks), each answer timed.
+class HttpLoad {
+ public:
+  explicit HttpLoad(const Serve& serve) {
+    for (int t = 0; t < kClients; ++t) {
+      threads_.emplace_back([this, &serve, t] {
+        httplib::Client client = serve.Client();
+        for (int i = 0; !stop_.load() && i < 1'000'000; ++i) {
+          const size_t rule = static_cast<size_t>(t + i) % kRules.size();
+          const std::string body =
+              CheckBody(kRules[rule], "k" + std::to_string((t * 7919 + i) % 1000));
+          const auto start = Steady::now();
+          auto r = client.Post("/v1/check", body, "application/json");
+          RaiseTo(max_us_, Micros(Steady::now() - start));
+          Count(rule, r);
+          ++progress_[t];
+          std::this_thread::sleep_for(200us);
+        }
+      });
+    }
+  }
+  ~HttpLoad() { Stop(); }
+
+  void Stop() {
+    stop_ = true;
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+  Counts Snapshot() const {
+    Counts c;
+    for (size_t r = 0; r < kRules.size(); ++r) {
+      for (size_t s = 0; s < kSources.size(); ++s) {
+        c.decided[r][s] = decided_[r][s].load();
+        c.allowed[r][s] = allowed_[r][s].load();
+      }
+    }
+    return c;
+  }
+  int64_t errors() const { return errors_.load(); }
+  int64_t inconsistent() const { return inconsistent_.load(); }
+  int64_t max_us() const { return max_us_.load(); }
+  std::array<int64_t, kClients> progress() const {
+    std::array<int64_t, kClients> p;
+    for (int t = 0; t < kClients; ++t) p[t] = progress_[t].load();
+    return p;
+  }
+
+ private:
+  void Count(size_t rule, const httplib::Result& r) {
+    const json d = DecisionOf(r);
+    if (d.is_null()) {
+      ++errors_;
+      return;
+    }
+    const int s = SourceIndex(d["source"].get<std::string>());
+    // degraded: a failure policy decided.
+    if (d["degraded"].get<bool>() != (s >= SourceIndex("fail_open"))) ++inconsistent_;
+    ++decided_[rule][s];
+    if (d["allowed"].get<bool>()) ++allowed_[rule][s];
+  }
+
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> decided_[kRules.size()][kSources.size()] = {};
+  std::atomic<int64_t> allowed_[kRules.size()][kSources.size()] = {};
+  std::atomic<int64_t> errors_{0};
+  std::atomic<int64_t> inconsistent_{0};
+  std::atomic<int64_t> max_us_{0};
+  std::atomic<int64_t> progress_[kClients] = {};
+  std::vector<std::thread> threads_;
+};
+
+// Polls /healthz and /readyz every 10 ms, each on its own connection, timing the answers and
+// recording when /readyz answered what.
+class HealthWatch {
+ public:
+  struct Ready {
+    Steady::time_point at;
+    int status;  // -1: no answer
+  };
+
+  explicit HealthWatch(const Serve& serve)
+      : thread_([this, &serve] {
+          httplib::Client health = serve.Client(), ready = serve.Client();
+          for (int i = 0; !stop_.load() && i < 10'000; ++i) {
+            auto start = Steady::now();
+            auto h = health.Get("/healthz");
+            RaiseTo(health_max_us_, Micros(Steady::now() - start));
+            ++(h && h->status == 200 ? healthy_ : unhealthy_);
+            start = Steady::now();
+            auto r = ready.Get("/readyz");
+            RaiseTo(ready_max_us_, Micros(Steady::now() - start));
+            {
+              std::lock_guard lock(mu_);
+              readiness_.push_back({start, r ? r->status : -1});
+            }
+            std::this_thread::sleep_for(10ms);
+          }
+        }) {}
+  ~HealthWatch() { Stop(); }
+
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  int64_t healthy() const { return healthy_.load(); }
+  int64_t unhealthy() const { return unhealthy_.load(); }
+  int64_t health_max_us() const { return health_max_us_.load(); }
+  int64_t ready_max_us() const { return ready_max_us_.load(); }
+  std::vector<Ready> readiness() const {
+    std::lock_guard lock(mu_);
+    return readiness_;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> healthy_{0}, unhealthy_{0};
+  std::atomic<int64_t> health_max_us_{0}, ready_max_us_{0};
+  mutable std::mutex mu_;
+  std::vector<Ready> readiness_;
+  std::thread thread_;
+};
+
+class ServeFaultTest : public ::testing::TestWithParam<RedisFault> {};
+
+TEST_P(ServeFaultTest, AnswersWithinTheDeadlineByPolicyAndRecovers) {
+  const RedisFault fault = GetParam();
+  auto redis = sluice::testing::RedisServer::Start();
+  ASSERT_NE(redis, nullptr);
+  auto injector = sluice::testing::FaultInjector::Create(*redis, fault);
+  ASSERT_NE(injector, nullptr);
+  Serve serve(injector->port());
+  ASSERT_TRUE(serve.up()) << serve.Log();
+  sluice::testing::ResidentPeak memory(serve.pid());
+
+  HttpLoad load(serve);
+  HealthWatch watch(serve);
+  std::this_thread::sleep_for(300ms);
+  const size_t memory_before = memory.Restart();
+  const Counts before = load.Snapshot();
+  for (size_t r = 0; r < kRules.size(); ++r) {
+    EXPECT_GT(before.By(r, "store"), 0) << "Redis decided before the fault";
+  }
+
+  const auto injected = Steady::now();
+  const int64_t healthy_before = watch.healthy();
+  ASSERT_TRUE(injector->Inject());
+  std::this_thread::sleep_for(400ms);
+  const auto progress_mid = load.progress();
+  std::this_thread::sleep_for(400ms);
+  const auto progress_end = load.progress();
+  const Counts during = load.Snapshot() - before;
+  const int64_t healthy_during = watch.healthy() - healthy_before;
+  ASSERT_TRUE(injector->Clear());
+  const auto cleared = Steady::now();
+
+  // Decided by Redis again: a probe of our own on fresh keys sees `source: store`.
+  httplib::Client probe = serve.Client();
+  bool recovered = false;
+  for (int i = 0; i < 600 && !recovered && Steady::now() - cleared < 3s; ++i) {
+    auto r = probe.Post("/v1/check", CheckBody("closed", "probe-" + std::to_string(i)),
+                        "application/json");
+    const json d = DecisionOf(r);
+    recovered = !d.is_null() && d["source"] == "store";
+    if (!recovered) std::this_thread::sleep_for(5ms);
+  }
+  const auto recovery = Steady::now() - cleared;
+  const Counts recovered_at = load.Snapshot();
+  std::this_thread::sleep_for(300ms);
+  const Counts after = load.Snapshot() - recovered_at;
+  load.Stop();
+  watch.Stop();
+  const size_t memory_peak = memory.peak();
+
+  // Readiness: the first 503 after the fault began, the last before it cleared, and the first
+  // 200 after it cleared.
+  std::optional<Steady::duration> not_ready_from, not_ready_until, ready_again;
+  int not_ready_outside = 0;
+  for (const auto& [at, status] : watch.readiness()) {
+    const bool in_fault = at >= injected && at < cleared;
+    if (status != 200 && in_fault) {
+      if (!not_ready_from) not_ready_from = at - injected;
+      not_ready_until = at - injected;
+    } else if (status != 200 && at < injected) {
+      std::printf("/readyz answered %d %.0f ms before the fault\n", status, Millis(injected - at));
+      ++not_ready_outside;
+    } else if (status == 200 && at >= cleared && !ready_again) {
+      ready_again = at - cleared;
+    }
+  }
+
+  std::printf(
+      "[%s] serve: slowest answer %.1f ms /v1/check, %.1f ms /healthz, %.1f ms /readyz "
+      "(deadline %lld ms + HTTP margin %lld ms); during the %.0f ms of the fault: %s; /healthz "
+      "answered %ld times; /readyz not ready from +%.0f to +%.0f ms; back on Redis %.0f ms after "
+      "the fault cleared, ready after %.0f ms; resident memory %zu MiB, peak +%zd KiB\n",
+      sluice::testing::RedisFaultName(fault), static_cast<double>(load.max_us()) / 1000,
+      static_cast<double>(watch.health_max_us()) / 1000,
+      static_cast<double>(watch.ready_max_us()) / 1000, static_cast<long long>(kDeadline.count()),
+      static_cast<long long>(kHttpMargin.count()), Millis(cleared - injected),
+      during.ToString().c_str(), static_cast<long>(healthy_during),
+      not_ready_from ? Millis(*not_ready_from) : -1.0,
+      not_ready_until ? Millis(*not_ready_until) : -1.0, Millis(recovery),
+      ready_again ? Millis(*ready_again) : -1.0, memory_before >> 20,
+      (static_cast<ssize_t>(memory_peak) - static_cast<ssize_t>(memory_before)) / 1024);
+
+  EXPECT_EQ(load.errors(), 0) << "every check answered 200 with a decision";
+  EXPECT_EQ(load.inconsistent(), 0) << "degraded is true exactly when a policy decided";
+  const int64_t bound_us = Micros(kDeadline + kHttpMargin);
+  EXPECT_LE(load.max_us(), bound_us);
+  EXPECT_LE(watch.health_max_us(), bound_us);
+  EXPECT_LE(watch.ready_max_us(), bound_us);
+
+  for (size_t r = 0; r < kRules.size(); ++r) {
+    for (size_t other = 0; other < kRules.size(); ++other) {
+      if (other != r) {
+        EXPECT_EQ(during.By(r, kPolicySources[other]), 0) << kRules[r];
+      }
+    }
+    if (sluice::testing::PolicyMustDecide(fault)) {
+      EXPECT_GT(during.By(r, kPolicySources[r]), 0) << kRules[r] << "'s policy decided";
+    }
+    if (fault == RedisFault::kScriptsFlushed) {
+      EXPECT_EQ(during.By(r, kPolicySources[r]), 0) << "NOSCRIPT is handled inside the client";
+    }
+    EXPECT_GT(after.By(r, "store"), 0) << "the load is back on Redis";
+  }
+  const int open = SourceIndex("fail_open"), closed = SourceIndex("fail_closed"),
+            local = SourceIndex("local_fallback");
+  EXPECT_EQ(during.allowed[0][open], during.decided[0][open]);
+  EXPECT_EQ(during.allowed[1][closed], 0);
+  EXPECT_EQ(during.allowed[2][local], during.decided[2][local]);
+
+  EXPECT_EQ(watch.unhealthy(), 0);
+  EXPECT_GT(healthy_during, 0) << "/healthz answered during the fault";
+  EXPECT_EQ(not_ready_outside, 0) << "ready before the fault";
+  if (sluice::testing::PolicyMustDecide(fault)) {
+    EXPECT_TRUE(not_ready_from.has_value()) << "/readyz said not ready during the fault";
+  }
+  if (fault == RedisFault::kScriptsFlushed) {
+    EXPECT_FALSE(not_ready_from.has_value());
+  }
+  ASSERT_TRUE(ready_again.has_value()) << "/readyz said ready after the fault";
+  EXPECT_LT(*ready_again, 1s);
+
+  for (int t = 0; t < kClients; ++t) {
+    EXPECT_GT(progress_end[t], progress_mid[t]) << "client " << t << " is not stuck";
+  }
+  ASSERT_TRUE(recovered) << serve.Log();
+  EXPECT_LT(recovery, 1s);
+
+  // A fresh fixed window admits exactly its limit, from Redis.
+  std::atomic<int> admitted{0}, degraded{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      httplib::Client client = serve.Client();
+      for (int i = 0; i < 40; ++i) {
+        auto r = client.Post("/v1/check", CheckBody("exact", "fresh-window"), "application/json");
+        const json d = DecisionOf(r);
+        if (d.is_null() || d["degraded"] == true) {
+          ++degraded;
+        } else {
+          admitted += d["allowed"] == true;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(admitted.load(), 50) << "exactly the limit, of 160 concurrent attempts";
+  EXPECT_EQ(degraded.load(), 0);
+
+  EXPECT_TRUE(serve.Alive()) << serve.Log();
+  EXPECT_LT(memory_peak, memory_before + kMemoryBound) << "bounded memory";
+  EXPECT_EQ(serve.Stop(), 0) << serve.Log();
+}
+
+INSTANTIATE_TEST_SUITE_P(EachFault, ServeFaultTest,
+                         ::testing::Values(RedisFault::kKilled, RedisFault::kHung,
+                                           RedisFault::kSlowed, RedisFault::kScriptsFlushed,
+                                           RedisFault::kClientsKilled, RedisFault::kFull),
+                         [](const auto& info) {
+                           return sluice::testing::RedisFaultName(info.param);
+                         });
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (argc != 2) {
+    std::cerr << "usage: " << argv[0] << " PATH_TO_SLUICE_BINARY [gtest flags]\n";
+    return 2;
+  }
+  g_sluice = argv[1];
+  return RUN_ALL_TESTS();
+}
