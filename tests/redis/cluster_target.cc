@@ -1,6 +1,7 @@
 // The store suites' target in the cluster test binary: a 3-master Redis Cluster.
 #include "cluster_target.h"
 
+#include "redis/cluster_slots.h"
 #include "store_test_support.h"
 
 namespace sluice::testing {
@@ -13,7 +14,9 @@ RedisCluster* SharedCluster() {
 const RedisTarget* SharedTarget() {
   RedisCluster* cluster = SharedCluster();
   if (cluster == nullptr) return nullptr;
-  static const RedisTarget target{cluster->url(), cluster->MasterPorts()};
+  static const RedisTarget target{
+      cluster->url(), cluster->MasterPorts(),
+      [cluster](std::string_view tag) { return cluster->MasterOfSlot(redis::KeySlot(tag)); }};
   return &target;
 }
 

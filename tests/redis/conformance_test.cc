@@ -1,6 +1,8 @@
 // RedisStore decides exactly as MemoryStore: the same traces of (time, key, cost), hand-written
 // edge cases and seeded random ones, through both stores on one ManualClock (RedisStore sends
-// it as the caller's clock) give identical decisions for every algorithm.
+// it as the caller's clock) give identical decisions for every algorithm. The traces' keys are
+// chosen to land on every node of the target (each master of a Redis Cluster), and each test
+// checks that its keys were found on every node.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -40,6 +42,13 @@ class ConformanceTest : public RedisStoreTest {
     // The ManualClock stands still while real time passes: keys must outlive the test.
     redis_ = MakeStore({.clock = &clock_, .expiry_margin = 10min});
     ASSERT_NE(redis_, nullptr);
+    keys_ = KeysOnEveryNode(*target_, "k", kKeys);
+    ASSERT_EQ(keys_.size(), kKeys);
+  }
+
+  void TearDown() override {
+    if (!HasFatalFailure()) ExpectKeysOnEveryNode(*target_, prefix_ + "*");
+    RedisStoreTest::TearDown();
   }
 
   // Runs `trace` through both stores under a scope of its own; every decision must match.
@@ -47,7 +56,7 @@ class ConformanceTest : public RedisStoreTest {
     const std::string scope = "s" + std::to_string(traces_++);
     for (size_t i = 0; i < trace.size(); ++i) {
       clock_.Advance(trace[i].advance);
-      const std::string key = "k" + std::to_string(trace[i].key);
+      const std::string& key = keys_[trace[i].key];
       const CheckRequest request{.scope = scope,
                                  .limit = &limit,
                                  .key = key,
@@ -88,6 +97,9 @@ class ConformanceTest : public RedisStoreTest {
     return limits;
   }
 
+  // Steps name keys by index: 0 .. kKeys - 1.
+  static constexpr size_t kKeys = 3;
+  std::vector<std::string> keys_;
   ManualClock clock_;
   MemoryStore memory_{MemoryStoreOptions{.clock = &clock_}};
   std::unique_ptr<RedisStore> redis_;
@@ -142,7 +154,7 @@ TEST_P(Conformance, RandomTraces) {
       const int64_t cap = limit.capacity();
       std::vector<Step> trace;
       for (int i = 0; i < 300; ++i) {
-        Step step{0us, static_cast<int>(rng() % 3), 1};
+        Step step{0us, static_cast<int>(rng() % kKeys), 1};
         const uint64_t dice = rng() % 100;
         if (dice < 30) {
           step.advance = 0us;
@@ -199,7 +211,7 @@ TEST_P(ReservationConformance, BookedQueuesAndRandomTraces) {
       std::vector<Step> trace;
       for (int i = 0; i < 300; ++i) {
         Step step{Duration(rng() % 3 == 0 ? 0 : 1 + rng() % (2 * interval.count())),
-                  static_cast<int>(rng() % 2), rng() % 10 == 0 ? 0 : 1};
+                  static_cast<int>(rng() % kKeys), rng() % 10 == 0 ? 0 : 1};
         if (rng() % 10 == 0) step.cost = 1 + static_cast<int64_t>(rng() % limit.capacity());
         const uint64_t dice = rng() % 4;
         if (dice == 1) step.max_delay = Duration(rng() % (interval.count() + 1));
@@ -228,7 +240,8 @@ TEST_F(ConformanceTest, ChangingAlgorithmStartsFresh) {
     const Limit& limit = limits[rng() % limits.size()];
     clock_.Advance(Duration(rng() % 200'000));
     const int64_t cost = static_cast<int64_t>(rng() % 3);
-    const CheckRequest request{.scope = "changing", .limit = &limit, .key = "k", .cost = cost};
+    const CheckRequest request{
+        .scope = "changing", .limit = &limit, .key = keys_[rng() % kKeys], .cost = cost};
     const Result<Decision> expected = memory_.Check(request);
     const Result<Decision> got = redis_->Check(request);
     ASSERT_TRUE(expected.ok() && got.ok() && *expected == *got)

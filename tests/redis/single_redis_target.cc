@@ -5,9 +5,10 @@ namespace sluice::testing {
 
 const RedisTarget* SharedTarget() {
   static std::unique_ptr<RedisServer> server = RedisServer::Start();
-  static const RedisTarget target =
-      server == nullptr ? RedisTarget{} : RedisTarget{server->url(), {server->port()}};
-  return server == nullptr ? nullptr : &target;
+  if (server == nullptr) return nullptr;
+  static const RedisTarget target{
+      server->url(), {server->port()}, [port = server->port()](std::string_view) { return port; }};
+  return &target;
 }
 
 }  // namespace sluice::testing

@@ -17,13 +17,17 @@ std::unique_ptr<redis::Client> Inspector(int port) {
   return client.ok() ? std::move(*client) : nullptr;
 }
 
-Duration PeriodAwayFromABoundary() {
-  const int64_t now =
-      std::chrono::duration_cast<Duration>(std::chrono::system_clock::now().time_since_epoch())
-          .count();
-  Duration period = Limit::kMaxPeriod;
-  while (period.count() - now % period.count() < Duration(10min).count()) period -= 24h;
-  return period;
+std::vector<std::string> KeysOnEveryNode(const RedisTarget& target, std::string_view stem,
+                                         size_t count) {
+  std::vector<std::string> keys;
+  for (int n = 0; keys.size() < count && n < 100'000; ++n) {
+    std::string key = std::string(stem) + std::to_string(n);
+    if (target.node_of(key) == target.ports[keys.size() % target.ports.size()]) {
+      keys.push_back(std::move(key));
+    }
+  }
+  EXPECT_EQ(keys.size(), count) << "no keys '" << stem << "<n>' on every node";
+  return keys;
 }
 
 size_t ExpectEveryKeyExpires(redis::Client& client, const std::string& pattern) {
@@ -59,6 +63,15 @@ size_t ExpectEveryKeyExpires(const RedisTarget& target, const std::string& patte
     if (auto client = Inspector(port)) seen += ExpectEveryKeyExpires(*client, pattern);
   }
   return seen;
+}
+
+void ExpectKeysOnEveryNode(const RedisTarget& target, const std::string& pattern) {
+  for (int port : target.ports) {
+    auto client = Inspector(port);
+    if (client == nullptr) continue;
+    EXPECT_GT(ExpectEveryKeyExpires(*client, pattern), 0u)
+        << "no key matching '" << pattern << "' on the node on port " << port;
+  }
 }
 
 void RedisStoreTest::SetUp() {

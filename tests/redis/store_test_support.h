@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -17,26 +18,34 @@
 #include "redis/client.h"
 #include "sluice/redis_store.h"
 #include "support/redis_server.h"
+#include "support/windows.h"
 
 namespace sluice::testing {
 
 struct RedisTarget {
   std::string url;         // RedisStoreOptions::url
   std::vector<int> ports;  // the nodes that hold keys
+  // The port of the node holding the keys whose hash tag is `tag`: a store's keys for the key
+  // `tag`, when it holds no '%', '{' or '}' (which the store escapes).
+  std::function<int(std::string_view tag)> node_of;
 };
 
 // Started on first use, stopped at exit; null (after printing why) if it cannot start.
 const RedisTarget* SharedTarget();
 
-// A period whose epoch-aligned window does not end within the next ten minutes, so that
-// fixed_window and sliding_window see one window throughout.
-Duration PeriodAwayFromABoundary();
+// `count` keys "<stem><n>", the i-th held by the node ports[i % ports.size()], so that a suite
+// using them touches every node. Fails the test, and returns fewer, if the nodes of 100 000
+// candidates do not provide them.
+std::vector<std::string> KeysOnEveryNode(const RedisTarget& target, std::string_view stem,
+                                         size_t count);
 
 // Fails the current test unless every key matching `pattern` has a TTL (PTTL never -1).
 // Returns how many keys it saw.
 size_t ExpectEveryKeyExpires(redis::Client& client, const std::string& pattern);
 // The same on every node of the target.
 size_t ExpectEveryKeyExpires(const RedisTarget& target, const std::string& pattern);
+// The same, and fails the current test unless every node holds some key matching `pattern`.
+void ExpectKeysOnEveryNode(const RedisTarget& target, const std::string& pattern);
 
 // A plain single-node client of the server on `port` (loopback), with generous timeouts, to look
 // at what the store wrote; null (with a test failure) if it cannot be created.
