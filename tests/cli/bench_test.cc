@@ -1,0 +1,124 @@
+// `sluice bench` as a user runs it: the binary with --json, for a short run. Its report has every
+// field, accounts for every decision, and admits no more than the limits allow: on memory://, at
+// most the burst plus the refill of every key; on a real redis-server, two bench processes on the
+// same keys within one window admit together exactly the limit of every key.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/redis_server.h"
+#include "support/windows.h"
+
+namespace sluice::testing {
+namespace {
+
+// `sluice bench --json <args>`, started at construction; Finish() waits for it to exit.
+class BenchRun {
+ public:
+  explicit BenchRun(const std::string& args)
+      : command_(std::string(SLUICE_BINARY) + " bench --json " + args),
+        out_(popen(command_.c_str(), "r")) {}
+  ~BenchRun() {
+    if (out_ != nullptr) pclose(out_);
+  }
+
+  // Its report, after checking that it exited 0 having printed one JSON object whose counts add
+  // up; null (with a test failure) otherwise.
+  nlohmann::json Finish() {
+    if (out_ == nullptr) {
+      ADD_FAILURE() << "cannot run " << command_;
+      return nullptr;
+    }
+    std::string text;
+    char buffer[4096];
+    for (size_t n; (n = fread(buffer, 1, sizeof(buffer), out_)) > 0;) text.append(buffer, n);
+    const int status = pclose(out_);
+    out_ = nullptr;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << command_ << "\n" << text;
+    const nlohmann::json report = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!report.is_object()) {
+      ADD_FAILURE() << command_ << " printed no JSON object:\n" << text;
+      return nullptr;
+    }
+    for (const char* field :
+         {"decisions", "allowed", "denied", "errors", "p50_us", "p99_us", "p999_us"}) {
+      if (!report.contains(field) || !report[field].is_number_integer() ||
+          report[field].get<int64_t>() < 0) {
+        ADD_FAILURE() << "no count '" << field << "' in " << text;
+        return nullptr;
+      }
+    }
+    for (const char* field : {"decisions_per_sec", "duration_s"}) {
+      if (!report.contains(field) || !report[field].is_number()) {
+        ADD_FAILURE() << "no number '" << field << "' in " << text;
+        return nullptr;
+      }
+    }
+    const uint64_t decisions = report["decisions"];
+    EXPECT_GT(decisions, 0u) << text;
+    EXPECT_EQ(Count(report, "allowed") + Count(report, "denied") + Count(report, "errors"),
+              decisions)
+        << text;
+    EXPECT_DOUBLE_EQ(report["decisions_per_sec"].get<double>(),
+                     static_cast<double>(decisions) / report["duration_s"].get<double>())
+        << text;
+    EXPECT_LE(Count(report, "p50_us"), Count(report, "p99_us")) << text;
+    EXPECT_LE(Count(report, "p99_us"), Count(report, "p999_us")) << text;
+    return report;
+  }
+
+  static uint64_t Count(const nlohmann::json& report, const char* field) {
+    return report[field].get<uint64_t>();
+  }
+
+ private:
+  const std::string command_;
+  FILE* out_;
+};
+
+// GCRA admits at most capacity + ⌊d / T⌋ in any interval d, T = period / limit: on every key,
+// for the run's duration.
+TEST(BenchCli, OnMemoryEveryDecisionIsCountedAndNoKeyExceedsItsLimit) {
+  constexpr uint64_t kKeys = 50, kLimit = 10, kBurst = 20;
+  constexpr Duration kPeriod = std::chrono::hours(1);
+  BenchRun run("--store memory:// --algorithm gcra --limit " + std::to_string(kLimit) +
+               " --period 1h --burst " + std::to_string(kBurst) + " --keys " +
+               std::to_string(kKeys) + " --concurrency 4 --duration 300ms");
+  const nlohmann::json report = run.Finish();
+  ASSERT_TRUE(report.is_object());
+  std::printf("%s\n", report.dump().c_str());
+  EXPECT_EQ(BenchRun::Count(report, "errors"), 0u);
+  EXPECT_GE(report["duration_s"].get<double>(), 0.3);
+  const auto run_us = static_cast<uint64_t>(report["duration_s"].get<double>() * 1e6) + 1;
+  const uint64_t refilled = run_us * kLimit / static_cast<uint64_t>(kPeriod.count());
+  EXPECT_LE(BenchRun::Count(report, "allowed"), kKeys * (kBurst + refilled));
+  // Ten times as many decisions as the bursts hold, on keys drawn at random: every key was tried
+  // more than its burst (the chance of one that was not is below 1e-50), so it spent it.
+  ASSERT_GE(BenchRun::Count(report, "decisions"), 10 * kKeys * kBurst)
+      << "too few decisions in 300 ms to have spent every key's burst";
+  EXPECT_GE(BenchRun::Count(report, "allowed"), kKeys * kBurst);
+}
+
+TEST(BenchCli, TwoProcessesOnOneRedisAdmitExactlyTheLimitOfEveryKey) {
+  constexpr uint64_t kKeys = 20, kLimit = 100;
+  auto server = RedisServer::Start();
+  ASSERT_NE(server, nullptr);
+  const std::string args =
+      "--store " + server->url() + " --algorithm fixed_window --limit " + std::to_string(kLimit) +
+      " --period " + std::to_string(PeriodAwayFromABoundary().count()) + "us --keys " +
+      std::to_string(kKeys) + " --concurrency 8 --duration 2s --key-prefix bench-" +
+      std::to_string(getpid()) + ":";
+  BenchRun first(args), second(args);
+  const nlohmann::json a = first.Finish(), b = second.Finish();
+  ASSERT_TRUE(a.is_object() && b.is_object());
+  std::printf("%s\n%s\n", a.dump().c_str(), b.dump().c_str());
+  EXPECT_EQ(BenchRun::Count(a, "errors") + BenchRun::Count(b, "errors"), 0u);
+  EXPECT_EQ(BenchRun::Count(a, "allowed") + BenchRun::Count(b, "allowed"), kKeys * kLimit);
+}
+
+}  // namespace
+}  // namespace sluice::testing
