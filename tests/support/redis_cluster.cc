@@ -175,23 +175,33 @@ bool RedisCluster::BeginSlotMigration(int slot, int to_port) {
   return true;
 }
 
+bool RedisCluster::Migrate(const std::vector<std::string>& keys) {
+  std::vector<std::string> migrate = {
+      "MIGRATE", "127.0.0.1", std::to_string(migration_.to), "", "0", "5000", "KEYS"};
+  migrate.insert(migrate.end(), keys.begin(), keys.end());
+  const std::string out = Cli(migration_.from, migrate);
+  // NOKEY: the keys expired or were deleted since they were listed.
+  if (out != "OK" && out != "NOKEY") {
+    std::fprintf(stderr, "RedisCluster: MIGRATE: %s\n", out.c_str());
+    return false;
+  }
+  return true;
+}
+
 bool RedisCluster::MigrateSlotKeys(int slot) {
   if (migration_.slot != slot) return false;
   const std::string s = std::to_string(slot);
   for (int batch = 0; batch < 10'000; ++batch) {
     const auto keys = Lines(Cli(migration_.from, {"CLUSTER", "GETKEYSINSLOT", s, "100"}));
     if (keys.empty()) return true;
-    std::vector<std::string> migrate = {
-        "MIGRATE", "127.0.0.1", std::to_string(migration_.to), "", "0", "5000", "KEYS"};
-    migrate.insert(migrate.end(), keys.begin(), keys.end());
-    const std::string out = Cli(migration_.from, migrate);
-    // NOKEY: the keys expired or were deleted since GETKEYSINSLOT listed them.
-    if (out != "OK" && out != "NOKEY") {
-      std::fprintf(stderr, "RedisCluster: MIGRATE: %s\n", out.c_str());
-      return false;
-    }
+    if (!Migrate(keys)) return false;
   }
   return false;
+}
+
+bool RedisCluster::MigrateKeys(const std::vector<std::string>& keys) {
+  if (migration_.slot < 0 || keys.empty()) return false;
+  return Migrate(keys);
 }
 
 bool RedisCluster::EndSlotMigration(int slot) {

@@ -42,6 +42,9 @@ class RedisCluster {
   bool BeginSlotMigration(int slot, int to_port);
   bool MigrateSlotKeys(int slot);
   bool EndSlotMigration(int slot);
+  // Between the first two steps: MIGRATE only these keys of the slot being moved, leaving it half
+  // migrated (a script's keys can then be on both sides).
+  bool MigrateKeys(const std::vector<std::string>& keys);
 
   // CLUSTER FAILOVER on the replica on `replica_port`; waits (up to 15 s) until it is a master
   // and the cluster is healthy.
@@ -64,6 +67,7 @@ class RedisCluster {
   std::vector<NodeLine> Nodes() const;
   const RedisServer* Server(int port) const;
   std::string IdOf(int port) const;
+  bool Migrate(const std::vector<std::string>& keys);
 
   std::vector<std::unique_ptr<RedisServer>> servers_;
   int masters_ = 0;
