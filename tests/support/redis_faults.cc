@@ -178,6 +178,13 @@ size_t ResidentBytes(pid_t pid) {
   return 0;
 }
 
+double CpuPressure() {
+  std::ifstream pressure("/proc/pressure/cpu");
+  std::string some, avg10;  // "some avg10=12.34 avg60=..."
+  if (!(pressure >> some >> avg10) || some != "some" || !avg10.starts_with("avg10=")) return -1;
+  return std::stod(avg10.substr(6));
+}
+
 ResidentPeak::ResidentPeak(pid_t pid) : pid_(pid), peak_(ResidentBytes(pid)) {
   sampler_ = std::thread([this] {
     for (int i = 0; !stop_.load() && i < 100'000; ++i) {  // 1000 s at most

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <set>
 #include <string>
 #include <thread>
@@ -34,6 +35,8 @@ enum class RedisFault {
 
 // "Killed", "Hung", ... (valid in a gtest name).
 const char* RedisFaultName(RedisFault fault);
+// For gtest's messages.
+inline void PrintTo(RedisFault fault, std::ostream* os) { *os << RedisFaultName(fault); }
 
 // Whether the failure policy must decide while the fault lasts. Not for kScriptsFlushed (NOSCRIPT
 // is handled inside the client, so the policy must never decide) nor kClientsKilled (the clients
@@ -75,6 +78,11 @@ class FaultInjector {
 
 // The resident set of process `pid` (VmRSS in /proc/<pid>/status), in bytes; 0 if unreadable.
 size_t ResidentBytes(pid_t pid);
+
+// The share of the last 10 s in which some runnable thread of this machine waited for a CPU
+// (/proc/pressure/cpu, "some avg10"), in percent; -1 if unknown. Printed with the fault tests'
+// timings: a stall of the whole machine shows there, not in sluice.
+double CpuPressure();
 
 // The peak of ResidentBytes(pid), sampled every 10 ms on a thread of its own while it lives, so
 // that memory held only during a fault is seen too.
