@@ -135,6 +135,10 @@ Result<Decision> ToDecision(const Result<redis::Reply>& reply, int64_t limit_cou
   return ToDecision(*reply, limit_count);
 }
 
+// sliding_log keeps its running total in a second key; the other algorithms have one key, and
+// naming a key a script never touches would only make a migrating Cluster slot refuse the call.
+bool HasAuxKey(const Limit& limit) { return limit.algorithm() == Algorithm::kSlidingLog; }
+
 // Upper bound of the bytes of one request's keys, for reserving.
 size_t KeyBytes(std::string_view prefix, const CheckRequest& r) {
   return prefix.size() + 3 * (r.scope.size() + r.key.size()) + 3 + redis::kAuxSuffix.size();
@@ -197,7 +201,7 @@ void RedisStore::DoCheckAsync(const CheckRequest& request, DecisionCallback done
   redis::KeyBuffer names;
   redis::AppendStateKey(names, prefix_, request.scope, request.key);
   const size_t state_size = names.size();
-  const bool with_aux = limit.algorithm() == Algorithm::kSlidingLog;
+  const bool with_aux = HasAuxKey(limit);
   if (with_aux) names.append(redis::kAuxSuffix);
   const std::string_view keys[2] = {names.View(0, state_size), names.View(0, names.size())};
 
@@ -232,7 +236,7 @@ void RedisStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, Batch
     const size_t begin = pieces.size();
     redis::AppendStateKey(pieces, prefix_, r.scope, r.key);
     pieces.Mark(begin, pieces.size());
-    const bool with_aux = r.limit->algorithm() == Algorithm::kSlidingLog;
+    const bool with_aux = HasAuxKey(*r.limit);
     if (with_aux) {
       pieces.append(redis::kAuxSuffix);
       pieces.Mark(begin, pieces.size());
@@ -307,16 +311,21 @@ void RedisStore::CheckAllAsync(std::span<const CheckRequest> requests, AllCallba
                                             std::string(r.scope) + "' twice for one key"));
       }
     }
-    reserve += KeyBytes(prefix_, r) * 2 + 4 * 20;
+    reserve += KeyBytes(prefix_, r) * 2 + 5 * 20;
   }
 
   Pieces pieces(reserve);
+  size_t key_count = 0;
   for (const auto& r : requests) {
     const size_t begin = pieces.size();
     redis::AppendStateKey(pieces, prefix_, r.scope, r.key);
     pieces.Mark(begin, pieces.size());
-    pieces.append(redis::kAuxSuffix);
-    pieces.Mark(begin, pieces.size());
+    ++key_count;
+    if (HasAuxKey(*r.limit)) {
+      pieces.append(redis::kAuxSuffix);
+      pieces.Mark(begin, pieces.size());
+      ++key_count;
+    }
   }
   if (clock_ != nullptr) {
     pieces.AddNumber(clock_->now().time_since_epoch().count());
@@ -329,6 +338,7 @@ void RedisStore::CheckAllAsync(std::span<const CheckRequest> requests, AllCallba
   counts.reserve(requests.size());
   for (const auto& r : requests) {
     pieces.AddText(AlgorithmName(r.limit->algorithm()));
+    pieces.AddNumber(HasAuxKey(*r.limit) ? 2 : 1);
     pieces.AddNumber(r.cost);
     const auto [a, b] = ScriptParameters(*r.limit);
     pieces.AddNumber(a);
@@ -336,7 +346,6 @@ void RedisStore::CheckAllAsync(std::span<const CheckRequest> requests, AllCallba
     counts.push_back(r.limit->count());
   }
   const std::vector<std::string_view> views = pieces.Views();
-  const size_t key_count = 2 * requests.size();
   client_->EvalSha(
       redis::CheckAllScript(), std::span(views.data(), key_count),
       std::span(views.data() + key_count, views.size() - key_count),

@@ -552,9 +552,9 @@ TEST_F(ClusterUnderChange, PeriodicRefreshFollowsMastersAddedAndRemoved) {
 // more while the slot is half migrated, more once its keys are on the target, and the limit
 // reached after. Redis refuses no single-key check (fixed_window). Two-key scripts (sliding_log's
 // state and running total; CheckAll on one key under two limiter names) meet its TRYAGAIN while
-// their keys are on both sides, and are then refused at once; CheckAll also names the auxiliary
-// keys that only sliding_log writes, which exist on neither side, so it is refused for the whole
-// migration. No decision outlives its deadline, and no key admits more than its limit.
+// their keys are on both sides, and are then refused at once, and are served by the target
+// through ASK once all their keys are there. No decision outlives its deadline, and no key admits
+// more than its limit.
 TEST_F(ClusterUnderChange, LiveResharding) {
   auto store = MakeStore();
   ASSERT_NE(store, nullptr);
@@ -578,8 +578,8 @@ TEST_F(ClusterUnderChange, LiveResharding) {
     if (!all.ok()) return all.status();
     return (*all)[0].allowed && (*all)[1].allowed;
   });
-  // Each step waits for the loads that can progress then: not CheckAll while the slot moves, nor
-  // sliding_log while its keys are split.
+  // Each step waits for the loads that can progress then: no two-key script while its keys are
+  // split.
   auto at_least = [](const Load& load, const Limit& limit, double share) {
     return [&load, &limit, share] { return load.Progress(limit.count()) >= share; };
   };
@@ -618,11 +618,11 @@ TEST_F(ClusterUnderChange, LiveResharding) {
 
   // Every key on the target: served there through ASK.
   ASSERT_TRUE(cluster_->MigrateSlotKeys(slot));
-  const int64_t logs_decided = logs.decided();
+  const int64_t logs_decided = logs.decided(), alls_decided = alls.decided();
   ASSERT_TRUE(WaitFor(
       [&] {
-        return logs.decided() >= logs_decided + 20 && at_least(singles, single, 0.7)() &&
-               at_least(logs, log, 0.5)();
+        return logs.decided() >= logs_decided + 20 && alls.decided() >= alls_decided + 20 &&
+               at_least(singles, single, 0.7)() && at_least(logs, log, 0.5)();
       },
       kStep))
       << "two-key scripts were not served by the target after ASK; " << state();

@@ -1,8 +1,8 @@
 -- Several limits on one request, all or nothing: every limit consumes if every one admits,
 -- otherwise none does.
--- KEYS: per limit, its state key and its auxiliary key (distinct limiter keys).
+-- KEYS: per limit, its state key, then its auxiliary key if it has one (distinct limiter keys).
 -- ARGV: now in µs ('' for Redis TIME), expiry margin in ms, the number of limits, then per
---   limit: algorithm name, cost, and its two parameters.
+--   limit: algorithm name, how many keys it has (1 or 2), cost, and its two parameters.
 -- Returns one {allowed, remaining, retry_after, reset_after, delay} per limit; nothing is booked
 -- ahead (delay 0). When some limit refuses,
 -- a limit that would have admitted reports what a peek sees, as refused with retry_after 0.
@@ -10,15 +10,18 @@ local now = clock(ARGV[1])
 local margin = tonumber(ARGV[2])
 local limits = {}
 local all_allowed = true
+local key = 1
 for i = 1, tonumber(ARGV[3]) do
-  local arg = 4 + (i - 1) * 4
+  local arg = 4 + (i - 1) * 5
+  local key_count = tonumber(ARGV[arg + 1])
   local l = {
     algorithm = algorithms[ARGV[arg]],
-    keys = { main = KEYS[2 * i - 1], aux = KEYS[2 * i] },
-    cost = tonumber(ARGV[arg + 1]),
-    a = tonumber(ARGV[arg + 2]),
-    b = tonumber(ARGV[arg + 3]),
+    keys = { main = KEYS[key], aux = key_count == 2 and KEYS[key + 1] or nil },
+    cost = tonumber(ARGV[arg + 2]),
+    a = tonumber(ARGV[arg + 3]),
+    b = tonumber(ARGV[arg + 4]),
   }
+  key = key + key_count
   l.state, l.present = l.algorithm.load(l.keys, now, l.a, l.b)
   l.d = decide(l.algorithm, l.keys, l.state, l.present, now, l.cost, l.a, l.b, 0)
   all_allowed = all_allowed and l.d.allowed
