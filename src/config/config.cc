@@ -18,6 +18,7 @@ namespace {
 constexpr size_t kMaxConfigBytes = 1 << 20;
 constexpr int kMaxIoThreads = 256;
 constexpr int64_t kMaxInstances = 1'000'000;
+constexpr int64_t kMaxStoreTimeoutMs = 5'000;
 
 bool IsRuleNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -242,8 +243,10 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
     if (const YAML::Node timeout = fields.Get("timeout_ms"); timeout.IsDefined()) {
       auto ms = fields.ReadInteger(timeout, "timeout_ms");
       if (!ms.ok()) return ms.status();
-      if (*ms < 1 || *ms > 60'000) {
-        return report.At(timeout, fields.Path("timeout_ms"), "must be between 1 and 60000");
+      // A store call must end well within the 10 s SIGTERM drain, which outlives its answer.
+      if (*ms < 1 || *ms > kMaxStoreTimeoutMs) {
+        return report.At(timeout, fields.Path("timeout_ms"),
+                         "must be between 1 and " + std::to_string(kMaxStoreTimeoutMs));
       }
       config.store.timeout = std::chrono::milliseconds(*ms);
     }

@@ -17,6 +17,23 @@ size_t HttpSlot(int status) {
 
 uint64_t Load(const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); }
 
+// A label value in the text exposition format: backslash, double quote and newline escaped.
+std::string LabelValue(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    if (c == '\\' || c == '"') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 RuleCounters& Metrics::ForRule(std::string_view name) {
@@ -142,6 +159,24 @@ std::string Metrics::Exposition() const {
                    "# TYPE sluice_hot_key_cache_hits_total counter\n"
                    "sluice_hot_key_cache_hits_total {}\n",
                    stats.breaker_opens, stats.hot_key_cache);
+    fmt::format_to(put,
+                   "# HELP sluice_node_breaker_state A store node's circuit breaker: 1 for its "
+                   "state.\n"
+                   "# TYPE sluice_node_breaker_state gauge\n");
+    for (const DomainBreakerStats& b : stats.breakers) {
+      for (auto state : {BreakerState::kClosed, BreakerState::kOpen, BreakerState::kHalfOpen}) {
+        fmt::format_to(put, "sluice_node_breaker_state{{node=\"{}\",state=\"{}\"}} {}\n",
+                       LabelValue(b.domain), BreakerStateName(state), b.state == state ? 1 : 0);
+      }
+    }
+    fmt::format_to(put,
+                   "# HELP sluice_node_breaker_opens_total Times a store node's circuit breaker "
+                   "opened.\n"
+                   "# TYPE sluice_node_breaker_opens_total counter\n");
+    for (const DomainBreakerStats& b : stats.breakers) {
+      fmt::format_to(put, "sluice_node_breaker_opens_total{{node=\"{}\"}} {}\n",
+                     LabelValue(b.domain), b.opens);
+    }
   }
   return out;
 }

@@ -15,8 +15,12 @@
 //   sluice_acquire_waiters{rule}                        gauge: /v1/acquire requests in progress
 //
 // With a ResilientStore watched, also:
-//   sluice_breaker_state{state}                         1 for the circuit breaker's state
-//   sluice_breaker_opens_total                          times the breaker opened
+//   sluice_breaker_state{state}                         1 for the worst breaker's state
+//   sluice_breaker_opens_total                          times any breaker opened
+//   sluice_node_breaker_state{node,state}               1 for each store node's breaker state
+//   sluice_node_breaker_opens_total{node}               times that node's breaker opened
+//                                                       (a node: a Redis Cluster master, or the
+//                                                       one Redis; those that saw a request)
 //   sluice_hot_key_cache_hits_total                     denials made by the hot-key cache
 //
 // A rule's counters are created when a rule set naming it is loaded and then live as long as the

@@ -485,6 +485,10 @@ TEST_F(ResilientApiTest, ReadinessFollowsTheBreakerAndClosesItWithoutTraffic) {
   for (int i = 0; i < 3; ++i) Check("open");  // three failures open the breaker
   EXPECT_TRUE(Exposes("sluice_breaker_state{state=\"open\"} 1\n"));
   EXPECT_TRUE(Exposes("sluice_breaker_opens_total 1\n"));
+  // The backend is one failure domain, with no name.
+  EXPECT_TRUE(Exposes("sluice_node_breaker_state{node=\"\",state=\"open\"} 1\n"));
+  EXPECT_TRUE(Exposes("sluice_node_breaker_state{node=\"\",state=\"closed\"} 0\n"));
+  EXPECT_TRUE(Exposes("sluice_node_breaker_opens_total{node=\"\"} 1\n"));
 
   const int calls = backend_.batch_calls;
   Answer ready = Call("GET", "/readyz");
