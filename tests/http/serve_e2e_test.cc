@@ -1,198 +1,36 @@
 // `sluice serve` as a user runs it: the real binary (its path is the first argument of this test
 // program) on a free loopback port with a temporary config, spoken to over real HTTP.
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "support/redis_server.h"
-
-extern char** environ;
+#include "support/serve_process.h"
 
 namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-std::string g_sluice;  // the binary under test
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Writes through a temporary file and a rename, as an editor or a deploy would, so a reload
-// never reads a half-written file.
-void WriteFile(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp";
-  std::ofstream(temp) << text;
-  std::filesystem::rename(temp, path);
-}
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = ::testing::TempDir() + "sluice_serve_XXXXXX";
-    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-  }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-  bool ok() const { return !path_.empty(); }
-
- private:
-  std::string path_;
-};
-
-// A process of the binary under test, with stdout and stderr going to a log file, run in `cwd`
-// (empty: this process's working directory).
-class Process {
- public:
-  Process(std::vector<std::string> args, std::string log_path, const std::string& cwd = "")
-      : log_path_(std::move(log_path)) {
-    args.insert(args.begin(), g_sluice);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-    if (posix_spawn(&pid_, g_sluice.c_str(), &actions, nullptr, argv.data(), environ) != 0) {
-      pid_ = -1;
-    }
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~Process() {
-    if (pid_ > 0 && !exit_status_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  bool started() const { return pid_ > 0; }
-  void Signal(int signal) const { kill(pid_, signal); }
-  std::string Log() const { return ReadFile(log_path_); }
-
-  // The exit status once the process has exited normally within `timeout`; nullopt otherwise.
-  std::optional<int> WaitExit(std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!exit_status_) {
-      int status = 0;
-      const pid_t r = waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
-        exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        break;
-      }
-      if (r < 0 || std::chrono::steady_clock::now() > deadline) return std::nullopt;
-      std::this_thread::sleep_for(10ms);
-    }
-    return exit_status_;
-  }
-  bool Exited() { return WaitExit(0ms).has_value(); }
-
-  // Polls the log until it contains `text` (bounded by `timeout`).
-  bool WaitForLog(std::string_view text, std::chrono::milliseconds timeout = 5s) const {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (Log().find(text) == std::string::npos) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(10ms);
-    }
-    return true;
-  }
-
- private:
-  std::string log_path_;
-  pid_t pid_ = -1;
-  std::optional<int> exit_status_;
-};
-
-httplib::Client LocalClient(int port) {
-  httplib::Client client("127.0.0.1", port);
-  client.set_connection_timeout(5s);
-  client.set_read_timeout(5s);
-  client.set_keep_alive(true);
-  return client;
-}
-
-// Polls /healthz until the service on `port` answers (true), or exits, or 10 s pass.
-bool WaitUntilUp(int port, Process& process) {
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  httplib::Client client = LocalClient(port);
-  while (std::chrono::steady_clock::now() < deadline && !process.Exited()) {
-    if (auto r = client.Get("/healthz"); r && r->status == 200) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return false;
-}
-
-// `sluice serve` on a free port with the given rules, up and answering /healthz.
-class Service {
- public:
-  // `store_fields`: more fields of the config's store mapping, e.g. "instances: 2".
-  explicit Service(const std::string& rules_yaml, std::string store_url = "memory://",
-                   std::string store_fields = "")
-      : port_(sluice::testing::FreeLoopbackPort()),
-        config_(dir_.File("sluice.yaml")),
-        store_url_(std::move(store_url)),
-        store_fields_(std::move(store_fields)) {
-    WriteConfig(rules_yaml);
-    process_ = std::make_unique<Process>(
-        std::vector<std::string>{"serve", "--config", config_, "--listen",
-                                 "127.0.0.1:" + std::to_string(port_), "--io-threads", "2"},
-        dir_.File("serve.log"));
-    up_ = WaitUntilUp(port_, *process_);
-  }
-
-  void WriteConfig(const std::string& rules_yaml) const {
-    WriteFile(config_, "store: {url: \"" + store_url_ + "\"" +
-                           (store_fields_.empty() ? "" : ", " + store_fields_) + "}\n" +
-                           rules_yaml);
-  }
-
-  bool up() const { return up_; }
-  int port() const { return port_; }
-  const std::string& config_path() const { return config_; }
-  Process& process() { return *process_; }
-
-  httplib::Client Client() const { return LocalClient(port_); }
-
- private:
-  TempDir dir_;
-  int port_;
-  std::string config_;
-  std::string store_url_;
-  std::string store_fields_;
-  std::unique_ptr<Process> process_;
-  bool up_ = false;
-};
+using sluice::testing::LocalClient;
+using sluice::testing::Process;
+using sluice::testing::Service;
+using sluice::testing::TempDir;
+using sluice::testing::WaitUntilUp;
+using sluice::testing::WriteFile;
 
 // A TCP connection to the service for what an HTTP client hides: pipelining, or leaving with a
 // request unanswered.
@@ -725,8 +563,7 @@ TEST(ServeE2ETest, WithoutAConfigItServesTheBuiltInExampleFromAnyDirectory) {
 
   process.Signal(SIGHUP);
   EXPECT_TRUE(process.WaitForLog("nothing to reload")) << process.Log();
-  process.Signal(SIGTERM);
-  EXPECT_EQ(process.WaitExit(5s), 0) << process.Log();
+  EXPECT_EQ(process.Stop(5s), 0) << process.Log();
 }
 
 TEST(ServeE2ETest, SighupWarnsOnceAboutTheFieldsThatNeedARestart) {
@@ -863,13 +700,3 @@ TEST(ServeE2ETest, OnRedisACheckInFlightDuringTheDrainGetsItsPolicyAnswer) {
 }
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  if (argc != 2) {
-    std::cerr << "usage: " << argv[0] << " PATH_TO_SLUICE_BINARY [gtest flags]\n";
-    return 2;
-  }
-  g_sluice = std::filesystem::absolute(argv[1]).string();  // some tests run it elsewhere
-  return RUN_ALL_TESTS();
-}

@@ -7,44 +7,32 @@
 // fault and ready after it; decisions come from Redis again within 1 s of the fault clearing; a
 // fresh window then admits exactly its limit; and the process is still alive, its memory
 // bounded, and stops with status 0 on SIGTERM.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "support/redis_faults.h"
 #include "support/redis_server.h"
-
-extern char** environ;
+#include "support/serve_process.h"
 
 namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
 using sluice::testing::RedisFault;
+using sluice::testing::Service;
 using Steady = std::chrono::steady_clock;
-
-std::string g_sluice;  // the binary under test
 
 constexpr auto kDeadline = 50ms;  // store.timeout_ms's default
 // On top of the store's deadline: the decision's own 10 ms (as in tests/redis/fault_test.cc) and
@@ -81,100 +69,13 @@ int64_t Micros(Steady::duration d) {
   return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
 }
 
-// `sluice serve` on a free port, on the Redis at `redis_port`, with the rules above and a fixed
-// window for the exactness check; stdout and stderr go to a log file.
-class Serve {
- public:
-  explicit Serve(int redis_port) : port_(sluice::testing::FreeLoopbackPort()) {
-    std::string dir = ::testing::TempDir() + "sluice_serve_fault_XXXXXX";
-    if (mkdtemp(dir.data()) == nullptr) return;
-    dir_ = dir;
-    const std::string config = dir_ + "/sluice.yaml";
-    std::ofstream(config)
-        << "store: {url: \"redis://127.0.0.1:" << redis_port << "\", instances: 2}\n"
-        << "rules:\n"
-        << "  - {name: open, algorithm: gcra, limit: 1000000, period: 1s, on_error: fail_open}\n"
-        << "  - {name: closed, algorithm: gcra, limit: 1000000, period: 1s, on_error: "
-           "fail_closed}\n"
-        << "  - {name: local, algorithm: gcra, limit: 1000000, period: 1s, on_error: "
-           "local_fallback}\n"
-        << "  - {name: exact, algorithm: fixed_window, limit: 50, period: 1h, on_error: "
-           "fail_closed}\n";
-    std::vector<std::string> args = {g_sluice,       "serve",
-                                     "--config",     config,
-                                     "--listen",     "127.0.0.1:" + std::to_string(port_),
-                                     "--io-threads", "2"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, (dir_ + "/serve.log").c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    if (posix_spawn(&pid_, g_sluice.c_str(), &actions, nullptr, argv.data(), environ) != 0) {
-      pid_ = -1;
-    }
-    posix_spawn_file_actions_destroy(&actions);
-    httplib::Client client = Client();
-    for (int i = 0; i < 500 && pid_ > 0 && Alive(); ++i) {  // 10 s
-      if (auto r = client.Get("/healthz"); r && r->status == 200) {
-        up_ = true;
-        break;
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-  }
-
-  ~Serve() {
-    if (pid_ > 0 && !exit_status_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    std::error_code ignored;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
-  }
-
-  bool up() const { return up_; }
-  pid_t pid() const { return pid_; }
-
-  bool Alive() {
-    int status = 0;
-    if (exit_status_ || waitpid(pid_, &status, WNOHANG) != pid_) return !exit_status_;
-    exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return false;
-  }
-
-  // SIGTERM, and the exit status if it exits within 5 s.
-  std::optional<int> Stop() {
-    kill(pid_, SIGTERM);
-    for (int i = 0; i < 500 && Alive(); ++i) std::this_thread::sleep_for(10ms);
-    return exit_status_;
-  }
-
-  std::string Log() const {
-    std::ifstream in(dir_ + "/serve.log");
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
-  httplib::Client Client() const {
-    httplib::Client client("127.0.0.1", port_);
-    client.set_connection_timeout(5s);
-    client.set_read_timeout(5s);
-    client.set_keep_alive(true);
-    client.set_tcp_nodelay(true);  // else the body waits for the ACK of the headers
-    return client;
-  }
-
- private:
-  const int port_;
-  std::string dir_;
-  pid_t pid_ = -1;
-  std::optional<int> exit_status_;
-  bool up_ = false;
-};
+// The service's rules: those of kRules, and a fixed window for the exactness check.
+constexpr const char* kConfigRules = R"(rules:
+  - {name: open, algorithm: gcra, limit: 1000000, period: 1s, on_error: fail_open}
+  - {name: closed, algorithm: gcra, limit: 1000000, period: 1s, on_error: fail_closed}
+  - {name: local, algorithm: gcra, limit: 1000000, period: 1s, on_error: local_fallback}
+  - {name: exact, algorithm: fixed_window, limit: 50, period: 1h, on_error: fail_closed}
+)";
 
 std::string CheckBody(const std::string& rule, const std::string& key) {
   return R"({"rule":")" + rule + R"(","key":")" + key + R"("})";
@@ -228,10 +129,10 @@ struct Counts {
 // and 1000 keys (a short pause between checks), each answer timed.
 class HttpLoad {
  public:
-  explicit HttpLoad(const Serve& serve) {
+  explicit HttpLoad(const Service& service) {
     for (int t = 0; t < kClients; ++t) {
-      threads_.emplace_back([this, &serve, t] {
-        httplib::Client client = serve.Client();
+      threads_.emplace_back([this, &service, t] {
+        httplib::Client client = service.Client();
         for (int i = 0; !stop_.load() && i < 1'000'000; ++i) {
           const size_t rule = static_cast<size_t>(t + i) % kRules.size();
           const std::string body =
@@ -307,9 +208,9 @@ class HealthWatch {
     int status;  // -1: no answer
   };
 
-  explicit HealthWatch(const Serve& serve)
-      : thread_([this, &serve] {
-          httplib::Client health = serve.Client(), ready = serve.Client();
+  explicit HealthWatch(const Service& service)
+      : thread_([this, &service] {
+          httplib::Client health = service.Client(), ready = service.Client();
           for (int i = 0; !stop_.load() && i < 10'000; ++i) {
             auto start = Steady::now();
             auto h = health.Get("/healthz");
@@ -357,12 +258,13 @@ TEST_P(ServeFaultTest, AnswersWithinTheDeadlineByPolicyAndRecovers) {
   ASSERT_NE(redis, nullptr);
   auto injector = sluice::testing::FaultInjector::Create(*redis, fault);
   ASSERT_NE(injector, nullptr);
-  Serve serve(injector->port());
-  ASSERT_TRUE(serve.up()) << serve.Log();
-  sluice::testing::ResidentPeak memory(serve.pid());
+  Service service(kConfigRules, "redis://127.0.0.1:" + std::to_string(injector->port()),
+                  "instances: 2");
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  sluice::testing::ResidentPeak memory(service.process().pid());
 
-  HttpLoad load(serve);
-  HealthWatch watch(serve);
+  HttpLoad load(service);
+  HealthWatch watch(service);
   std::this_thread::sleep_for(300ms);
   const size_t memory_before = memory.Restart();
   const Counts before = load.Snapshot();
@@ -384,7 +286,7 @@ TEST_P(ServeFaultTest, AnswersWithinTheDeadlineByPolicyAndRecovers) {
 
   // Decided by Redis again: a probe of our own on fresh keys, every 5 ms, sees `source: store`
   // (within 3 s, or false).
-  httplib::Client probe = serve.Client();
+  httplib::Client probe = service.Client();
   int probes = 0;
   const auto await_store = [&] {
     const auto start = Steady::now();
@@ -483,7 +385,7 @@ TEST_P(ServeFaultTest, AnswersWithinTheDeadlineByPolicyAndRecovers) {
   for (int t = 0; t < kClients; ++t) {
     EXPECT_GT(progress_end[t], progress_mid[t]) << "client " << t << " is not stuck";
   }
-  ASSERT_TRUE(recovered) << serve.Log();
+  ASSERT_TRUE(recovered) << service.process().Log();
   EXPECT_LT(recovery, 1s);
 
   // A fresh fixed window admits exactly its limit, from Redis; once the store decides, in case a
@@ -493,7 +395,7 @@ TEST_P(ServeFaultTest, AnswersWithinTheDeadlineByPolicyAndRecovers) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
-      httplib::Client client = serve.Client();
+      httplib::Client client = service.Client();
       for (int i = 0; i < 40; ++i) {
         auto r = client.Post("/v1/check", CheckBody("exact", "fresh-window"), "application/json");
         const json d = DecisionOf(r);
@@ -509,9 +411,9 @@ TEST_P(ServeFaultTest, AnswersWithinTheDeadlineByPolicyAndRecovers) {
   EXPECT_EQ(admitted.load(), 50) << "exactly the limit, of 160 concurrent attempts";
   EXPECT_EQ(degraded.load(), 0);
 
-  EXPECT_TRUE(serve.Alive()) << serve.Log();
+  EXPECT_FALSE(service.process().Exited()) << service.process().Log();
   EXPECT_LT(memory_peak, memory_before + kMemoryBound) << "bounded memory";
-  EXPECT_EQ(serve.Stop(), 0) << serve.Log();
+  EXPECT_EQ(service.process().Stop(5s), 0) << service.process().Log();
 }
 
 INSTANTIATE_TEST_SUITE_P(EachFault, ServeFaultTest,
@@ -523,13 +425,3 @@ INSTANTIATE_TEST_SUITE_P(EachFault, ServeFaultTest,
                          });
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  if (argc != 2) {
-    std::cerr << "usage: " << argv[0] << " PATH_TO_SLUICE_BINARY [gtest flags]\n";
-    return 2;
-  }
-  g_sluice = argv[1];
-  return RUN_ALL_TESTS();
-}

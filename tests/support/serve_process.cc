@@ -1,0 +1,159 @@
+#include "support/serve_process.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "support/redis_server.h"
+
+extern char** environ;
+
+namespace sluice::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string g_sluice;  // the binary under test
+
+}  // namespace
+
+const std::string& SluiceBinary() { return g_sluice; }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  const std::string temp = path + ".tmp";
+  std::ofstream(temp) << text;
+  std::filesystem::rename(temp, path);
+}
+
+TempDir::TempDir() {
+  std::string pattern = ::testing::TempDir() + "sluice_serve_XXXXXX";
+  if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+}
+
+Process::Process(std::vector<std::string> args, std::string log_path, const std::string& cwd)
+    : log_path_(std::move(log_path)) {
+  args.insert(args.begin(), g_sluice);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  if (posix_spawn(&pid_, g_sluice.c_str(), &actions, nullptr, argv.data(), environ) != 0) {
+    pid_ = -1;
+  }
+  posix_spawn_file_actions_destroy(&actions);
+}
+
+Process::~Process() {
+  if (pid_ > 0 && !exit_status_) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+void Process::Signal(int signal) const { kill(pid_, signal); }
+
+std::optional<int> Process::WaitExit(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!exit_status_) {
+    int status = 0;
+    const pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      break;
+    }
+    if (r < 0 || std::chrono::steady_clock::now() > deadline) return std::nullopt;
+    std::this_thread::sleep_for(10ms);
+  }
+  return exit_status_;
+}
+
+std::optional<int> Process::Stop(std::chrono::milliseconds timeout) {
+  Signal(SIGTERM);
+  return WaitExit(timeout);
+}
+
+bool Process::WaitForLog(std::string_view text, std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (Log().find(text) == std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+httplib::Client LocalClient(int port) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(5s);
+  client.set_read_timeout(5s);
+  client.set_keep_alive(true);
+  client.set_tcp_nodelay(true);  // else a request's body waits for the ACK of its headers
+  return client;
+}
+
+bool WaitUntilUp(int port, Process& process) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  httplib::Client client = LocalClient(port);
+  while (std::chrono::steady_clock::now() < deadline && process.started() && !process.Exited()) {
+    if (auto r = client.Get("/healthz"); r && r->status == 200) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+Service::Service(const std::string& rules_yaml, std::string store_url, std::string store_fields,
+                 std::vector<std::string> flags)
+    : port_(FreeLoopbackPort()),
+      config_(dir_.File("sluice.yaml")),
+      store_url_(std::move(store_url)),
+      store_fields_(std::move(store_fields)) {
+  WriteConfig(rules_yaml);
+  std::vector<std::string> args = {"serve", "--config", config_, "--listen",
+                                   "127.0.0.1:" + std::to_string(port_)};
+  args.insert(args.end(), flags.begin(), flags.end());
+  process_ = std::make_unique<Process>(std::move(args), dir_.File("serve.log"));
+  up_ = WaitUntilUp(port_, *process_);
+}
+
+void Service::WriteConfig(const std::string& rules_yaml) const {
+  WriteFile(config_, "store: {url: \"" + store_url_ + "\"" +
+                         (store_fields_.empty() ? "" : ", " + store_fields_) + "}\n" + rules_yaml);
+}
+
+}  // namespace sluice::testing
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (argc != 2) {
+    std::cerr << "usage: " << argv[0] << " PATH_TO_SLUICE_BINARY [gtest flags]\n";
+    return 2;
+  }
+  // Absolute: some tests run it in another directory.
+  sluice::testing::g_sluice = std::filesystem::absolute(argv[1]).string();
+  return RUN_ALL_TESTS();
+}
