@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "batch_test_support.h"
 #include "redis/backoff.h"
 #include "support/redis_server.h"
 
@@ -354,37 +355,9 @@ TEST_F(ClientTest, ABatchLeavesInOneWriteAndComesBackInOrder) {
   options.timeout = 5s;
   options.connections_per_thread = 1;  // nothing but the batch is written on it
   auto c = Connect(options);
-  const Script script =
-      Script::FromSource("return {redis.call('INCRBY', KEYS[1], ARGV[1]), tonumber(ARGV[1])}");
-  std::vector<std::string> keys, amounts;
-  for (int i = 0; i < 50; ++i) {
-    keys.push_back("batch" + std::to_string(i));
-    amounts.push_back(std::to_string(i));
-  }
-  std::vector<std::string_view> key_views(keys.begin(), keys.end());
-  std::vector<std::string_view> amount_views(amounts.begin(), amounts.end());
-  std::vector<ScriptCall> calls;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    calls.push_back({&script, std::span(&key_views[i], 1), std::span(&amount_views[i], 1)});
-  }
-  auto run = [&] {
-    std::promise<std::vector<Result<Reply>>> done;
-    c->EvalShaBatch(calls, [&](auto results) { done.set_value(std::move(results)); });
-    return done.get_future().get();
-  };
-  run();  // loads the script (NOSCRIPT, then SCRIPT LOAD)
-  const ClientStats before = c->stats();
-  const auto results = run();
-  const ClientStats after = c->stats();
-  ASSERT_EQ(results.size(), calls.size());
-  for (size_t i = 0; i < results.size(); ++i) {
-    ASSERT_TRUE(results[i].ok()) << results[i].status().ToString();
-    ASSERT_EQ(results[i]->elements.size(), 2u) << results[i]->str;
-    EXPECT_EQ(results[i]->elements[0].integer, 2 * static_cast<int64_t>(i));
-    EXPECT_EQ(results[i]->elements[1].integer, static_cast<int64_t>(i));
-  }
-  EXPECT_EQ(after.commands - before.commands, calls.size());
-  EXPECT_EQ(after.writes - before.writes, 1u);
+  const testing::BatchCost cost = testing::SendOrderedBatch(*c, "", 50);
+  EXPECT_EQ(cost.commands, 50u);
+  EXPECT_EQ(cost.writes, 1u);
 }
 
 TEST_F(ClientTest, ManyConnectionsOnManyThreads) {

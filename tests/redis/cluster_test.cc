@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "batch_test_support.h"
 #include "cluster_target.h"
 #include "redis/cluster_client.h"
 #include "redis/cluster_slots.h"
@@ -152,37 +153,9 @@ TEST_F(ClusterClientTest, KeysGoToTheMasterOfTheirSlot) {
 }
 
 TEST_F(ClusterClientTest, ABatchLeavesInOneWritePerNodeAndComesBackInOrder) {
-  const redis::Script script = redis::Script::FromSource(
-      "return {redis.call('INCRBY', KEYS[1], ARGV[1]), tonumber(ARGV[1])}");
-  std::vector<std::string> keys, amounts;
-  for (int i = 0; i < 90; ++i) {
-    keys.push_back(prefix_ + "batch" + std::to_string(i));
-    amounts.push_back(std::to_string(i));
-  }
-  std::vector<std::string_view> key_views(keys.begin(), keys.end());
-  std::vector<std::string_view> amount_views(amounts.begin(), amounts.end());
-  std::vector<redis::ScriptCall> calls;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    calls.push_back({&script, std::span(&key_views[i], 1), std::span(&amount_views[i], 1)});
-  }
-  auto run = [&] {
-    std::promise<std::vector<Result<redis::Reply>>> done;
-    client_->EvalShaBatch(calls, [&](auto results) { done.set_value(std::move(results)); });
-    return done.get_future().get();
-  };
-  run();  // loads the script on every master (NOSCRIPT, then SCRIPT LOAD)
-  const redis::ClientStats before = client_->stats();
-  const auto results = run();
-  const redis::ClientStats after = client_->stats();
-  ASSERT_EQ(results.size(), calls.size());
-  for (size_t i = 0; i < results.size(); ++i) {
-    ASSERT_TRUE(results[i].ok()) << results[i].status().ToString();
-    ASSERT_EQ(results[i]->elements.size(), 2u) << results[i]->str;
-    EXPECT_EQ(results[i]->elements[0].integer, 2 * static_cast<int64_t>(i));
-    EXPECT_EQ(results[i]->elements[1].integer, static_cast<int64_t>(i));
-  }
-  EXPECT_EQ(after.commands - before.commands, calls.size());
-  EXPECT_EQ(after.writes - before.writes, 3u) << "one write per master";
+  const BatchCost cost = SendOrderedBatch(*client_, prefix_, 90);
+  EXPECT_EQ(cost.commands, 90u);
+  EXPECT_EQ(cost.writes, 3u) << "one write per master";
 }
 
 TEST_F(ClusterClientTest, KeysInDifferentSlotsAreRefusedBeforeSending) {
