@@ -11,6 +11,7 @@
 #include <httplib.h>
 #include <sys/types.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -22,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/decision_counts.h"
 #include "support/redis_faults.h"
 #include "support/redis_server.h"
 #include "support/serve_process.h"
@@ -30,8 +32,18 @@ namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
+using sluice::DecisionSource;
+using sluice::FailurePolicy;
+using sluice::testing::DecisionCounts;
+using sluice::testing::DecisionTally;
+using sluice::testing::kPolicies;
+using sluice::testing::Micros;
+using sluice::testing::Millis;
+using sluice::testing::RaiseTo;
 using sluice::testing::RedisFault;
 using sluice::testing::Service;
+using sluice::testing::SourceNamed;
+using sluice::testing::SourceOf;
 using Steady = std::chrono::steady_clock;
 
 constexpr auto kDeadline = 50ms;  // store.timeout_ms's default
@@ -42,32 +54,8 @@ constexpr auto kHttpMargin = 25ms;
 constexpr size_t kMemoryBound = 8u << 20;
 constexpr int kClients = 4;
 
-// The rules under load, one per policy, in this order; and the JSON `source` each reports when
-// its policy decides.
+// The rules under load, one per policy, in the order of kPolicies.
 constexpr std::array<const char*, 3> kRules = {"open", "closed", "local"};
-constexpr std::array<const char*, 3> kPolicySources = {"fail_open", "fail_closed",
-                                                       "local_fallback"};
-constexpr std::array<const char*, 5> kSources = {"store", "hot_key_cache", "fail_open",
-                                                 "fail_closed", "local_fallback"};
-
-int SourceIndex(const std::string& source) {
-  for (size_t s = 0; s < kSources.size(); ++s) {
-    if (source == kSources[s]) return static_cast<int>(s);
-  }
-  return -1;
-}
-
-double Millis(Steady::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-void RaiseTo(std::atomic<int64_t>& max, int64_t value) {
-  int64_t seen = max.load();
-  while (value > seen && !max.compare_exchange_weak(seen, value)) {
-  }
-}
-
-int64_t Micros(Steady::duration d) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
-}
 
 // The service's rules: those of kRules, and a fixed window for the exactness check.
 constexpr const char* kConfigRules = R"(rules:
@@ -91,39 +79,11 @@ json DecisionOf(const httplib::Result& r) {
     if (!d.contains(field) || !d[field].is_boolean()) return nullptr;
   }
   if (!d.contains("source") || !d["source"].is_string() ||
-      SourceIndex(d["source"].get<std::string>()) < 0) {
+      !SourceNamed(d["source"].get<std::string>())) {
     return nullptr;
   }
   return d;
 }
-
-// Decisions counted by the rule's policy and the `source` the JSON reported.
-struct Counts {
-  int64_t decided[kRules.size()][kSources.size()] = {};
-  int64_t allowed[kRules.size()][kSources.size()] = {};
-
-  int64_t By(size_t rule, const char* source) const { return decided[rule][SourceIndex(source)]; }
-  Counts operator-(const Counts& earlier) const {
-    Counts d = *this;
-    for (size_t r = 0; r < kRules.size(); ++r) {
-      for (size_t s = 0; s < kSources.size(); ++s) {
-        d.decided[r][s] -= earlier.decided[r][s];
-        d.allowed[r][s] -= earlier.allowed[r][s];
-      }
-    }
-    return d;
-  }
-  std::string ToString() const {
-    std::string out;
-    for (size_t r = 0; r < kRules.size(); ++r) {
-      out += std::string(r == 0 ? "" : "; ") + kRules[r] + ":";
-      for (size_t s = 0; s < kSources.size(); ++s) {
-        if (decided[r][s] != 0) out += " " + std::to_string(decided[r][s]) + " " + kSources[s];
-      }
-    }
-    return out;
-  }
-};
 
 // kClients threads, each on its own keep-alive connection, posting checks over the three rules
 // and 1000 keys (a short pause between checks), each answer timed.
@@ -156,16 +116,8 @@ class HttpLoad {
     }
   }
 
-  Counts Snapshot() const {
-    Counts c;
-    for (size_t r = 0; r < kRules.size(); ++r) {
-      for (size_t s = 0; s < kSources.size(); ++s) {
-        c.decided[r][s] = decided_[r][s].load();
-        c.allowed[r][s] = allowed_[r][s].load();
-      }
-    }
-    return c;
-  }
+  // By the rule's policy and the `source` the JSON reported.
+  DecisionCounts Snapshot() const { return decisions_.Snapshot(); }
   int64_t errors() const { return errors_.load(); }
   int64_t inconsistent() const { return inconsistent_.load(); }
   int64_t max_us() const { return max_us_.load(); }
@@ -182,16 +134,16 @@ class HttpLoad {
       ++errors_;
       return;
     }
-    const int s = SourceIndex(d["source"].get<std::string>());
+    const DecisionSource source = *SourceNamed(d["source"].get<std::string>());
     // degraded: a failure policy decided.
-    if (d["degraded"].get<bool>() != (s >= SourceIndex("fail_open"))) ++inconsistent_;
-    ++decided_[rule][s];
-    if (d["allowed"].get<bool>()) ++allowed_[rule][s];
+    const bool by_policy = std::any_of(kPolicies.begin(), kPolicies.end(),
+                                       [source](FailurePolicy p) { return SourceOf(p) == source; });
+    if (d["degraded"].get<bool>() != by_policy) ++inconsistent_;
+    decisions_.Add(rule, source, d["allowed"].get<bool>());
   }
 
   std::atomic<bool> stop_{false};
-  std::atomic<int64_t> decided_[kRules.size()][kSources.size()] = {};
-  std::atomic<int64_t> allowed_[kRules.size()][kSources.size()] = {};
+  DecisionTally decisions_;
   std::atomic<int64_t> errors_{0};
   std::atomic<int64_t> inconsistent_{0};
   std::atomic<int64_t> max_us_{0};
@@ -267,9 +219,9 @@ TEST_P(ServeFaultTest, AnswersWithinTheDeadlineByPolicyAndRecovers) {
   HealthWatch watch(service);
   std::this_thread::sleep_for(300ms);
   const size_t memory_before = memory.Restart();
-  const Counts before = load.Snapshot();
+  const DecisionCounts before = load.Snapshot();
   for (size_t r = 0; r < kRules.size(); ++r) {
-    EXPECT_GT(before.By(r, "store"), 0) << "Redis decided before the fault";
+    EXPECT_GT(before.By(r, DecisionSource::kStore), 0) << "Redis decided before the fault";
   }
 
   const auto injected = Steady::now();
@@ -279,7 +231,7 @@ TEST_P(ServeFaultTest, AnswersWithinTheDeadlineByPolicyAndRecovers) {
   const auto progress_mid = load.progress();
   std::this_thread::sleep_for(400ms);
   const auto progress_end = load.progress();
-  const Counts during = load.Snapshot() - before;
+  const DecisionCounts during = load.Snapshot() - before;
   const int64_t healthy_during = watch.healthy() - healthy_before;
   ASSERT_TRUE(injector->Clear());
   const auto cleared = Steady::now();
@@ -301,9 +253,9 @@ TEST_P(ServeFaultTest, AnswersWithinTheDeadlineByPolicyAndRecovers) {
   };
   const bool recovered = await_store();
   const auto recovery = Steady::now() - cleared;
-  const Counts recovered_at = load.Snapshot();
+  const DecisionCounts recovered_at = load.Snapshot();
   std::this_thread::sleep_for(300ms);
-  const Counts after = load.Snapshot() - recovered_at;
+  const DecisionCounts after = load.Snapshot() - recovered_at;
   load.Stop();
   watch.Stop();
   const size_t memory_peak = memory.peak();
@@ -353,22 +305,22 @@ TEST_P(ServeFaultTest, AnswersWithinTheDeadlineByPolicyAndRecovers) {
   for (size_t r = 0; r < kRules.size(); ++r) {
     for (size_t other = 0; other < kRules.size(); ++other) {
       if (other != r) {
-        EXPECT_EQ(during.By(r, kPolicySources[other]), 0) << kRules[r];
+        EXPECT_EQ(during.By(r, SourceOf(kPolicies[other])), 0) << kRules[r];
       }
     }
     if (sluice::testing::PolicyMustDecide(fault)) {
-      EXPECT_GT(during.By(r, kPolicySources[r]), 0) << kRules[r] << "'s policy decided";
+      EXPECT_GT(during.By(r, SourceOf(kPolicies[r])), 0) << kRules[r] << "'s policy decided";
     }
     if (fault == RedisFault::kScriptsFlushed) {
-      EXPECT_EQ(during.By(r, kPolicySources[r]), 0) << "NOSCRIPT is handled inside the client";
+      EXPECT_EQ(during.By(r, SourceOf(kPolicies[r])), 0) << "NOSCRIPT is handled inside the client";
     }
-    EXPECT_GT(after.By(r, "store"), 0) << "the load is back on Redis";
+    EXPECT_GT(after.By(r, DecisionSource::kStore), 0) << "the load is back on Redis";
   }
-  const int open = SourceIndex("fail_open"), closed = SourceIndex("fail_closed"),
-            local = SourceIndex("local_fallback");
-  EXPECT_EQ(during.allowed[0][open], during.decided[0][open]);
-  EXPECT_EQ(during.allowed[1][closed], 0);
-  EXPECT_EQ(during.allowed[2][local], during.decided[2][local]);
+  EXPECT_EQ(during.AllowedBy(0, DecisionSource::kFailOpen),
+            during.By(0, DecisionSource::kFailOpen));
+  EXPECT_EQ(during.AllowedBy(1, DecisionSource::kFailClosed), 0);
+  EXPECT_EQ(during.AllowedBy(2, DecisionSource::kLocalFallback),
+            during.By(2, DecisionSource::kLocalFallback));
 
   EXPECT_EQ(watch.unhealthy(), 0);
   EXPECT_GT(healthy_during, 0) << "/healthz answered during the fault";

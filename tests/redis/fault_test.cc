@@ -27,6 +27,7 @@
 #include "sluice/limiter.h"
 #include "sluice/redis_store.h"
 #include "sluice/resilient_store.h"
+#include "support/decision_counts.h"
 #include "support/redis_faults.h"
 #include "support/redis_server.h"
 
@@ -34,7 +35,14 @@ namespace sluice {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::DecisionCounts;
+using testing::DecisionTally;
+using testing::kPolicies;
+using testing::Micros;
+using testing::Millis;
+using testing::RaiseTo;
 using testing::RedisFault;
+using testing::SourceOf;
 using Steady = std::chrono::steady_clock;
 
 const Duration kDeadline = RedisStoreOptions{}.timeout;  // 50 ms, the default
@@ -53,67 +61,7 @@ constexpr int kAsyncPerMillisecond = 10;  // 10 000 checks/s
 constexpr int64_t kMaxOutstanding = 2000;
 constexpr size_t kMemoryBound = 8u << 20;
 
-constexpr std::array<FailurePolicy, 3> kPolicies = {
-    FailurePolicy::kFailOpen, FailurePolicy::kFailClosed, FailurePolicy::kLocalFallback};
-constexpr int kSources = 5;  // DecisionSource values
-
-// The source a policy's decisions have when the store fails.
-DecisionSource SourceOf(FailurePolicy policy) {
-  switch (policy) {
-    case FailurePolicy::kFailOpen:
-      return DecisionSource::kFailOpen;
-    case FailurePolicy::kFailClosed:
-      return DecisionSource::kFailClosed;
-    case FailurePolicy::kLocalFallback:
-      return DecisionSource::kLocalFallback;
-  }
-  return DecisionSource::kStore;
-}
-
-int64_t Micros(Steady::duration d) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
-}
-
-double Millis(Steady::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-void RaiseTo(std::atomic<int64_t>& max, int64_t value) {
-  int64_t seen = max.load();
-  while (value > seen && !max.compare_exchange_weak(seen, value)) {
-  }
-}
-
-// Decisions counted by the policy of their rule and the path that decided.
-struct Counts {
-  int64_t decided[kPolicies.size()][kSources] = {};
-  int64_t allowed[kPolicies.size()][kSources] = {};
-
-  int64_t By(size_t policy, DecisionSource source) const {
-    return decided[policy][static_cast<int>(source)];
-  }
-  Counts operator-(const Counts& earlier) const {
-    Counts d = *this;
-    for (size_t p = 0; p < kPolicies.size(); ++p) {
-      for (int s = 0; s < kSources; ++s) {
-        d.decided[p][s] -= earlier.decided[p][s];
-        d.allowed[p][s] -= earlier.allowed[p][s];
-      }
-    }
-    return d;
-  }
-  std::string ToString() const {
-    std::string out;
-    for (size_t p = 0; p < kPolicies.size(); ++p) {
-      out += std::string(p == 0 ? "" : "; ") + FailurePolicyName(kPolicies[p]) + ":";
-      for (int s = 0; s < kSources; ++s) {
-        if (decided[p][s] == 0) continue;
-        out += " " + std::to_string(decided[p][s]) + " " +
-               DecisionSourceName(static_cast<DecisionSource>(s));
-      }
-    }
-    return out;
-  }
-};
-
+// Decisions counted, the errors, and the slowest synchronous and asynchronous decision.
 class Tally {
  public:
   void Add(size_t policy, const Result<Decision>& d, Steady::duration took, bool async) {
@@ -122,27 +70,15 @@ class Tally {
       ++errors_;
       return;
     }
-    const int s = static_cast<int>(d->source);
-    ++decided_[policy][s];
-    if (d->allowed) ++allowed_[policy][s];
+    decisions_.Add(policy, d->source, d->allowed);
   }
-  Counts Snapshot() const {
-    Counts c;
-    for (size_t p = 0; p < kPolicies.size(); ++p) {
-      for (int s = 0; s < kSources; ++s) {
-        c.decided[p][s] = decided_[p][s].load();
-        c.allowed[p][s] = allowed_[p][s].load();
-      }
-    }
-    return c;
-  }
+  DecisionCounts Snapshot() const { return decisions_.Snapshot(); }
   int64_t errors() const { return errors_.load(); }
   int64_t sync_max_us() const { return sync_max_us_.load(); }
   int64_t async_max_us() const { return async_max_us_.load(); }
 
  private:
-  std::atomic<int64_t> decided_[kPolicies.size()][kSources] = {};
-  std::atomic<int64_t> allowed_[kPolicies.size()][kSources] = {};
+  DecisionTally decisions_;
   std::atomic<int64_t> errors_{0};
   std::atomic<int64_t> sync_max_us_{0};
   std::atomic<int64_t> async_max_us_{0};
@@ -358,7 +294,7 @@ TEST_P(FaultTest, DecidesWithinTheDeadlineByPolicyAndRecovers) {
   Load load(limiters_);
   std::this_thread::sleep_for(300ms);
   const size_t memory_before = memory.Restart();
-  const Counts before = load.tally().Snapshot();
+  const DecisionCounts before = load.tally().Snapshot();
   const std::set<int64_t> clients_before = injector_->ClientIds();
   for (size_t p = 0; p < kPolicies.size(); ++p) {
     EXPECT_GT(before.By(p, DecisionSource::kStore), 0) << "Redis decided before the fault";
@@ -370,15 +306,15 @@ TEST_P(FaultTest, DecidesWithinTheDeadlineByPolicyAndRecovers) {
   const auto progress_mid = load.progress();
   std::this_thread::sleep_for(400ms);
   const auto progress_end = load.progress();
-  const Counts during = load.tally().Snapshot() - before;
+  const DecisionCounts during = load.tally().Snapshot() - before;
   ASSERT_TRUE(injector_->Clear());
   const auto cleared = Steady::now();
 
   const bool recovered = AwaitStore();
   const auto recovery = Steady::now() - cleared;
-  const Counts recovered_at = load.tally().Snapshot();
+  const DecisionCounts recovered_at = load.tally().Snapshot();
   std::this_thread::sleep_for(300ms);
-  const Counts after = load.tally().Snapshot() - recovered_at;
+  const DecisionCounts after = load.tally().Snapshot() - recovered_at;
   const std::set<int64_t> clients_after = injector_->ClientIds();
   ASSERT_TRUE(load.Stop()) << "every asynchronous check was answered";
   const Tally& tally = load.tally();
@@ -426,8 +362,7 @@ TEST_P(FaultTest, DecidesWithinTheDeadlineByPolicyAndRecovers) {
   const auto own_of = [&](FailurePolicy policy) {
     const size_t p = static_cast<size_t>(std::find(kPolicies.begin(), kPolicies.end(), policy) -
                                          kPolicies.begin());
-    const int s = static_cast<int>(SourceOf(policy));
-    return std::pair(during.decided[p][s], during.allowed[p][s]);
+    return std::pair(during.By(p, SourceOf(policy)), during.AllowedBy(p, SourceOf(policy)));
   };
   EXPECT_EQ(own_of(FailurePolicy::kFailOpen).second, own_of(FailurePolicy::kFailOpen).first);
   EXPECT_EQ(own_of(FailurePolicy::kFailClosed).second, 0);
