@@ -88,6 +88,10 @@ std::unique_ptr<RedisCluster> RedisCluster::Start(int masters, int replicas_per_
     std::fprintf(stderr, "RedisCluster: the cluster did not become healthy within 30 s\n");
     return nullptr;
   }
+  if (!cluster->WaitReplicasKnown(10s, masters * replicas_per_master)) {
+    std::fprintf(stderr, "RedisCluster: the cluster did not list its replicas within 10 s\n");
+    return nullptr;
+  }
   return cluster;
 }
 
@@ -296,6 +300,22 @@ bool RedisCluster::RemoveNode(int port) {
   }
   Kill(port);
   return true;
+}
+
+bool RedisCluster::WaitReplicasKnown(std::chrono::milliseconds timeout, int replicas) const {
+  const auto until = Steady::now() + timeout;
+  while (true) {
+    const auto nodes = Nodes();
+    const auto attached = std::count_if(nodes.begin(), nodes.end(), [&nodes](const NodeLine& n) {
+      return !n.master && !n.failed &&
+             std::any_of(nodes.begin(), nodes.end(), [&n](const NodeLine& m) {
+               return m.master && !m.failed && m.id == n.master_id;
+             });
+    });
+    if (attached == replicas) return true;
+    if (Steady::now() >= until) return false;
+    std::this_thread::sleep_for(50ms);
+  }
 }
 
 bool RedisCluster::WaitHealthy(std::chrono::milliseconds timeout, int masters) {

@@ -68,6 +68,9 @@ class RedisCluster {
   const RedisServer* Server(int port) const;
   std::string IdOf(int port) const;
   bool Migrate(const std::vector<std::string>& keys);
+  // True once the cluster's view (Nodes()) lists `replicas` live replicas of live masters, within
+  // `timeout`: a replica in sync may still be unknown to the other nodes' gossip for a moment.
+  bool WaitReplicasKnown(std::chrono::milliseconds timeout, int replicas) const;
 
   std::vector<std::unique_ptr<RedisServer>> servers_;
   int masters_ = 0;
