@@ -30,6 +30,16 @@ using testing::RedisServer;
 constexpr int kProcesses = 2;
 constexpr int kPerProcess = 25;
 constexpr int64_t kIntervalUs = 100'000;  // 10/s
+// How far behind the schedule admissions may come back, in the median and at worst: the timer's
+// wake-up and the reply's way on a busy 2-core machine, slower in the sanitizer builds. Never
+// early: that bound has no slack.
+#ifdef SLUICE_SANITIZED
+constexpr int64_t kMedianErrorUs = 25'000;
+constexpr int64_t kMaxErrorUs = 120'000;
+#else
+constexpr int64_t kMedianErrorUs = 5'000;
+constexpr int64_t kMaxErrorUs = 60'000;
+#endif
 
 int64_t WallMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -221,8 +231,8 @@ TEST(Shaping, FiftyAtOnceFromTwoProcessesAreAdmitted100msApartInOrder) {
       (admitted_at.back() - admitted_at.front()) / 1e3, median_gap / 1e3, median_error / 1e3,
       max_error / 1e3);
   EXPECT_NEAR(median_gap, kIntervalUs, 5'000);
-  EXPECT_LE(median_error, 5'000);
-  EXPECT_LE(max_error, 60'000);
+  EXPECT_LE(median_error, kMedianErrorUs);
+  EXPECT_LE(max_error, kMaxErrorUs);
 }
 
 TEST(Shaping, PastTheWaiterBoundRefusalsAreImmediateAndCounted) {
