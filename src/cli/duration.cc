@@ -1,6 +1,7 @@
 #include "cli/duration.h"
 
 #include <charconv>
+#include <iterator>
 #include <limits>
 #include <string>
 
@@ -36,5 +37,14 @@ Result<Duration> ParseDuration(std::string_view text) {
   }
   return bad("unknown unit '" + std::string(suffix) + "' (us, ms, s, m, h or d)");
 }
+
+std::string FormatDuration(Duration d) {
+  if (d.count() == 0) return "0s";
+  auto unit = std::rbegin(kUnits);
+  while (d.count() % unit->micros != 0) ++unit;  // stops at "us" at the latest
+  return std::to_string(d.count() / unit->micros) + std::string(unit->suffix);
+}
+
+int64_t CeilMillis(Duration d) { return (d.count() + 999) / 1000; }
 
 }  // namespace sluice::cli

@@ -35,5 +35,30 @@ TEST(ParseDuration, RejectsWithTheReason) {
   EXPECT_EQ(message("10"), "bad duration '10': missing unit (us, ms, s, m, h or d)");
 }
 
+// The largest unit that counts it exactly, and ParseDuration reads it back.
+TEST(FormatDuration, InTheLargestExactUnit) {
+  const std::pair<Duration, std::string> cases[] = {
+      {std::chrono::seconds(10), "10s"},
+      {std::chrono::milliseconds(1500), "1500ms"},
+      {std::chrono::minutes(1), "1m"},
+      {std::chrono::hours(48), "2d"},
+      {std::chrono::minutes(90), "90m"},
+      {Duration(3'333'334), "3333334us"},
+      {Duration(0), "0s"},
+  };
+  for (const auto& [d, text] : cases) {
+    EXPECT_EQ(FormatDuration(d), text);
+    EXPECT_EQ(*ParseDuration(text), d) << text;
+  }
+}
+
+TEST(CeilMillis, RoundsUp) {
+  EXPECT_EQ(CeilMillis(Duration(0)), 0);
+  EXPECT_EQ(CeilMillis(Duration(1)), 1);
+  EXPECT_EQ(CeilMillis(Duration(1000)), 1);
+  EXPECT_EQ(CeilMillis(Duration(1001)), 2);
+  EXPECT_EQ(CeilMillis(Duration(3'333'334)), 3334);
+}
+
 }  // namespace
 }  // namespace sluice::cli
