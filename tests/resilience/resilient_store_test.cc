@@ -11,6 +11,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "sluice/limiter.h"
 
@@ -34,6 +36,9 @@ class FailingStore final : public Store {
   std::optional<uint32_t> failing_domain;
   std::atomic<int> calls{0};
   bool hold = false;
+  // Above zero: calls alternate between runs of this many that fail UNAVAILABLE and as many that
+  // are answered, whatever `failure` says. Set before the calls start.
+  int flap_every = 0;
 
   // Answers the oldest held call.
   void ReleaseHeld() {
@@ -52,9 +57,14 @@ class FailingStore final : public Store {
 
  protected:
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override {
-    calls += static_cast<int>(requests.size());
+    const int first = calls.fetch_add(static_cast<int>(requests.size()));
     std::vector<Result<Decision>> results;
     for (const auto& r : requests) {
+      const int call = first + static_cast<int>(results.size());
+      if (flap_every > 0 && call / flap_every % 2 == 0) {
+        results.push_back(Status::Unavailable("flapping"));
+        continue;
+      }
       const bool fails = !failure.ok() && (!failing_domain.has_value() ||
                                            FailureDomain(r.scope, r.key) == *failing_domain);
       results.push_back(fails ? Result<Decision>(failure) : memory_.Check(r));
@@ -557,6 +567,46 @@ TEST_F(ResilientStoreTest, LocalFallbackBooksOnItsShare) {
   EXPECT_TRUE(booked->allowed);
   EXPECT_EQ(booked->source, DecisionSource::kLocalFallback);
   EXPECT_EQ(booked->delay, 1s);  // the local share's rate: one per second
+}
+
+// Threads deciding, synchronously and not, while the backend flaps between failing and
+// answering and the clock runs (each check moves it 100 us): the breaker opens and closes under
+// the load (the sanitizer builds check its state for races), and every decision is made, by the
+// store or by the policy.
+TEST(ResilientStoreConcurrency, BreakerUnderAFlappingBackend) {
+  ManualClock clock;
+  FailingStore backend(&clock);
+  backend.flap_every = 7;
+  ResilientStore store(
+      backend, ResilientStoreOptions{
+                   .clock = &clock, .failures_to_open = 3, .open_for = 1ms, .hot_key_capacity = 0});
+  auto limit = Limit::Create(Algorithm::kFixedWindow, Limit::kMaxCount, 1s);
+  ASSERT_TRUE(limit.ok());
+  Limiter limiter(store, "api", *limit, FailurePolicy::kFailClosed);
+  constexpr int kThreads = 4;
+  constexpr int kChecks = 3000;
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string key = "k" + std::to_string(t);
+      for (int i = 0; i < kChecks; ++i) {
+        clock.Advance(100us);
+        if (i % 2 == 0) {
+          errors += !limiter.Check(key).ok();
+        } else {
+          limiter.CheckAsync(key, 1, [&](Result<Decision> d) { errors += !d.ok(); });
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(errors.load(), 0);
+  const ResilientStoreStats stats = store.stats();
+  EXPECT_EQ(stats.store + stats.fail_closed, static_cast<uint64_t>(kThreads * kChecks));
+  EXPECT_GT(stats.store, 0u);
+  EXPECT_GT(stats.fail_closed, 0u);
+  EXPECT_GT(stats.breaker_opens, 0u);
 }
 
 TEST(FailurePolicy, NamesRoundTrip) {

@@ -155,9 +155,9 @@ struct RateLimiterOptions {
 
 class RateLimiter {
  public:
-  // `policy_name` names the policy in the RateLimit headers. What a check would be refused for
-  // whatever the request is refused here instead, rather than building a middleware that fails
-  // (or, before, admitted) every request: COST_EXCEEDS_LIMIT for a cost above the limit's
+  // `policy_name` names the policy in the RateLimit headers. A configuration every check would
+  // fail on is refused here, with the error such a check would get, rather than built into a
+  // middleware that refuses every request: COST_EXCEEDS_LIMIT for a cost above the limit's
   // capacity; INVALID_ARGUMENT for no key extractor, a limiter name above kMaxScopeBytes, a
   // negative cost or delay, a delay on an algorithm that cannot book slots, or a delay whose
   // wait would exceed MaxDelayOf(limit).
