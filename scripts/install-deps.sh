@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ clang libclang-rt-14-dev clang-format pkg-config
   libboost1.81-dev libhiredis-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
-  libfmt-dev libspdlog-dev libcpp-httplib-dev
+  libfmt-dev libspdlog-dev libcpp-httplib-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libexpat1-dev libxml2-utils
   redis-server redis-tools curl wrk
 )

@@ -45,11 +45,16 @@ int main(int argc, char** argv) {
   sluice::ResilientStore store(**backend);
   auto limit = sluice::Limit::Create(sluice::Algorithm::kSlidingLog, 5, std::chrono::seconds(10));
   sluice::Limiter limiter(store, "demo", *limit, sluice::FailurePolicy::kLocalFallback);
-  sluice::middleware::RateLimiter per_ip(limiter, sluice::middleware::ClientIp(), "demo");
+  auto per_ip =
+      sluice::middleware::RateLimiter::Create(limiter, sluice::middleware::ClientIp(), "demo");
+  if (!per_ip.ok()) {
+    std::fprintf(stderr, "sluice-demo: %s\n", per_ip.status().ToString().c_str());
+    return 2;
+  }
 
   httplib::Server server;
   server.Get("/test", sluice::middleware::Limited(
-                          per_ip, [](const httplib::Request&, httplib::Response& response) {
+                          *per_ip, [](const httplib::Request&, httplib::Response& response) {
                             response.set_content(R"({"message":"ok"})", "application/json");
                           }));
   running_server = &server;

@@ -54,6 +54,7 @@ class Limiter {
 
   const std::string& name() const { return name_; }
   const Limit& limit() const { return limit_; }
+  FailurePolicy on_error() const { return on_error_; }
 
  private:
   CheckRequest Request(std::string_view key, int64_t cost, Duration max_delay = Duration(0)) const;

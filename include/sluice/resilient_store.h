@@ -6,13 +6,18 @@
 //   - a circuit breaker per failure domain of the backend (Store::FailureDomain: one for one
 //     Redis, one per master of a Redis Cluster): after `failures_to_open` consecutive failures in
 //     a domain it opens, and every decision on that domain goes straight to the failure policy,
-//     with no network, for `open_for`; then one probe goes through, and a success closes it. The
-//     other domains go on deciding on the backend. Domain ids below kBreakerSlots get a breaker
-//     each; larger ones share one, by id modulo kBreakerSlots;
-//   - the request's failure policy (CheckRequest::on_error) whenever the backend fails (an
-//     UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED or INTERNAL error) or the breaker is
-//     open: fail open, fail closed, or decide on an in-process MemoryStore with the limit divided
-//     by `instances`. Decision::source says which path decided.
+//     with no network, for `open_for`; then one probe goes through, and its success, and nothing
+//     else, closes it: the answer to a call sent before the breaker opened counts for nothing.
+//     The other domains go on deciding on the backend. Domain ids below kBreakerSlots get a
+//     breaker each; larger ones share one, by id modulo kBreakerSlots;
+//   - the request's failure policy (CheckRequest::on_error) whenever the backend is out (an
+//     outage, IsStoreOutage: UNAVAILABLE or DEADLINE_EXCEEDED) or the breaker is open: fail
+//     open, fail closed, or decide on an in-process MemoryStore with the limit divided by
+//     `instances`. Decision::source says which path decided.
+// Any other error of the backend, a full store (RESOURCE_EXHAUSTED) or a fault (INTERNAL, such
+// as a Lua script's error), comes back as the error, for the caller to refuse: the failure
+// policy is for outages only, so that no fault of the store becomes an admission. Such errors
+// neither open nor close a breaker.
 // The backend's own deadline bounds every call (the Redis client's timeout); nothing is retried.
 //
 // Thread safety: fully thread-safe. The backend must outlive this store.
@@ -103,18 +108,19 @@ class ResilientStore final : public Store {
   class Breaker;
   class HotKeys;
   struct OwnedRequest;
+  struct Pass;
 
   bool UsesCache(const CheckRequest& request) const;
   std::optional<Decision> FromCache(const CheckRequest& request, int64_t now);
   Breaker& BreakerOf(uint32_t domain);
-  // Whether the domain's breaker lets a call through now.
-  bool Allow(uint32_t domain, int64_t now);
-  // Updates the domain's breaker and the error count with a backend answer; true if it is a
-  // store failure (for the failure policy to decide).
-  bool Observe(uint32_t domain, const Result<Decision>& answer);
-  // The backend's answer to one request of `domain`, with the breaker and the cache updated; a
-  // backend failure becomes the request's failure policy.
-  Result<Decision> Settle(const CheckRequest& request, uint32_t domain, Result<Decision> answer);
+  // Whether the breaker of the key's domain lets a call through now, and as what.
+  Pass Allow(std::string_view scope, std::string_view key, int64_t now);
+  // Updates the call's breaker and the error count with the backend's answer to it; true if it
+  // is an outage (IsStoreOutage), for the failure policy to decide.
+  bool Observe(const Pass& pass, const Result<Decision>& answer);
+  // The backend's answer to one request, with the breaker and the cache updated; an outage
+  // becomes the request's failure policy, any other error is returned as it is.
+  Result<Decision> Settle(const CheckRequest& request, const Pass& pass, Result<Decision> answer);
   Result<Decision> ApplyPolicy(const CheckRequest& request);
   void Count(const Result<Decision>& result);
   int64_t Now() const;

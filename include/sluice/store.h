@@ -37,8 +37,8 @@ namespace sluice {
 inline constexpr size_t kMaxKeyBytes = 512;
 inline constexpr size_t kMaxScopeBytes = 255;
 
-// What a limiter does when its store fails (unreachable, too slow, overloaded). Applied by
-// ResilientStore; a store on its own reports the error.
+// What a limiter does when its store is out (IsStoreOutage). Applied by ResilientStore; a store
+// on its own reports the error.
 enum class FailurePolicy : uint8_t {
   kFailOpen,       // admit, and mark the decision degraded
   kFailClosed,     // deny
@@ -48,6 +48,13 @@ enum class FailurePolicy : uint8_t {
 // "fail_open", "fail_closed", "local_fallback".
 const char* FailurePolicyName(FailurePolicy policy);
 Result<FailurePolicy> ParseFailurePolicy(std::string_view name);
+
+// True for an outage of the store: it could not be reached, refused the call, or did not answer
+// within its deadline (UNAVAILABLE, DEADLINE_EXCEEDED). These, and only these, are decided by a
+// FailurePolicy. Every other error is refused wherever it surfaces, never admitted: a full store
+// (RESOURCE_EXHAUSTED), a fault of the store or of sluice (INTERNAL, e.g. a Lua script error),
+// or a bad request.
+bool IsStoreOutage(const Status& status);
 
 // True for the algorithms that can book a future slot: token_bucket, leaky_bucket and gcra (the
 // meters, whose state is a queue that can grow past its capacity).

@@ -42,6 +42,11 @@ Result<FailurePolicy> ParseFailurePolicy(std::string_view name) {
                                  "' (expected fail_open, fail_closed or local_fallback)");
 }
 
+bool IsStoreOutage(const Status& status) {
+  return status.code() == StatusCode::kUnavailable ||
+         status.code() == StatusCode::kDeadlineExceeded;
+}
+
 bool CanReserve(Algorithm algorithm) {
   return algorithm == Algorithm::kTokenBucket || algorithm == Algorithm::kLeakyBucket ||
          algorithm == Algorithm::kGcra;

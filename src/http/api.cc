@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "http/rate_limit_headers.h"
+#include "http/refusal.h"
 
 namespace sluice::http {
 namespace {
@@ -286,10 +287,7 @@ void Api::OnDecision(Exchange& exchange, Result<Decision> decision) {
   metrics_.ObserveCheckDuration(Clock::now() - exchange.started_);
   const std::shared_ptr<const RuleTable> rules = std::move(exchange.rules_);
   const ServedRule& rule = *exchange.rule_;
-  if (!decision.ok()) {
-    StoreFailed(decision.status().ToString());
-    return Fail(exchange, 503, decision.status().message());
-  }
+  if (!decision.ok()) return Undecided(exchange, decision.status());
   Settled(*decision);
   metrics_.CountDecision(*rule.counters, *decision);
 
@@ -453,10 +451,7 @@ void Api::SetMaxWaiters(size_t max_waiters) { max_waiters_.store(max_waiters); }
 void Api::OnAcquired(Exchange& exchange, Result<Acquisition> acquired) {
   const std::shared_ptr<const RuleTable> rules = std::move(exchange.rules_);
   const ServedRule& rule = *exchange.rule_;
-  if (!acquired.ok()) {
-    StoreFailed(acquired.status().ToString());
-    return Fail(exchange, 503, acquired.status().message());
-  }
+  if (!acquired.ok()) return Undecided(exchange, acquired.status());
   metrics_.CountAcquire(*rule.counters, acquired->outcome);
   Response& response = exchange.response;
   fmt::format_to(std::back_inserter(response.body), R"({{"outcome":"{}","waited_ms":{})",
@@ -543,6 +538,13 @@ void Api::Fail(Exchange& exchange, int status, std::string_view message) {
   response.body.clear();
   AppendError(response.body, message);
   Finish(exchange);
+}
+
+void Api::Undecided(Exchange& exchange, const Status& error) {
+  StoreFailed(error.ToString());
+  const Refusal refusal = RefusalOf(error);
+  if (!refusal.retry_after.empty()) exchange.response.AddHeader("Retry-After", refusal.retry_after);
+  Fail(exchange, refusal.status, error.message());
 }
 
 void Api::Finish(Exchange& exchange) {

@@ -28,7 +28,11 @@
 //   GET /metrics     Prometheus text exposition
 //
 // Errors are {"error":"..."}: 400 bad JSON or check, 404 unknown path, 405 wrong method (with
-// Allow), 413 body over kMaxBodyBytes, 503 the store failed. Bad input changes no limiter state.
+// Allow), 413 body over kMaxBodyBytes; for a check or an acquire the store answered with an
+// error instead of a decision (see http/refusal.h), 503 with Retry-After when it is out (no
+// failure policy in front of it) or full, 500 for a fault (INTERNAL, e.g. a Lua script's error).
+// Such an error is never turned into an answer that admits; a batch item gets it as its
+// {"error":"..."}. Bad input changes no limiter state.
 //
 // Thread safety: Handle may be called concurrently, each call with its own Exchange. The rule set
 // is an immutable snapshot; SetRules swaps it atomically and calls in flight keep the one they
@@ -196,6 +200,8 @@ class Api {
   void OnDecision(Exchange& exchange, Result<Decision> decision);
   void OnBatch(Exchange& exchange, std::vector<Result<Decision>> results);
   void Fail(Exchange& exchange, int status, std::string_view message);
+  // Refuses a check or an acquire the store answered with an error (RefusalOf).
+  void Undecided(Exchange& exchange, const Status& error);
   void Finish(Exchange& exchange);
   void StoreAnswered();
   // Notes which path decided: the store answering, or a failure policy standing in for it.

@@ -1,11 +1,14 @@
 #include "sluice/middleware/middleware.h"
 
+#include <openssl/evp.h>
+
 #include <algorithm>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/network_v4.hpp>
 #include <boost/asio/ip/network_v6.hpp>
 
 #include "http/rate_limit_headers.h"
+#include "http/refusal.h"
 
 namespace sluice::middleware {
 namespace {
@@ -19,7 +22,10 @@ std::string_view Trim(std::string_view s) {
 }
 
 constexpr std::string_view kAnonymous = "-";
+constexpr std::string_view kHashedPrefix = "sha256:";
 constexpr std::string_view kDeniedBody = R"({"error":"rate limit exceeded"})";
+constexpr std::string_view kUnavailableBody = R"({"error":"rate limiter unavailable"})";
+constexpr std::string_view kFailedBody = R"({"error":"rate limiter failed"})";
 
 // The IPv4 address an IPv4-mapped IPv6 one stands for; any other unchanged.
 ip::address Unmapped(const ip::address& address) {
@@ -55,6 +61,45 @@ std::optional<ip::address> ParseAddress(std::string_view text) {
   const ip::address address = ip::make_address(std::string(text), ec);
   if (ec) return std::nullopt;
   return Unmapped(address);
+}
+
+// The key of a client at `address`, by its network under `prefixes`.
+std::string ClientKey(const ip::address& address, const ClientPrefixes& prefixes) {
+  if (address.is_v4()) {
+    if (prefixes.ipv4() == 32) return address.to_string();
+    return ip::network_v4(address.to_v4(), prefixes.ipv4()).canonical().to_string();
+  }
+  if (prefixes.ipv6() == 128) return address.to_string();
+  return ip::network_v6(address.to_v6(), prefixes.ipv6()).canonical().to_string();
+}
+
+// "sha256:" and the SHA-256 of `key` in hex.
+Result<std::string> Hashed(std::string_view key) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_Digest(key.data(), key.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
+    return Status::Internal("libcrypto could not compute a SHA-256");
+  }
+  constexpr char kHex[] = "0123456789abcdef";
+  std::string hashed(kHashedPrefix);
+  for (unsigned int i = 0; i < size; ++i) {
+    hashed += kHex[digest[i] >> 4];
+    hashed += kHex[digest[i] & 0xf];
+  }
+  return hashed;
+}
+
+// Appends one part of a composed key so that the parts can be told apart (see Compose).
+void AppendPart(std::string& key, const std::optional<std::string>& part) {
+  if (!part) {
+    key += kAnonymous;
+    return;
+  }
+  if (*part == kAnonymous) key += '\\';
+  for (const char c : *part) {
+    if (c == '|' || c == '\\') key += '\\';
+    key += c;
+  }
 }
 
 // Every entry of every line of `name`, in order; empty entries dropped (RFC 9110 section 5.6.1).
@@ -99,6 +144,24 @@ struct TrustedProxies::Networks {
 
 TrustedProxies::TrustedProxies() : networks_(std::make_shared<Networks>()) {}
 
+Result<ClientPrefixes> ClientPrefixes::Create(int ipv4, int ipv6) {
+  if (ipv4 < 0 || ipv4 > 32 || ipv6 < 0 || ipv6 > 128) {
+    return Status::InvalidArgument(
+        "client prefixes go from /0 to /32 (IPv4) and /128 (IPv6), got /" + std::to_string(ipv4) +
+        " and /" + std::to_string(ipv6));
+  }
+  ClientPrefixes prefixes;
+  prefixes.ipv4_ = ipv4;
+  prefixes.ipv6_ = ipv6;
+  return prefixes;
+}
+
+std::optional<std::string> ClientPrefixes::KeyOf(std::string_view address) const {
+  const auto parsed = ParseAddress(address);
+  if (!parsed) return std::nullopt;
+  return ClientKey(*parsed, *this);
+}
+
 Result<TrustedProxies> TrustedProxies::Parse(const std::vector<std::string>& cidrs) {
   // ::ffff:0:0/96 holds the IPv4-mapped addresses.
   constexpr int kMappedPrefix = 96;
@@ -136,12 +199,12 @@ bool TrustedProxies::Contains(std::string_view address) const {
   return parsed && networks_->Contains(*parsed);
 }
 
-KeyExtractor ClientIp(TrustedProxies trusted) {
-  return [trusted = std::move(trusted)](const RequestView& r) -> std::optional<std::string> {
+KeyExtractor ClientIp(TrustedProxies trusted, ClientPrefixes prefixes) {
+  return [trusted, prefixes](const RequestView& r) -> std::optional<std::string> {
     const auto peer = ParseAddress(r.peer_address());
     if (!peer) return std::string(r.peer_address());
     ip::address client = *peer;
-    if (!trusted.networks_->Contains(client)) return client.to_string();
+    if (!trusted.networks_->Contains(client)) return ClientKey(client, prefixes);
     const std::vector<std::string_view> hops = ListEntries(r, "X-Forwarded-For");
     for (auto hop = hops.rbegin(); hop != hops.rend(); ++hop) {
       const auto address = ParseAddress(*hop);
@@ -149,7 +212,7 @@ KeyExtractor ClientIp(TrustedProxies trusted) {
       client = *address;
       if (!trusted.networks_->Contains(client)) break;
     }
-    return client.to_string();
+    return ClientKey(client, prefixes);
   };
 }
 
@@ -170,53 +233,65 @@ KeyExtractor Compose(std::vector<KeyExtractor> parts) {
     std::string key;
     for (size_t i = 0; i < parts.size(); ++i) {
       if (i > 0) key += '|';
-      key += parts[i](r).value_or(std::string(kAnonymous));
+      AppendPart(key, parts[i](r));
     }
     return key;
   };
 }
 
-RateLimiter::RateLimiter(Limiter& limiter, KeyExtractor key, std::string policy_name, int64_t cost)
+RateLimiter::RateLimiter(Limiter& limiter, KeyExtractor key, std::string policy_name, int64_t cost,
+                         Duration max_delay)
     : limiter_(limiter),
       key_(std::move(key)),
       policy_name_(std::move(policy_name)),
       policy_header_(http::RateLimitPolicyValue(policy_name_, limiter.limit())),
-      cost_(cost) {}
+      cost_(cost),
+      max_delay_(max_delay) {}
 
-std::string RateLimiter::KeyOf(const RequestView& request) const {
+Result<std::string> RateLimiter::KeyOf(const RequestView& request) const {
   std::string key = key_(request).value_or(std::string(kAnonymous));
-  if (key.empty()) key = kAnonymous;
-  if (key.size() > kMaxKeyBytes) key.resize(kMaxKeyBytes);
+  if (key.empty()) return std::string(kAnonymous);
+  // A key that looks hashed is hashed too, so that no key can pose as another's hash.
+  if (key.size() > kMaxKeyBytes || key.starts_with(kHashedPrefix)) return Hashed(key);
   return key;
 }
 
 Result<RateLimiter> RateLimiter::Create(Limiter& limiter, KeyExtractor key, std::string policy_name,
                                         RateLimiterOptions options) {
+  if (!key) return Status::InvalidArgument("a rate limiter needs a key extractor");
   if (options.cost < 0 || options.delay < 0) {
     return Status::InvalidArgument("cost and delay must not be negative");
   }
-  RateLimiter rate_limiter(limiter, std::move(key), std::move(policy_name), options.cost);
-  if (options.delay == 0) return rate_limiter;
   const Limit& limit = limiter.limit();
-  if (!CanReserve(limit.algorithm())) {
-    return Status::InvalidArgument("delay needs token_bucket, leaky_bucket or gcra, not " +
-                                   std::string(AlgorithmName(limit.algorithm())));
+  // Whatever a check would be refused for, whatever the request: the limiter's name, the cost.
+  if (Status s = ValidateCheck(
+          {.scope = limiter.name(), .limit = &limit, .key = kAnonymous, .cost = options.cost});
+      !s.ok()) {
+    return s;
   }
-  // The delay-th request past the burst waits at most delay × cost emission intervals.
-  const Duration most = MaxDelayOf(limit);
-  const int64_t intervals = most / limit.emission_interval();
-  if (options.cost > 0 && options.delay > intervals / options.cost) {
-    return Status::InvalidArgument("delay " + std::to_string(options.delay) +
-                                   " would hold requests longer than " +
-                                   std::to_string(most.count()) + "us");
+  Duration max_delay{0};
+  if (options.delay > 0) {
+    if (!CanReserve(limit.algorithm())) {
+      return Status::InvalidArgument("delay needs token_bucket, leaky_bucket or gcra, not " +
+                                     std::string(AlgorithmName(limit.algorithm())));
+    }
+    // The delay-th request past the burst waits at most delay × cost emission intervals.
+    const Duration most = MaxDelayOf(limit);
+    const int64_t intervals = most / limit.emission_interval();
+    if (options.cost > 0 && options.delay > intervals / options.cost) {
+      return Status::InvalidArgument("delay " + std::to_string(options.delay) +
+                                     " would hold requests longer than " +
+                                     std::to_string(most.count()) + "us");
+    }
+    max_delay = limit.emission_interval() * options.delay * options.cost;
   }
-  rate_limiter.max_delay_ = limit.emission_interval() * options.delay * options.cost;
-  return rate_limiter;
+  return RateLimiter(limiter, std::move(key), std::move(policy_name), options.cost, max_delay);
 }
 
 Verdict RateLimiter::ToVerdict(const Result<Decision>& decision) const {
+  if (!decision.ok()) return Undecided(decision.status());
   Verdict verdict;
-  if (!decision.ok()) return verdict;
+  verdict.degraded = decision->degraded();
   verdict.headers.emplace_back("RateLimit-Policy", policy_header_);
   verdict.headers.emplace_back("RateLimit", http::RateLimitValue(policy_name_, *decision));
   if (decision->allowed) {
@@ -233,14 +308,36 @@ Verdict RateLimiter::ToVerdict(const Result<Decision>& decision) const {
   return verdict;
 }
 
+// A ResilientStore has decided an outage by the failure policy before it gets here; on another
+// store the policy is applied here, where fail_open is the only one that can decide without a
+// local limiter.
+Verdict RateLimiter::Undecided(Status error) const {
+  Verdict verdict;
+  verdict.degraded = IsStoreOutage(error);
+  verdict.error = std::move(error);
+  if (verdict.degraded && limiter_.on_error() == FailurePolicy::kFailOpen) return verdict;
+  const http::Refusal refusal = http::RefusalOf(verdict.error);
+  verdict.allowed = false;
+  verdict.status = refusal.status;
+  if (!refusal.retry_after.empty()) {
+    verdict.headers.emplace_back("Retry-After", refusal.retry_after);
+  }
+  verdict.body = refusal.status == 500 ? kFailedBody : kUnavailableBody;
+  return verdict;
+}
+
 Verdict RateLimiter::Check(const RequestView& request) const {
-  return ToVerdict(limiter_.Reserve(KeyOf(request), cost_, max_delay_));
+  const Result<std::string> key = KeyOf(request);
+  if (!key.ok()) return Undecided(key.status());
+  return ToVerdict(limiter_.Reserve(*key, cost_, max_delay_));
 }
 
 void RateLimiter::CheckAsync(const RequestView& request, std::function<void(Verdict)> done) const {
-  limiter_.ReserveAsync(
-      KeyOf(request), cost_, max_delay_,
-      [this, done = std::move(done)](auto decision) { done(ToVerdict(decision)); });
+  const Result<std::string> key = KeyOf(request);
+  if (!key.ok()) return done(Undecided(key.status()));
+  limiter_.ReserveAsync(*key, cost_, max_delay_, [this, done = std::move(done)](auto decision) {
+    done(ToVerdict(decision));
+  });
 }
 
 }  // namespace sluice::middleware

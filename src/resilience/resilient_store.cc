@@ -12,12 +12,6 @@ namespace {
 
 int64_t Ticks(Time t) { return t.time_since_epoch().count(); }
 
-// Errors that say the store could not decide, as opposed to a bad request.
-bool IsStoreFailure(StatusCode code) {
-  return code == StatusCode::kUnavailable || code == StatusCode::kDeadlineExceeded ||
-         code == StatusCode::kResourceExhausted || code == StatusCode::kInternal;
-}
-
 // How bad a breaker state is, for the worst over the domains.
 int Severity(BreakerState state) {
   switch (state) {
@@ -55,16 +49,32 @@ const char* BreakerStateName(BreakerState state) {
   return "unknown";
 }
 
+// What a breaker said to one call: whether it may go to the backend, and what its answer may
+// change. Only an answer to a call sent since the breaker last opened tells of the backend as it
+// is now: one sent before (slow, or queued) says nothing of whether it recovered.
+struct ResilientStore::Pass {
+  uint32_t domain = 0;
+  bool allowed = false;
+  bool probe = false;  // the one call a half-open breaker lets through
+  uint64_t epoch = 0;  // the breaker's opens when the call was let through
+};
+
 // One failure domain's breaker. It starts unused, and the first call that asks it records its
-// domain (for stats) on the way to closed; from then on, the closed state's Allow is one atomic
-// load.
+// domain (for stats) on the way to closed; from then on, the closed state's Allow is two atomic
+// loads.
 class ResilientStore::Breaker {
  public:
   // Whether a call may go to the backend now. Closed: always. Open: no, until open_for has
   // passed; then a single probe at a time.
-  bool Allow(int64_t now, int64_t open_for, uint32_t domain) {
-    if (phase_.load(std::memory_order_acquire) == Phase::kClosed) return true;
+  Pass Allow(int64_t now, int64_t open_for, uint32_t domain) {
+    // The epoch before the phase: if the breaker opens in between, the call counts as sent
+    // before it did.
+    const uint64_t epoch = opens_.load(std::memory_order_acquire);
+    if (phase_.load(std::memory_order_acquire) == Phase::kClosed) {
+      return {.domain = domain, .allowed = true, .epoch = epoch};
+    }
     std::lock_guard lock(mu_);
+    const uint64_t current = opens_.load(std::memory_order_relaxed);
     if (phase_ == Phase::kUnused) {
       domain_ = domain;
       phase_ = Phase::kClosed;
@@ -75,39 +85,48 @@ class ResilientStore::Breaker {
     }
     if (phase_ == Phase::kHalfOpen && !probing_) {
       probing_ = true;
-      return true;
+      return {.domain = domain, .allowed = true, .probe = true, .epoch = current};
     }
-    return phase_ == Phase::kClosed;
+    return {.domain = domain, .allowed = phase_ == Phase::kClosed, .epoch = current};
   }
 
-  void Succeeded() {
+  // Only the probe closes an open breaker: a success of a call sent before it opened must not
+  // skip the probe.
+  void Succeeded(const Pass& pass) {
     if (phase_.load(std::memory_order_acquire) == Phase::kClosed &&
         failures_.load(std::memory_order_relaxed) == 0) {
       return;
     }
     std::lock_guard lock(mu_);
-    failures_ = 0;
-    probing_ = false;
-    phase_ = Phase::kClosed;
-  }
-
-  void Failed(int64_t now, int failures_to_open) {
-    std::lock_guard lock(mu_);
-    const int failures = failures_.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (phase_ == Phase::kHalfOpen || (phase_ == Phase::kClosed && failures >= failures_to_open)) {
-      phase_ = Phase::kOpen;
-      opened_at_ = now;
+    if (!Current(pass)) return;
+    if (phase_ == Phase::kClosed || (phase_ == Phase::kHalfOpen && pass.probe)) {
+      failures_ = 0;
       probing_ = false;
-      opens_.fetch_add(1, std::memory_order_relaxed);
+      phase_ = Phase::kClosed;
     }
   }
 
-  // An answer that says nothing of the backend's health (a bad request): a probe it answered
-  // lets the next call probe instead.
-  void Released() {
-    if (phase_.load(std::memory_order_acquire) != Phase::kHalfOpen) return;
+  void Failed(const Pass& pass, int64_t now, int failures_to_open) {
     std::lock_guard lock(mu_);
-    probing_ = false;
+    if (!Current(pass)) return;
+    const bool probe_failed = phase_ == Phase::kHalfOpen && pass.probe;
+    const bool too_many = phase_ == Phase::kClosed &&
+                          failures_.fetch_add(1, std::memory_order_relaxed) + 1 >= failures_to_open;
+    if (probe_failed || too_many) {
+      phase_ = Phase::kOpen;
+      opened_at_ = now;
+      probing_ = false;
+      failures_ = 0;
+      opens_.fetch_add(1, std::memory_order_release);
+    }
+  }
+
+  // An answer that says nothing of the backend's health (a bad request, a full store, a script
+  // error): a probe it answered lets the next call probe instead.
+  void Released(const Pass& pass) {
+    if (!pass.probe) return;
+    std::lock_guard lock(mu_);
+    if (Current(pass) && phase_ == Phase::kHalfOpen) probing_ = false;
   }
 
   bool used() const { return phase_.load(std::memory_order_acquire) != Phase::kUnused; }
@@ -131,6 +150,11 @@ class ResilientStore::Breaker {
 
  private:
   enum class Phase : uint8_t { kUnused, kClosed, kOpen, kHalfOpen };
+
+  // Under the lock: whether the call was let through since the breaker last opened.
+  bool Current(const Pass& pass) const {
+    return pass.epoch == opens_.load(std::memory_order_relaxed);
+  }
 
   mutable std::mutex mu_;
   std::atomic<Phase> phase_{Phase::kUnused};
@@ -280,22 +304,24 @@ ResilientStore::Breaker& ResilientStore::BreakerOf(uint32_t domain) {
   return breakers_[domain % kBreakerSlots];
 }
 
-bool ResilientStore::Allow(uint32_t domain, int64_t now) {
+ResilientStore::Pass ResilientStore::Allow(std::string_view scope, std::string_view key,
+                                           int64_t now) {
+  const uint32_t domain = backend_.FailureDomain(scope, key);
   return BreakerOf(domain).Allow(now, options_.open_for.count(), domain);
 }
 
-bool ResilientStore::Observe(uint32_t domain, const Result<Decision>& answer) {
-  Breaker& breaker = BreakerOf(domain);
+bool ResilientStore::Observe(const Pass& pass, const Result<Decision>& answer) {
+  Breaker& breaker = BreakerOf(pass.domain);
   if (answer.ok()) {
-    breaker.Succeeded();
+    breaker.Succeeded(pass);
     return false;
   }
-  if (!IsStoreFailure(answer.status().code())) {
-    breaker.Released();
+  if (!IsStoreOutage(answer.status())) {
+    breaker.Released(pass);
     return false;
   }
   store_errors_.fetch_add(1, std::memory_order_relaxed);
-  breaker.Failed(Now(), std::max(options_.failures_to_open, 1));
+  breaker.Failed(pass, Now(), std::max(options_.failures_to_open, 1));
   return true;
 }
 
@@ -331,10 +357,10 @@ Result<Decision> ResilientStore::ApplyPolicy(const CheckRequest& request) {
   return decided;
 }
 
-Result<Decision> ResilientStore::Settle(const CheckRequest& request, uint32_t domain,
+Result<Decision> ResilientStore::Settle(const CheckRequest& request, const Pass& pass,
                                         Result<Decision> answer) {
   Result<Decision> result = std::move(answer);
-  if (Observe(domain, result)) {
+  if (Observe(pass, result)) {
     result = ApplyPolicy(request);
   } else if (result.ok() && !result->allowed && UsesCache(request)) {
     hot_keys_->Remember(request, Now(), *result);
@@ -349,20 +375,20 @@ Result<Decision> ResilientStore::DoCheck(const CheckRequest& request) {
     Count(*cached);
     return *cached;
   }
-  const uint32_t domain = backend_.FailureDomain(request.scope, request.key);
-  if (!Allow(domain, now)) {
+  const Pass pass = Allow(request.scope, request.key, now);
+  if (!pass.allowed) {
     Result<Decision> decided = ApplyPolicy(request);
     Count(decided);
     return decided;
   }
-  return Settle(request, domain, backend_.Check(request));
+  return Settle(request, pass, backend_.Check(request));
 }
 
 void ResilientStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) {
   struct Batch {
     std::vector<Result<Decision>> results;
     std::vector<size_t> sent_index;
-    std::vector<uint32_t> sent_domain;
+    std::vector<Pass> sent_pass;
     std::vector<OwnedRequest> sent;
   };
   auto batch = std::make_shared<Batch>();
@@ -374,15 +400,15 @@ void ResilientStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, B
       batch->results.emplace_back(*cached);
       continue;
     }
-    const uint32_t domain = backend_.FailureDomain(requests[i].scope, requests[i].key);
-    if (!Allow(domain, now)) {
+    const Pass pass = Allow(requests[i].scope, requests[i].key, now);
+    if (!pass.allowed) {
       batch->results.push_back(ApplyPolicy(requests[i]));
       Count(batch->results.back());
       continue;
     }
     batch->results.emplace_back(Status::Internal("not decided"));
     batch->sent_index.push_back(i);
-    batch->sent_domain.push_back(domain);
+    batch->sent_pass.push_back(pass);
     batch->sent.emplace_back(requests[i]);
   }
   if (batch->sent.empty()) return done(std::move(batch->results));
@@ -392,19 +418,19 @@ void ResilientStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, B
   backend_.CheckBatchAsync(views, [this, batch, done = std::move(done)](auto answers) {
     for (size_t k = 0; k < answers.size(); ++k) {
       batch->results[batch->sent_index[k]] =
-          Settle(batch->sent[k].View(), batch->sent_domain[k], std::move(answers[k]));
+          Settle(batch->sent[k].View(), batch->sent_pass[k], std::move(answers[k]));
     }
     done(std::move(batch->results));
   });
 }
 
 void ResilientStore::ProbeAsync(const CheckRequest& probe, DecisionCallback done) {
-  const uint32_t domain = backend_.FailureDomain(probe.scope, probe.key);
-  if (!Allow(domain, Now())) {
+  const Pass pass = Allow(probe.scope, probe.key, Now());
+  if (!pass.allowed) {
     return done(Status::Unavailable("circuit breaker open: the store failed repeatedly"));
   }
-  backend_.CheckAsync(probe, [this, domain, done = std::move(done)](Result<Decision> answer) {
-    Observe(domain, answer);
+  backend_.CheckAsync(probe, [this, pass, done = std::move(done)](Result<Decision> answer) {
+    Observe(pass, answer);
     done(std::move(answer));
   });
 }

@@ -10,6 +10,7 @@
 #include "config/config.h"
 #include "sluice/memory_store.h"
 #include "sluice/resilient_store.h"
+#include "support/failing_store.h"
 
 namespace sluice::http {
 namespace {
@@ -29,27 +30,18 @@ std::vector<config::Rule> ParseRules(std::string_view yaml) {
   return config->rules;
 }
 
-// A store that answers every check with UNAVAILABLE, as a store that cannot be reached does.
-class UnreachableStore final : public Store {
- protected:
-  void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override {
-    done(std::vector<Result<Decision>>(requests.size(), Status::Unavailable("connection refused")));
-  }
-  void DoResetAsync(std::string_view, std::string_view, StatusCallback done) override {
-    done(Status::Unavailable("connection refused"));
-  }
-};
+using testing::FailingStore;
 
 // A MemoryStore seen through the asynchronous API only, counting the calls it gets and, when
-// `defer` is set, holding the answers back until Deliver(): a slow remote store. While `down`,
-// it answers UNAVAILABLE, as a remote store that cannot be reached does.
+// `defer` is set, holding the answers back until Deliver(): a slow remote store. While `failure`
+// is set it answers with it instead: UNAVAILABLE for a remote store that cannot be reached.
 class RecordingStore final : public Store {
  public:
   explicit RecordingStore(const Clock& clock) : memory_(MemoryStoreOptions{.clock = &clock}) {}
 
   int batch_calls = 0;
   bool defer = false;
-  bool down = false;
+  Status failure;
 
   void Deliver() {
     while (!pending_.empty()) {
@@ -64,8 +56,8 @@ class RecordingStore final : public Store {
  protected:
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override {
     ++batch_calls;
-    if (down) {
-      return done(std::vector<Result<Decision>>(requests.size(), Status::Unavailable("down")));
+    if (!failure.ok()) {
+      return done(std::vector<Result<Decision>>(requests.size(), failure));
     }
     // Decided now, from requests that only live for this call; answered now or later.
     auto results = memory_.CheckBatch(requests);
@@ -169,7 +161,7 @@ TEST_F(ApiTest, RetryAfterRoundsUpToWholeSeconds) {
 }
 
 TEST_F(ApiTest, CheckWithStoreErrorIs503AndCounted) {
-  UnreachableStore unreachable;
+  FailingStore unreachable;
   Api api(unreachable, metrics_, RuleTable::Build(ParseRules(kRules), metrics_));
   bool done = false;
   Exchange exchange([&done] { done = true; });
@@ -185,6 +177,40 @@ TEST_F(ApiTest, CheckWithStoreErrorIs503AndCounted) {
   EXPECT_EQ(exchange.response.body, R"({"error":"store unavailable: connection refused"})");
   api.Handle({"GET", "/healthz", ""}, exchange);
   EXPECT_EQ(exchange.response.status, 200);
+}
+
+// A check or an acquire the store answers with an error is refused by the kind of error: 503
+// with Retry-After for an outage (no failure policy in front of the store) or a full store, 500
+// for a fault (a Lua script's error). Before, all were 503, with no Retry-After.
+TEST_F(ApiTest, StoreErrorsAreRefusedByTheirKind) {
+  struct Case {
+    Status error;
+    int status;
+    std::string retry_after;
+  };
+  const Case cases[] = {
+      {Status::Unavailable("connection refused"), 503, "1"},
+      {Status::DeadlineExceeded("no answer within 50ms"), 503, "1"},
+      {Status::ResourceExhausted("memory store is full (10000000 keys)"), 503, "1"},
+      {Status::Internal("ERR user_script:1: attempt to compare nil with number"), 500, "<absent>"},
+  };
+  FailingStore failing;
+  ManualTimers timers(clock_);
+  Api api(failing, metrics_, RuleTable::Build(ParseRules(kRules), metrics_), nullptr, &timers);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.error.ToString());
+    failing.error = c.error;
+    for (const auto& [target, body] :
+         {std::pair{"/v1/check", R"({"rule":"api","key":"k"})"},
+          std::pair{"/v1/acquire", R"({"rule":"api","key":"k","max_wait_ms":1000})"}}) {
+      const Answer a = CallApi(api, "POST", target, body);
+      EXPECT_EQ(a.response.status, c.status) << target;
+      EXPECT_EQ(a.header("Retry-After"), c.retry_after) << target;
+      EXPECT_EQ(a.response.body, R"({"error":")" + c.error.message() + R"("})") << target;
+    }
+  }
+  EXPECT_EQ(Decisions("api"), 0u);
+  EXPECT_EQ(metrics_.store_errors(), 8u);
 }
 
 TEST_F(ApiTest, BatchAnswersInOrderWithPerItemErrorsInOneStoreCall) {
@@ -224,7 +250,7 @@ TEST_F(ApiTest, BatchWithNothingValidOrNothingAtAllSkipsTheStore) {
 }
 
 TEST_F(ApiTest, BatchStoreErrorsArePerItem) {
-  UnreachableStore unreachable;
+  FailingStore unreachable;
   Api api(unreachable, metrics_, RuleTable::Build(ParseRules(kRules), metrics_));
   bool done = false;
   Exchange exchange([&done] { done = true; });
@@ -461,7 +487,7 @@ TEST_F(ResilientApiTest, WhileTheStoreAnswersItDecides) {
 }
 
 TEST_F(ResilientApiTest, WhenTheStoreFailsEachRuleDecidesByItsPolicy) {
-  backend_.down = true;
+  backend_.failure = Status::Unavailable("down");
   EXPECT_EQ(Check("open"), R"({"allowed":true,"limit":4,"remaining":0,"retry_after_ms":0,)"
                            R"("reset_after_ms":0,"source":"fail_open","degraded":true})");
   EXPECT_EQ(Check("closed"), R"({"allowed":false,"limit":4,"remaining":0,"retry_after_ms":1000,)"
@@ -481,7 +507,7 @@ TEST_F(ResilientApiTest, WhenTheStoreFailsEachRuleDecidesByItsPolicy) {
 }
 
 TEST_F(ResilientApiTest, ReadinessFollowsTheBreakerAndClosesItWithoutTraffic) {
-  backend_.down = true;
+  backend_.failure = Status::Unavailable("down");
   for (int i = 0; i < 3; ++i) Check("open");  // three failures open the breaker
   EXPECT_TRUE(Exposes("sluice_breaker_state{state=\"open\"} 1\n"));
   EXPECT_TRUE(Exposes("sluice_breaker_opens_total 1\n"));
@@ -500,13 +526,52 @@ TEST_F(ResilientApiTest, ReadinessFollowsTheBreakerAndClosesItWithoutTraffic) {
   EXPECT_NE(Check("open").find(R"("source":"fail_open")"), std::string::npos);
   EXPECT_EQ(backend_.batch_calls, calls);
 
-  backend_.down = false;
+  backend_.failure = Status();
   clock_.Advance(seconds(1));
   ready = Call("GET", "/readyz");  // the probe goes through and closes the breaker
   EXPECT_EQ(ready.response.status, 200);
   EXPECT_EQ(ready.response.body, R"({"status":"ready","breaker":"closed"})");
   EXPECT_EQ(backend_.keys(), 0u);  // a peek writes nothing
   EXPECT_NE(Check("open").find(R"("source":"store")"), std::string::npos);
+}
+
+// Behind the ResilientStore, as `sluice serve` runs on Redis, only an outage is for a rule's
+// failure policy. A fault of the store (a Lua script's error) is refused under every policy,
+// fail_open included, in a check, a batch and an acquire, and a full store likewise, with
+// Retry-After; neither opens the breaker. Before, each was decided by the policy: fail_open
+// admitted it.
+TEST_F(ResilientApiTest, StoreFaultsAreRefusedUnderEveryPolicy) {
+  const std::string fault = "ERR user_script:1: attempt to compare nil with number";
+  const std::string error = R"({"error":")" + fault + R"("})";
+  backend_.failure = Status::Internal(fault);
+  for (std::string_view rule : {"open", "closed", "local"}) {
+    const Answer a =
+        Call("POST", "/v1/check", R"({"rule":")" + std::string(rule) + R"(","key":"k"})");
+    EXPECT_EQ(a.response.status, 500) << rule;
+    EXPECT_EQ(a.response.body, error) << rule;
+  }
+  const Answer batch = Call("POST", "/v1/check",
+                            R"({"checks":[{"rule":"open","key":"a"},{"rule":"local","key":"b"}]})");
+  EXPECT_EQ(batch.response.status, 200);
+  EXPECT_EQ(batch.response.body, R"({"results":[)" + error + "," + error + "]}");
+
+  ManualTimers timers(clock_);
+  Api acquiring(resilient_, metrics_, RuleTable::Build(ParseRules(kPolicyRules), metrics_),
+                &resilient_, &timers);
+  const Answer acquired =
+      CallApi(acquiring, "POST", "/v1/acquire", R"({"rule":"open","key":"k","max_wait_ms":1000})");
+  EXPECT_EQ(acquired.response.status, 500);
+  EXPECT_EQ(acquired.response.body, error);
+
+  backend_.failure = Status::ResourceExhausted("memory store is full (10000000 keys)");
+  const Answer full = Call("POST", "/v1/check", R"({"rule":"open","key":"fresh"})");
+  EXPECT_EQ(full.response.status, 503);
+  EXPECT_EQ(full.header("Retry-After"), "1");
+
+  const ResilientStoreStats stats = resilient_.stats();
+  EXPECT_EQ(stats.fail_open + stats.fail_closed + stats.local_fallback, 0u);
+  EXPECT_EQ(stats.breaker, BreakerState::kClosed);
+  EXPECT_EQ(metrics_.ForRule("open").allowed.load(), 0u);
 }
 
 TEST_F(ResilientApiTest, HotKeyCacheHitsAreCounted) {

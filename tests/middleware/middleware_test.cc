@@ -5,18 +5,23 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include "sluice/memory_store.h"
 #include "sluice/middleware/beast.h"
 #include "sluice/middleware/httplib.h"
 #include "sluice/redis_store.h"
+#include "sluice/resilient_store.h"
+#include "support/failing_store.h"
 #include "support/redis_server.h"
 
 namespace sluice::middleware {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::FailingStore;
 
 // A request whose headers are field lines in the order received: a name may repeat.
 class FakeRequest final : public RequestView {
@@ -44,6 +49,14 @@ TrustedProxies Trust(std::vector<std::string> cidrs) {
   return *trusted;
 }
 
+// A RateLimiter the test needs built: a configuration Create refuses fails the test.
+RateLimiter Make(Limiter& limiter, KeyExtractor key, std::string policy_name,
+                 RateLimiterOptions options = {}) {
+  auto made = RateLimiter::Create(limiter, std::move(key), std::move(policy_name), options);
+  if (!made.ok()) throw std::runtime_error("RateLimiter::Create: " + made.status().ToString());
+  return std::move(made).value();
+}
+
 TEST(ClientIp, ForwardedForOnlyFromTrustedProxies) {
   const auto untrusted = ClientIp();
   const FakeRequest forged("198.51.100.9", "/", {{"X-Forwarded-For", "1.2.3.4"}});
@@ -56,7 +69,7 @@ TEST(ClientIp, ForwardedForOnlyFromTrustedProxies) {
                             {{"X-Forwarded-For", "6.6.6.6, 203.0.113.7 , 10.9.9.9"}});
   EXPECT_EQ(behind_proxy(proxied), "203.0.113.7");
   const FakeRequest v6("::1", "/", {{"X-Forwarded-For", "2001:db8::1"}});
-  EXPECT_EQ(behind_proxy(v6), "2001:db8::1");
+  EXPECT_EQ(behind_proxy(v6), "2001:db8::/64");
   const FakeRequest no_header("10.0.0.1", "/");
   EXPECT_EQ(behind_proxy(no_header), "10.0.0.1");
   // Every hop a trusted proxy: the left-most.
@@ -109,8 +122,15 @@ TEST(ClientIp, MalformedEntriesStopTheWalkAtTheLastTrustedHop) {
   EXPECT_EQ(key("<script>, 203.0.113.7, 10.0.0.1"), "203.0.113.7");
 }
 
+ClientPrefixes Prefixes(int ipv4, int ipv6) {
+  auto prefixes = ClientPrefixes::Create(ipv4, ipv6);
+  EXPECT_TRUE(prefixes.ok()) << prefixes.status().ToString();
+  return prefixes.ok() ? *prefixes : ClientPrefixes();
+}
+
 TEST(ClientIp, PortsIpv6AndCanonicalForm) {
-  const auto behind_proxy = ClientIp(Trust({"10.0.0.0/8", "2001:db8:ffff::/48"}));
+  const ClientPrefixes whole = Prefixes(32, 128);
+  const auto behind_proxy = ClientIp(Trust({"10.0.0.0/8", "2001:db8:ffff::/48"}), whole);
   const auto key = [&](std::string peer, std::string forwarded) {
     return behind_proxy(
         FakeRequest(std::move(peer), "/", {{"X-Forwarded-For", std::move(forwarded)}}));
@@ -120,7 +140,8 @@ TEST(ClientIp, PortsIpv6AndCanonicalForm) {
   EXPECT_EQ(key("10.0.0.2", "[2001:db8::7]"), "2001:db8::7");
   EXPECT_EQ(key("2001:db8:ffff::1", "2001:DB8:0:0::7, [2001:db8:ffff::2]:80"), "2001:db8::7");
   // Untrusted peers are keyed as written by the socket, in canonical form.
-  EXPECT_EQ(ClientIp()(FakeRequest("2001:DB8:0::1", "/")), "2001:db8::1");
+  EXPECT_EQ(ClientIp({}, whole)(FakeRequest("2001:DB8:0::1", "/")), "2001:db8::1");
+  EXPECT_EQ(ClientIp()(FakeRequest("2001:DB8:0::1", "/")), "2001:db8::/64");
   // A peer that is not an address (an adapter with no IP to give) is its own key.
   EXPECT_EQ(ClientIp()(FakeRequest("unix:/run/app.sock", "/")), "unix:/run/app.sock");
 }
@@ -146,6 +167,47 @@ TEST(ClientIp, Ipv4MappedAddressesAreIpv4) {
   EXPECT_FALSE(TrustedProxies().Contains("10.0.0.1"));
 }
 
+// An IPv6 host is given a /64 and may send each request from another address in it: it is one
+// client, keyed by its /64. IPv4 clients are keyed by their address; IPv4-mapped ones too (not
+// as ::/64, which would put every IPv4 client of a dual-stack socket in one bucket).
+TEST(ClientIp, Ipv6ClientsAreKeyedByTheirSlash64) {
+  const auto key = ClientIp();
+  EXPECT_EQ(key(FakeRequest("2001:db8:1:2:aaaa:bbbb:cccc:dddd", "/")), "2001:db8:1:2::/64");
+  EXPECT_EQ(key(FakeRequest("2001:db8:1:2::1", "/")), "2001:db8:1:2::/64");
+  EXPECT_EQ(key(FakeRequest("2001:db8:1:3::1", "/")), "2001:db8:1:3::/64");
+  EXPECT_EQ(key(FakeRequest("192.0.2.77", "/")), "192.0.2.77");
+  EXPECT_EQ(key(FakeRequest("::ffff:192.0.2.77", "/")), "192.0.2.77");
+  // The walk matches trusted proxies by their full addresses: a client in the proxy's own /64
+  // is still the client, and is keyed by the /64.
+  const auto behind_proxy = ClientIp(Trust({"2001:db8:1:2::1"}));
+  EXPECT_EQ(behind_proxy(FakeRequest("2001:db8:1:2::1", "/",
+                                     {{"X-Forwarded-For", "2001:db8:9::5, 2001:db8:1:2::7"}})),
+            "2001:db8:1:2::/64");
+  EXPECT_EQ(behind_proxy(FakeRequest("2001:db8:1:2::1", "/",
+                                     {{"X-Forwarded-For", "[2001:db8:7:7:7::7]:4711"}})),
+            "2001:db8:7:7::/64");
+}
+
+TEST(ClientIp, PrefixesAreConfigurablePerFamily) {
+  const ClientPrefixes wide = Prefixes(24, 48);
+  const auto key = ClientIp({}, wide);
+  EXPECT_EQ(key(FakeRequest("192.0.2.77", "/")), "192.0.2.0/24");
+  EXPECT_EQ(key(FakeRequest("::ffff:192.0.2.77", "/")), "192.0.2.0/24");
+  EXPECT_EQ(key(FakeRequest("2001:db8:1:ff::1", "/")), "2001:db8:1::/48");
+  // The function the trusted-proxy walk ends in, for callers with an address of their own.
+  EXPECT_EQ(wide.KeyOf("[2001:db8:1:ff::1]:443"), "2001:db8:1::/48");
+  EXPECT_EQ(wide.KeyOf("192.0.2.77:80"), "192.0.2.0/24");
+  EXPECT_EQ(wide.KeyOf("unknown"), std::nullopt);
+  EXPECT_EQ(ClientPrefixes().KeyOf("2001:DB8::1"), "2001:db8::/64");
+  EXPECT_EQ(ClientPrefixes().KeyOf("192.0.2.77"), "192.0.2.77");
+  EXPECT_EQ(Prefixes(32, 128).KeyOf("2001:db8::1"), "2001:db8::1");
+  EXPECT_EQ(Prefixes(0, 0).KeyOf("2001:db8::1"), "::/0");
+  for (const auto& [ipv4, ipv6] : {std::pair{33, 64}, {32, 129}, {-1, 64}, {32, -1}}) {
+    EXPECT_EQ(ClientPrefixes::Create(ipv4, ipv6).status().code(), StatusCode::kInvalidArgument)
+        << ipv4 << " " << ipv6;
+  }
+}
+
 TEST(TrustedProxies, RejectsGarbage) {
   auto bad = TrustedProxies::Parse({"10.0.0.0/8", "not-an-ip"});
   ASSERT_FALSE(bad.ok());
@@ -161,6 +223,21 @@ TEST(Extractors, HeaderPathAndComposition) {
   EXPECT_EQ(Compose({ClientIp(), Path(), Header("X-User")})(r), "192.0.2.1|/v1/items|-");
 }
 
+// Parts that joined into one key before (an unescaped '|', a missing part written "-") are
+// told apart.
+TEST(Extractors, ComposedPartsCannotBeConfused) {
+  const auto key = Compose({Header("X-A"), Header("X-B")});
+  const auto of = [&](std::vector<std::pair<std::string, std::string>> lines) {
+    return key(FakeRequest("192.0.2.1", "/", std::move(lines)));
+  };
+  EXPECT_EQ(of({{"X-A", "x|y"}, {"X-B", "z"}}), "x\\|y|z");
+  EXPECT_EQ(of({{"X-A", "x"}, {"X-B", "y|z"}}), "x|y\\|z");
+  EXPECT_EQ(of({{"X-B", "z"}}), "-|z");
+  EXPECT_EQ(of({{"X-A", "-"}, {"X-B", "z"}}), "\\-|z");
+  EXPECT_EQ(of({{"X-A", "x\\"}, {"X-B", "|y"}}), "x\\\\|\\|y");
+  EXPECT_EQ(of({{"X-A", "x\\|"}, {"X-B", "y"}}), "x\\\\\\||y");
+}
+
 class RateLimiterTest : public ::testing::Test {
  protected:
   Limit FivePerTenSeconds() {
@@ -174,7 +251,7 @@ class RateLimiterTest : public ::testing::Test {
 
 TEST_F(RateLimiterTest, HeadersOnAllowAnd429OnDeny) {
   Limiter limiter(store_, "demo", FivePerTenSeconds());
-  RateLimiter per_ip(limiter, ClientIp(), "demo");
+  const RateLimiter per_ip = Make(limiter, ClientIp(), "demo");
   const FakeRequest r("192.0.2.1", "/test");
   Verdict v = per_ip.Check(r);
   EXPECT_TRUE(v.allowed);
@@ -200,7 +277,7 @@ TEST_F(RateLimiterTest, HeadersOnAllowAnd429OnDeny) {
 TEST_F(RateLimiterTest, BeastAdapter) {
   namespace http = boost::beast::http;
   Limiter limiter(store_, "beast", FivePerTenSeconds());
-  RateLimiter per_key(limiter, Header("X-Api-Key"), "beast", /*cost=*/5);
+  const RateLimiter per_key = Make(limiter, Header("X-Api-Key"), "beast", {.cost = 5});
   http::request<http::string_body> request(http::verb::get, "/x?y=1", 11);
   request.set("x-api-key", "k1");  // Beast's field lookup is case-insensitive too
   const boost::asio::ip::tcp::endpoint peer(boost::asio::ip::make_address("127.0.0.1"), 5000);
@@ -233,7 +310,7 @@ TEST_F(RateLimiterTest, BeastAdapterReadsEveryForwardedForLineAndUnmapsPeers) {
             "203.0.113.7");
 
   Limiter limiter(store_, "beast", FivePerTenSeconds());
-  RateLimiter per_ip(limiter, ClientIp(), "beast", /*cost=*/5);
+  const RateLimiter per_ip = Make(limiter, ClientIp(), "beast", {.cost = 5});
   const http::request<http::string_body> request(http::verb::get, "/", 11);
   EXPECT_TRUE(CheckBeast(per_ip, request, peer("::ffff:192.0.2.1")).allowed);
   EXPECT_FALSE(CheckBeast(per_ip, request, peer("192.0.2.1")).allowed);  // the same client
@@ -254,7 +331,7 @@ TEST(BeastAsync, VerdictsArePostedToTheSessionExecutor) {
                                    .expiry_margin = 1h});
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   Limiter limiter(**store, "async", *Limit::Create(Algorithm::kSlidingLog, 2, 10s));
-  RateLimiter per_ip(limiter, ClientIp(), "async");
+  const RateLimiter per_ip = Make(limiter, ClientIp(), "async");
 
   boost::asio::io_context io;
   auto work = boost::asio::make_work_guard(io);
@@ -309,7 +386,7 @@ TEST_F(RateLimiterTest, BucketPolicyAdvertisesTheBurstThatRemainingCounts) {
     SCOPED_TRACE(std::string(AlgorithmName(c.algorithm)));
     MemoryStore store{MemoryStoreOptions{.clock = &clock_}};
     Limiter limiter(store, "p", *Limit::Create(c.algorithm, c.count, c.period, c.burst));
-    RateLimiter per_ip(limiter, ClientIp(), "p");
+    const RateLimiter per_ip = Make(limiter, ClientIp(), "p");
     const FakeRequest r("192.0.2.1", "/");
     Verdict v = per_ip.Check(r);
     ASSERT_EQ(v.headers.size(), 2u);
@@ -328,7 +405,7 @@ TEST_F(RateLimiterTest, BucketPolicyAdvertisesTheBurstThatRemainingCounts) {
 TEST(HttplibForwardedFor, EveryLineIsRead) {
   MemoryStore store;  // real clock: a real server
   Limiter limiter(store, "xff", *Limit::Create(Algorithm::kSlidingLog, 1, 1h));
-  RateLimiter per_ip(limiter, ClientIp(Trust({"127.0.0.0/8", "::1"})), "xff");
+  const RateLimiter per_ip = Make(limiter, ClientIp(Trust({"127.0.0.0/8", "::1"})), "xff");
   httplib::Server server;
   LimitAllRoutes(server, per_ip);
   server.Get("/", [](const httplib::Request&, httplib::Response& res) {
@@ -388,7 +465,7 @@ TEST_F(RateLimiterTest, DelayHoldsUpToDelayRequestsThenRefuses) {
   EXPECT_TRUE(later.allowed);
   EXPECT_EQ(later.delay, 300ms);
   // Without delay the same limiter refuses all excess, and says nothing of timing.
-  RateLimiter policer(limiter, ClientIp(), "shape");
+  const RateLimiter policer = Make(limiter, ClientIp(), "shape");
   const Verdict policed = policer.Check(FakeRequest("192.0.2.9", "/"));
   EXPECT_TRUE(policed.allowed);
   EXPECT_EQ(policed.headers.size(), 2u);
@@ -405,6 +482,181 @@ TEST_F(RateLimiterTest, DelayNeedsAnAlgorithmThatBooksSlots) {
   EXPECT_FALSE(RateLimiter::Create(meter, ClientIp(), "m", {.cost = -1}).ok());
   // Held for more than a year: refused.
   EXPECT_FALSE(RateLimiter::Create(meter, ClientIp(), "m", {.delay = Limit::kMaxCount}).ok());
+}
+
+// A cost above the burst, or a limiter name above the stores' bound, would fail every check: it
+// is refused when the middleware is made (before, every request was admitted, with no headers).
+TEST_F(RateLimiterTest, CreateRefusesWhatEveryCheckWouldBeRefusedFor) {
+  Limiter burst_of_five(store_, "tb", *Limit::Create(Algorithm::kTokenBucket, 10, 1s, 5));
+  const auto too_costly = RateLimiter::Create(burst_of_five, ClientIp(), "tb", {.cost = 10});
+  EXPECT_EQ(too_costly.status().code(), StatusCode::kCostExceedsLimit);
+  EXPECT_TRUE(RateLimiter::Create(burst_of_five, ClientIp(), "tb", {.cost = 5}).ok());
+  EXPECT_EQ(
+      RateLimiter::Create(burst_of_five, ClientIp(), "tb", {.cost = 6, .delay = 1}).status().code(),
+      StatusCode::kCostExceedsLimit);
+
+  Limiter long_name(store_, std::string(kMaxScopeBytes + 1, 'n'), FivePerTenSeconds());
+  EXPECT_EQ(RateLimiter::Create(long_name, ClientIp(), "n").status().code(),
+            StatusCode::kInvalidArgument);
+  Limiter longest_name(store_, std::string(kMaxScopeBytes, 'n'), FivePerTenSeconds());
+  EXPECT_TRUE(RateLimiter::Create(longest_name, ClientIp(), "n").ok());
+
+  EXPECT_EQ(RateLimiter::Create(burst_of_five, KeyExtractor(), "tb").status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+// A key above the stores' bound is hashed, never truncated: with a 10 KB path, each client keeps
+// its own limit (before, the address was cut off and every client shared one).
+TEST_F(RateLimiterTest, LongKeysAreHashedNotTruncated) {
+  Limiter limiter(store_, "long", FivePerTenSeconds());
+  const RateLimiter per_path_and_ip = Make(limiter, Compose({Path(), ClientIp()}), "long");
+  const std::string path = "/" + std::string(10 * 1024, 'a');
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_TRUE(per_path_and_ip.Check(FakeRequest("192.0.2.1", path)).allowed) << i;
+  }
+  EXPECT_FALSE(per_path_and_ip.Check(FakeRequest("192.0.2.1", path)).allowed);
+  EXPECT_TRUE(per_path_and_ip.Check(FakeRequest("192.0.2.2", path)).allowed);
+  EXPECT_TRUE(per_path_and_ip.Check(FakeRequest("192.0.2.1", path + "b")).allowed);
+}
+
+// The hashed form is "sha256:" and the SHA-256 in hex (the digests here are from Python's
+// hashlib); a short key that looks hashed is hashed too, so it cannot pose as a long key.
+TEST_F(RateLimiterTest, HashedKeysAreSha256AndCannotBeForged) {
+  Limiter limiter(store_, "hashed", FivePerTenSeconds());
+  const RateLimiter per_key = Make(limiter, Header("X-Key"), "hashed");
+  const auto remaining = [&](std::string_view key) { return limiter.Check(key, 0)->remaining; };
+  const std::string long_key(600, 'a');
+  const std::string digest =
+      "sha256:ba35c170729417f1499e0886e7e12fcdb4ab00ad411110ae1e888c766d4ed70d";
+  EXPECT_TRUE(per_key.Check(FakeRequest("192.0.2.1", "/", {{"X-Key", long_key}})).allowed);
+  EXPECT_EQ(remaining(digest), 4);
+
+  EXPECT_TRUE(per_key.Check(FakeRequest("192.0.2.1", "/", {{"X-Key", digest}})).allowed);
+  EXPECT_EQ(remaining(digest), 4);  // not the long key's limit
+  EXPECT_EQ(remaining("sha256:6711fb1f72ea3b38c4bf39897a20245ee0b25d4f18935967368c7495ac9ed5a2"),
+            4);
+  // A key of exactly the bound is kept as it is.
+  const std::string longest(kMaxKeyBytes, 'b');
+  EXPECT_TRUE(per_key.Check(FakeRequest("192.0.2.1", "/", {{"X-Key", longest}})).allowed);
+  EXPECT_EQ(remaining(longest), 4);
+}
+
+// An IPv6 client sending each request from another address of its /64 is one client.
+TEST_F(RateLimiterTest, Ipv6ClientRotatingThroughItsSlash64HasOneLimit) {
+  Limiter limiter(store_, "v6", FivePerTenSeconds());
+  const RateLimiter per_ip = Make(limiter, ClientIp(), "v6");
+  int admitted = 0;
+  for (int i = 1; i <= 20; ++i) {
+    admitted += per_ip.Check(FakeRequest("2001:db8:1:2::" + std::to_string(i), "/")).allowed;
+  }
+  EXPECT_EQ(admitted, 5);
+  EXPECT_TRUE(per_ip.Check(FakeRequest("2001:db8:1:3::1", "/")).allowed);  // another /64
+}
+
+// A MemoryStore at max_keys refuses new keys (RESOURCE_EXHAUSTED): so does the middleware, with
+// 503 and Retry-After, whatever the failure policy (before, every new key was admitted: clients
+// rotating keys switched limiting off). Keys already held go on being limited.
+TEST_F(RateLimiterTest, AFullStoreIsRefusedNotAdmitted) {
+  MemoryStore full(MemoryStoreOptions{.clock = &clock_, .max_keys = 1, .shards = 1});
+  Limiter limiter(full, "full", FivePerTenSeconds(), FailurePolicy::kFailOpen);
+  const RateLimiter per_ip = Make(limiter, ClientIp(), "full");
+  EXPECT_TRUE(per_ip.Check(FakeRequest("192.0.2.1", "/")).allowed);
+  for (int i = 2; i < 10; ++i) {
+    const Verdict v = per_ip.Check(FakeRequest("192.0.2." + std::to_string(i), "/"));
+    EXPECT_FALSE(v.allowed);
+    EXPECT_EQ(v.status, 503);
+    EXPECT_EQ(v.headers, (std::vector<std::pair<std::string, std::string>>{{"Retry-After", "1"}}));
+    EXPECT_EQ(v.body, R"({"error":"rate limiter unavailable"})");
+    EXPECT_EQ(v.error.code(), StatusCode::kResourceExhausted);
+    EXPECT_FALSE(v.degraded);
+  }
+  for (int i = 1; i < 5; ++i) EXPECT_TRUE(per_ip.Check(FakeRequest("192.0.2.1", "/")).allowed);
+  EXPECT_EQ(per_ip.Check(FakeRequest("192.0.2.1", "/")).status, 429);
+
+  namespace http = boost::beast::http;
+  const http::request<http::string_body> request(http::verb::get, "/", 11);
+  const boost::asio::ip::tcp::endpoint peer(boost::asio::ip::make_address("192.0.2.99"), 5000);
+  const auto rejection = Rejection(CheckBeast(per_ip, request, peer), request);
+  EXPECT_EQ(rejection.result_int(), 503);
+  EXPECT_EQ(rejection["Retry-After"], "1");
+}
+
+// On a store with no failure policy in front of it, an outage is decided by the Limiter's own:
+// fail_open admits, marked; fail_closed refuses, and local_fallback too (it needs a
+// ResilientStore's local limiter). Any other error is refused: 503 for a full store, 500 for a
+// fault. Before, each of these admitted the request.
+TEST(RateLimiterErrors, OnlyAnOutageIsAdmittedAndOnlyByFailOpen) {
+  struct Case {
+    Status error;
+    FailurePolicy policy;
+    int status;  // 200: admitted
+    const char* retry_after;
+    bool degraded;
+  };
+  const Status down = Status::Unavailable("connection refused");
+  const Status slow = Status::DeadlineExceeded("no answer within 50ms");
+  const Status full = Status::ResourceExhausted("memory store is full");
+  const Status fault = Status::Internal("ERR user_script:1: Script attempted to access nil");
+  const Case cases[] = {
+      {down, FailurePolicy::kFailOpen, 200, nullptr, true},
+      {slow, FailurePolicy::kFailOpen, 200, nullptr, true},
+      {down, FailurePolicy::kFailClosed, 503, "1", true},
+      {slow, FailurePolicy::kLocalFallback, 503, "1", true},
+      {full, FailurePolicy::kFailOpen, 503, "1", false},
+      {full, FailurePolicy::kFailClosed, 503, "1", false},
+      {fault, FailurePolicy::kFailOpen, 500, nullptr, false},
+      {fault, FailurePolicy::kLocalFallback, 500, nullptr, false},
+  };
+  FailingStore store;
+  const Limit limit = *Limit::Create(Algorithm::kGcra, 10, 1s);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.error.ToString() + " under " + FailurePolicyName(c.policy));
+    store.error = c.error;
+    Limiter limiter(store, "errors", limit, c.policy);
+    const RateLimiter per_ip = Make(limiter, ClientIp(), "errors");
+    std::optional<Verdict> async;
+    per_ip.CheckAsync(FakeRequest("192.0.2.1", "/"), [&](Verdict v) { async = std::move(v); });
+    ASSERT_TRUE(async.has_value());
+    for (const Verdict& v : {per_ip.Check(FakeRequest("192.0.2.1", "/")), *async}) {
+      EXPECT_EQ(v.allowed, c.status == 200);
+      EXPECT_EQ(v.status, c.status);
+      EXPECT_EQ(v.error, c.error);
+      EXPECT_EQ(v.degraded, c.degraded);
+      if (c.retry_after == nullptr) {
+        EXPECT_TRUE(v.headers.empty());
+      } else {
+        EXPECT_EQ(
+            v.headers,
+            (std::vector<std::pair<std::string, std::string>>{{"Retry-After", c.retry_after}}));
+      }
+      const char* body = c.status == 200   ? ""
+                         : c.status == 500 ? R"({"error":"rate limiter failed"})"
+                                           : R"({"error":"rate limiter unavailable"})";
+      EXPECT_EQ(v.body, body);
+    }
+  }
+}
+
+// Behind a ResilientStore the failure policy decides an outage, with the RateLimit headers of
+// its decision; a fault of the backend is still refused, even under fail_open.
+TEST(RateLimiterErrors, BehindAResilientStoreThePolicyDecidesOutagesOnly) {
+  ManualClock clock;
+  FailingStore backend;
+  ResilientStore store(backend, ResilientStoreOptions{.clock = &clock});
+  Limiter limiter(store, "resilient", *Limit::Create(Algorithm::kGcra, 10, 1s),
+                  FailurePolicy::kFailOpen);
+  const RateLimiter per_ip = Make(limiter, ClientIp(), "resilient");
+  const Verdict admitted = per_ip.Check(FakeRequest("192.0.2.1", "/"));
+  EXPECT_TRUE(admitted.allowed);
+  EXPECT_TRUE(admitted.degraded);
+  EXPECT_TRUE(admitted.error.ok());
+  EXPECT_EQ(admitted.headers.size(), 2u);
+
+  backend.error = Status::Internal("ERR user_script:1: Script attempted to access nil");
+  const Verdict refused = per_ip.Check(FakeRequest("192.0.2.1", "/"));
+  EXPECT_FALSE(refused.allowed);
+  EXPECT_EQ(refused.status, 500);
+  EXPECT_EQ(refused.error, backend.error);
 }
 
 TEST(BeastShaping, AfterDelayWaitsOnATimerWithoutBlocking) {
@@ -482,7 +734,7 @@ TEST_F(RateLimiterTest, HttplibTwentyParallelRequestsAdmitExactlyFive) {
   MemoryStore store;  // real clock: a real server
   auto limit = Limit::Create(Algorithm::kSlidingLog, 5, 10s);
   Limiter limiter(store, "demo", *limit);
-  RateLimiter per_ip(limiter, ClientIp(), "demo");
+  const RateLimiter per_ip = Make(limiter, ClientIp(), "demo");
   httplib::Server server;
   server.Get("/test", Limited(per_ip, [](const httplib::Request&, httplib::Response& res) {
                res.set_content(R"({"message":"ok"})", "application/json");

@@ -7,8 +7,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
+#include <functional>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "sluice/limiter.h"
 
@@ -18,9 +22,10 @@ namespace {
 using namespace std::chrono_literals;
 
 // A MemoryStore that answers with `failure` instead, while it is set (only in `failing_domain`
-// when that is set too), and counts its calls. With `domain_per_first_byte`, a key's failure
-// domain is its first byte, named "node-<byte>", like the masters of a cluster; otherwise the
-// store is one domain.
+// when that is set too), and counts its calls. While `hold` is set, the answers (decided when the
+// call comes) are held back until ReleaseHeld, as a slow backend's are. With
+// `domain_per_first_byte`, a key's failure domain is its first byte, named "node-<byte>", like
+// the masters of a cluster; otherwise the store is one domain.
 class FailingStore final : public Store {
  public:
   explicit FailingStore(const Clock* clock, bool domain_per_first_byte = false)
@@ -30,6 +35,18 @@ class FailingStore final : public Store {
   Status failure;
   std::optional<uint32_t> failing_domain;
   std::atomic<int> calls{0};
+  bool hold = false;
+  // Above zero: calls alternate between runs of this many that fail UNAVAILABLE and as many that
+  // are answered, whatever `failure` says. Set before the calls start.
+  int flap_every = 0;
+
+  // Answers the oldest held call.
+  void ReleaseHeld() {
+    ASSERT_FALSE(held_.empty());
+    auto answer = std::move(held_.front());
+    held_.pop_front();
+    answer();
+  }
 
   uint32_t FailureDomain(std::string_view /*scope*/, std::string_view key) const override {
     return domain_per_first_byte_ && !key.empty() ? static_cast<uint8_t>(key[0]) : 0;
@@ -40,14 +57,22 @@ class FailingStore final : public Store {
 
  protected:
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override {
-    calls += static_cast<int>(requests.size());
+    const int first = calls.fetch_add(static_cast<int>(requests.size()));
     std::vector<Result<Decision>> results;
     for (const auto& r : requests) {
+      const int call = first + static_cast<int>(results.size());
+      if (flap_every > 0 && call / flap_every % 2 == 0) {
+        results.push_back(Status::Unavailable("flapping"));
+        continue;
+      }
       const bool fails = !failure.ok() && (!failing_domain.has_value() ||
                                            FailureDomain(r.scope, r.key) == *failing_domain);
       results.push_back(fails ? Result<Decision>(failure) : memory_.Check(r));
     }
-    done(std::move(results));
+    if (!hold) return done(std::move(results));
+    held_.push_back([done = std::move(done), results = std::move(results)]() mutable {
+      done(std::move(results));
+    });
   }
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override {
     memory_.ResetAsync(scope, key, std::move(done));
@@ -56,6 +81,7 @@ class FailingStore final : public Store {
  private:
   MemoryStore memory_;
   const bool domain_per_first_byte_;
+  std::deque<std::function<void()>> held_;
 };
 
 const DomainBreakerStats* BreakerNamed(const ResilientStoreStats& stats, std::string_view name) {
@@ -176,6 +202,111 @@ TEST_F(ResilientStoreTest, ProbeAnsweredWithABadRequestLetsTheNextCallProbe) {
   auto d = limiter.Check("k");
   EXPECT_EQ(d->source, DecisionSource::kStore);
   EXPECT_EQ(store_.breaker_state(), BreakerState::kClosed);
+}
+
+// Only an outage is for the failure policy to decide. A full store or a fault of the store (a
+// Lua script's error) comes back as the error under every policy, for the caller to refuse, and
+// neither opens the breaker nor counts as a store error.
+TEST_F(ResilientStoreTest, OnlyOutagesGoToTheFailurePolicy) {
+  const Status errors[] = {
+      Status::ResourceExhausted("memory store is full (1000 keys)"),
+      Status::Internal("ERR user_script:12: attempt to compare nil with number"),
+  };
+  const FailurePolicy policies[] = {FailurePolicy::kFailOpen, FailurePolicy::kFailClosed,
+                                    FailurePolicy::kLocalFallback};
+  for (const Status& error : errors) {
+    backend_.failure = error;
+    for (const FailurePolicy policy : policies) {
+      SCOPED_TRACE(error.ToString() + " under " + FailurePolicyName(policy));
+      Limiter limiter(store_, FailurePolicyName(policy), MakeLimit(8), policy);
+      for (int i = 0; i < 5; ++i) EXPECT_EQ(limiter.Check("k").status(), error);
+      const KeyCost checks[] = {{"k", 1}, {"other", 1}};
+      std::vector<Result<Decision>> results;
+      limiter.CheckBatchAsync(checks, [&](auto r) { results = std::move(r); });
+      ASSERT_EQ(results.size(), 2u);
+      EXPECT_EQ(results[0].status(), error);
+      EXPECT_EQ(results[1].status(), error);
+    }
+    const Limit limit = MakeLimit(8);
+    Result<Decision> probed = Status::Unavailable("no answer");
+    store_.ProbeAsync({.scope = "probe", .limit = &limit, .key = "p", .cost = 0},
+                      [&](Result<Decision> r) { probed = std::move(r); });
+    EXPECT_EQ(probed.status(), error);
+  }
+  const ResilientStoreStats stats = store_.stats();
+  EXPECT_EQ(stats.store_errors, 0u);
+  EXPECT_EQ(stats.fail_open + stats.fail_closed + stats.local_fallback, 0u);
+  EXPECT_EQ(stats.breaker, BreakerState::kClosed);
+  EXPECT_EQ(stats.breaker_opens, 0u);
+}
+
+// The answer to a call sent before the breaker opened says nothing of the backend as it is now:
+// a success that comes back late closes neither the open breaker nor the half-open one, whose
+// probe alone does.
+TEST_F(ResilientStoreTest, OnlyTheProbeClosesAnOpenBreaker) {
+  Limiter limiter(store_, "api", MakeLimit(100), FailurePolicy::kFailClosed);
+  std::vector<Result<Decision>> late;
+  backend_.hold = true;
+  for (int i = 0; i < 2; ++i) {  // sent while the backend answers; answered late
+    limiter.CheckAsync("slow", 1, [&](Result<Decision> r) { late.push_back(std::move(r)); });
+  }
+  backend_.hold = false;
+  backend_.failure = Status::Unavailable("down");
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(limiter.Check("k")->source, DecisionSource::kFailClosed);
+  ASSERT_EQ(store_.breaker_state(), BreakerState::kOpen);
+
+  backend_.ReleaseHeld();
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late[0]->source, DecisionSource::kStore);
+  EXPECT_EQ(store_.breaker_state(), BreakerState::kOpen);
+  const int calls = backend_.calls;
+  EXPECT_EQ(limiter.Check("k")->source, DecisionSource::kFailClosed);
+  EXPECT_EQ(backend_.calls, calls);  // still no call while open
+
+  // Half open, its probe in flight: the other late success does not close it either.
+  backend_.failure = Status();
+  clock_.Advance(500ms);
+  backend_.hold = true;
+  std::optional<Result<Decision>> probe;
+  limiter.CheckAsync("k", 1, [&](Result<Decision> r) { probe = std::move(r); });
+  backend_.hold = false;
+  ASSERT_EQ(store_.breaker_state(), BreakerState::kHalfOpen);
+  backend_.ReleaseHeld();
+  ASSERT_EQ(late.size(), 2u);
+  EXPECT_EQ(store_.breaker_state(), BreakerState::kHalfOpen);
+  EXPECT_EQ(limiter.Check("k")->source, DecisionSource::kFailClosed);  // one probe at a time
+
+  backend_.ReleaseHeld();  // the probe
+  ASSERT_TRUE(probe.has_value());
+  EXPECT_EQ((*probe)->source, DecisionSource::kStore);
+  EXPECT_EQ(store_.breaker_state(), BreakerState::kClosed);
+  EXPECT_EQ(limiter.Check("k")->source, DecisionSource::kStore);
+}
+
+// Nor do the failures of calls sent before the breaker opened count against it once its probe
+// has closed it: they tell of the outage that opened it.
+TEST_F(ResilientStoreTest, LateFailuresFromBeforeTheOutageDoNotReopenTheBreaker) {
+  Limiter limiter(store_, "api", MakeLimit(100), FailurePolicy::kFailClosed);
+  backend_.failure = Status::DeadlineExceeded("timed out");
+  backend_.hold = true;
+  std::vector<Result<Decision>> late;
+  for (int i = 0; i < 3; ++i) {
+    limiter.CheckAsync("slow", 1, [&](Result<Decision> r) { late.push_back(std::move(r)); });
+  }
+  backend_.hold = false;
+  for (int i = 0; i < 3; ++i) limiter.Check("k");
+  ASSERT_EQ(store_.breaker_state(), BreakerState::kOpen);
+  backend_.failure = Status();
+  clock_.Advance(500ms);
+  EXPECT_EQ(limiter.Check("k")->source, DecisionSource::kStore);  // the probe
+  ASSERT_EQ(store_.breaker_state(), BreakerState::kClosed);
+
+  for (int i = 0; i < 3; ++i) backend_.ReleaseHeld();
+  ASSERT_EQ(late.size(), 3u);
+  for (const auto& r : late) EXPECT_EQ(r->source, DecisionSource::kFailClosed);
+  EXPECT_EQ(store_.breaker_state(), BreakerState::kClosed);
+  EXPECT_EQ(store_.stats().breaker_opens, 1u);
+  EXPECT_EQ(limiter.Check("k")->source, DecisionSource::kStore);
 }
 
 // One failing master opens its own breaker only: the others go on deciding on the store, and
@@ -436,6 +567,46 @@ TEST_F(ResilientStoreTest, LocalFallbackBooksOnItsShare) {
   EXPECT_TRUE(booked->allowed);
   EXPECT_EQ(booked->source, DecisionSource::kLocalFallback);
   EXPECT_EQ(booked->delay, 1s);  // the local share's rate: one per second
+}
+
+// Threads deciding, synchronously and not, while the backend flaps between failing and
+// answering and the clock runs (each check moves it 100 us): the breaker opens and closes under
+// the load (the sanitizer builds check its state for races), and every decision is made, by the
+// store or by the policy.
+TEST(ResilientStoreConcurrency, BreakerUnderAFlappingBackend) {
+  ManualClock clock;
+  FailingStore backend(&clock);
+  backend.flap_every = 7;
+  ResilientStore store(
+      backend, ResilientStoreOptions{
+                   .clock = &clock, .failures_to_open = 3, .open_for = 1ms, .hot_key_capacity = 0});
+  auto limit = Limit::Create(Algorithm::kFixedWindow, Limit::kMaxCount, 1s);
+  ASSERT_TRUE(limit.ok());
+  Limiter limiter(store, "api", *limit, FailurePolicy::kFailClosed);
+  constexpr int kThreads = 4;
+  constexpr int kChecks = 3000;
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string key = "k" + std::to_string(t);
+      for (int i = 0; i < kChecks; ++i) {
+        clock.Advance(100us);
+        if (i % 2 == 0) {
+          errors += !limiter.Check(key).ok();
+        } else {
+          limiter.CheckAsync(key, 1, [&](Result<Decision> d) { errors += !d.ok(); });
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(errors.load(), 0);
+  const ResilientStoreStats stats = store.stats();
+  EXPECT_EQ(stats.store + stats.fail_closed, static_cast<uint64_t>(kThreads * kChecks));
+  EXPECT_GT(stats.store, 0u);
+  EXPECT_GT(stats.fail_closed, 0u);
+  EXPECT_GT(stats.breaker_opens, 0u);
 }
 
 TEST(FailurePolicy, NamesRoundTrip) {

@@ -99,7 +99,8 @@ void AddHeaders(const Verdict& verdict, Response& response) {
   for (const auto& [name, value] : verdict.headers) response.set(name, value);
 }
 
-// The 429 response for a denied request.
+// The response refusing a request: 429 when the limit denied it, 503 or 500 when the limiter
+// could not decide (middleware.h).
 template <class Body, class Fields>
 boost::beast::http::response<boost::beast::http::string_body> Rejection(
     const Verdict& verdict, const boost::beast::http::request<Body, Fields>& request) {

@@ -1,11 +1,13 @@
 // The rate-limiting middleware for cpp-httplib servers.
 //
-//   sluice::middleware::RateLimiter per_ip(limiter, sluice::middleware::ClientIp(), "demo");
+//   auto per_ip = sluice::middleware::RateLimiter::Create(limiter, sluice::middleware::ClientIp(),
+//                                                        "demo").value();  // or check ok()
 //   server.Get("/test", sluice::middleware::Limited(per_ip, [](const auto& req, auto& res) {
 //     res.set_content("ok", "text/plain");
 //   }));
 //
-// Or every route at once: sluice::middleware::LimitAllRoutes(server, per_ip).
+// Or every route at once: sluice::middleware::LimitAllRoutes(server, per_ip). A refused request
+// is answered with the verdict's status (429, or 503/500 when the limiter could not decide).
 //
 // Shaping (RateLimiterOptions::delay): cpp-httplib handlers are synchronous, so a delayed request
 // is held by sleeping on its handler thread until its slot. Each held request occupies one thread
@@ -38,7 +40,7 @@ class HttplibRequest final : public RequestView {
   const httplib::Request& request_;
 };
 
-// Applies the verdict to `response`: the RateLimit headers always, and the 429 when denied.
+// Applies the verdict to `response`: its headers always, and its refusal when not allowed.
 inline void ApplyVerdict(const Verdict& verdict, httplib::Response& response) {
   for (const auto& [name, value] : verdict.headers) response.set_header(name, value);
   if (verdict.allowed) return;

@@ -5,6 +5,14 @@
 // the response. Adapters for Boost.Beast and cpp-httplib are in beast.h and httplib.h beside
 // this file.
 //
+// A check the store cannot decide is never admitted silently. A store outage (IsStoreOutage:
+// unreachable, or no answer within its deadline) is for the Limiter's failure policy: behind a
+// ResilientStore, the policy decides as it does for any caller; on another store, fail_open
+// admits (Verdict::degraded) and fail_closed and local_fallback (which needs a ResilientStore's
+// local limiter) refuse with 503. Any other error is refused: 503 with Retry-After for a full
+// store (RESOURCE_EXHAUSTED: a MemoryStore at max_keys, which clients rotating keys can reach),
+// 500 for a fault (INTERNAL). Verdict::error says why, for the application's logs.
+//
 // Shaping (RateLimiterOptions::delay, like nginx `limit_req burst=N` without `nodelay`): up to
 // `delay` requests beyond what the limit admits at once are not refused but held until their
 // turn at the configured rate, each booking its slot in the store (Limiter::Reserve), so the
@@ -46,8 +54,33 @@ class RequestView {
 };
 
 // Makes a request's key. Returns nullopt when the request has nothing to key on (a missing
-// header): such requests share the key "-".
+// header): such requests share the key "-". A key above kMaxKeyBytes, or one that starts with
+// "sha256:", is replaced by "sha256:" and the SHA-256 of the key in hex: never truncated, so two
+// keys share a limit only if they are equal (or collide in SHA-256).
 using KeyExtractor = std::function<std::optional<std::string>(const RequestView&)>;
+
+// How much of a client's address is its key: the network of its `ipv4` leading bits for IPv4
+// (32 by default: the address) and of its `ipv6` leading bits for IPv6 (64 by default). An IPv6
+// host is commonly given a whole /64 (SLAAC, privacy addresses) and can send each request from a
+// fresh address in it: keyed by its full address, it would get a fresh limit each time.
+class ClientPrefixes {
+ public:
+  ClientPrefixes() = default;  // /32 and /64
+  // INVALID_ARGUMENT unless 0 <= ipv4 <= 32 and 0 <= ipv6 <= 128.
+  static Result<ClientPrefixes> Create(int ipv4, int ipv6);
+
+  int ipv4() const { return ipv4_; }
+  int ipv6() const { return ipv6_; }
+  // The key of the client at `address` (an IP, optionally with a port, as ClientIp reads them;
+  // an IPv4-mapped IPv6 address is the IPv4 one): the address in its canonical form when the
+  // prefix covers all of it ("192.0.2.1", "2001:db8::1" under /128), else its network in CIDR
+  // form ("2001:db8:1:2::/64", "192.0.2.0/24"). nullopt when `address` is not an IP address.
+  std::optional<std::string> KeyOf(std::string_view address) const;
+
+ private:
+  int ipv4_ = 32;
+  int ipv6_ = 64;
+};
 
 // Addresses of the reverse proxies whose X-Forwarded-For is believed: CIDR blocks
 // ("10.0.0.0/8", "::1/128") or single addresses. IPv4-mapped IPv6 addresses and blocks
@@ -63,14 +96,15 @@ class TrustedProxies {
   bool Contains(std::string_view address) const;
 
  private:
-  friend KeyExtractor ClientIp(TrustedProxies trusted);
+  friend KeyExtractor ClientIp(TrustedProxies trusted, ClientPrefixes prefixes);
   struct Networks;
   std::shared_ptr<const Networks> networks_;
 };
 
 // The client's IP, as a key in one canonical form per client: an IPv4-mapped IPv6 address
-// (::ffff:192.0.2.1, as a dual-stack socket reports an IPv4 peer) becomes the IPv4 one, and IPv6
-// is written in its shortest form.
+// (::ffff:192.0.2.1, as a dual-stack socket reports an IPv4 peer) becomes the IPv4 one, and the
+// address is keyed by its network under `prefixes` (ClientPrefixes::KeyOf): by default an IPv4
+// client by its address and an IPv6 client by its /64 ("2001:db8:1:2::/64").
 //
 // It is the peer address, unless the peer is a trusted proxy. Then X-Forwarded-For is read: all
 // its lines, in order, as one list (a client may send its own line, which a proxy may follow with
@@ -80,25 +114,35 @@ class TrustedProxies {
 // ("192.0.2.1:4711", "[2001:db8::1]:4711"); empty entries are skipped. An entry that is not an
 // address ("unknown", garbage) stops the walk and the last address walked is the key: the
 // trusted proxy that passed it on (or the peer), so a malformed header never yields a key of
-// the client's choosing. When every entry is a trusted proxy, the left-most is the key.
-KeyExtractor ClientIp(TrustedProxies trusted = {});
+// the client's choosing. When every entry is a trusted proxy, the left-most is the key. The walk
+// matches trusted proxies by their full addresses; the prefix applies to the client found.
+KeyExtractor ClientIp(TrustedProxies trusted = {}, ClientPrefixes prefixes = {});
 // The value of a header (an API key, a user id); of its first line when it comes in several, the
 // one frameworks' lookups return.
 KeyExtractor Header(std::string name);
 // The request path.
 KeyExtractor Path();
 // Several keys joined with '|', e.g. Compose({ClientIp(), Path()}) limits each client per path.
+// The parts can always be told apart: a '|' or a backslash in a part is escaped with a
+// backslash, a part with nothing to key on is "-", and a part that is "-" itself is "\-".
 KeyExtractor Compose(std::vector<KeyExtractor> parts);
 
 // The answer for one request.
 struct Verdict {
   bool allowed = true;
-  int status = 200;  // 429 when denied
+  // 429 when the limit denies; 503 or 500 when the check could not be decided (see above).
+  int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;  // the JSON error when denied (Content-Type: application/json)
+  std::string body;  // the JSON error when refused (Content-Type: application/json)
   // Shaping: how long to hold the request before handling it (its booked slot); the adapters
   // wait it out. Zero otherwise.
   Duration delay{0};
+  // The store was out and a failure policy decided (as Decision::degraded).
+  bool degraded = false;
+  // Why the store did not decide, when it did not: the error the request was refused for, or
+  // the outage fail_open admitted it through. Ok otherwise (the failure policy of a
+  // ResilientStore decides with no error reaching the middleware).
+  Status error;
 };
 
 struct RateLimiterOptions {
@@ -111,28 +155,33 @@ struct RateLimiterOptions {
 
 class RateLimiter {
  public:
-  // `policy_name` names the policy in the RateLimit headers.
-  RateLimiter(Limiter& limiter, KeyExtractor key, std::string policy_name, int64_t cost = 1);
-  // INVALID_ARGUMENT for a negative cost or delay, a delay on an algorithm that cannot book
-  // slots, or a delay whose wait would exceed MaxDelayOf(limit).
+  // `policy_name` names the policy in the RateLimit headers. A configuration every check would
+  // fail on is refused here, with the error such a check would get, rather than built into a
+  // middleware that refuses every request: COST_EXCEEDS_LIMIT for a cost above the limit's
+  // capacity; INVALID_ARGUMENT for no key extractor, a limiter name above kMaxScopeBytes, a
+  // negative cost or delay, a delay on an algorithm that cannot book slots, or a delay whose
+  // wait would exceed MaxDelayOf(limit).
   static Result<RateLimiter> Create(Limiter& limiter, KeyExtractor key, std::string policy_name,
-                                    RateLimiterOptions options);
+                                    RateLimiterOptions options = {});
 
-  // A store error (when the store is not a ResilientStore, which decides by policy instead)
-  // lets the request through without headers: the limiter must not become the outage.
+  // A check the store could not decide is refused, or decided by the failure policy when the
+  // store is out (see the top of this file).
   Verdict Check(const RequestView& request) const;
   void CheckAsync(const RequestView& request, std::function<void(Verdict)> done) const;
 
  private:
-  std::string KeyOf(const RequestView& request) const;
+  RateLimiter(Limiter& limiter, KeyExtractor key, std::string policy_name, int64_t cost,
+              Duration max_delay);
+  Result<std::string> KeyOf(const RequestView& request) const;
   Verdict ToVerdict(const Result<Decision>& decision) const;
+  Verdict Undecided(Status error) const;
 
   Limiter& limiter_;
   KeyExtractor key_;
   std::string policy_name_;
   std::string policy_header_;
   int64_t cost_;
-  Duration max_delay_{0};  // shaping when above zero
+  Duration max_delay_;  // shaping when above zero
 };
 
 }  // namespace sluice::middleware

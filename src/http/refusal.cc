@@ -1,0 +1,14 @@
+#include "http/refusal.h"
+
+#include "sluice/store.h"
+
+namespace sluice::http {
+
+Refusal RefusalOf(const Status& error) {
+  if (IsStoreOutage(error) || error.code() == StatusCode::kResourceExhausted) {
+    return {.status = 503, .retry_after = "1"};
+  }
+  return {.status = 500, .retry_after = {}};
+}
+
+}  // namespace sluice::http
