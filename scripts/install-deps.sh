@@ -7,6 +7,8 @@ packages=(
   cmake ninja-build g++ clang libclang-rt-14-dev clang-format pkg-config
   libboost1.81-dev libhiredis-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libfmt-dev libspdlog-dev libcpp-httplib-dev libssl-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc grpc-proto
+  python3-grpcio python3-grpc-tools python3-protobuf
   libgtest-dev libgmock-dev libbenchmark-dev libexpat1-dev libxml2-utils
   redis-server redis-tools curl wrk
 )
