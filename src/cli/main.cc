@@ -9,6 +9,7 @@
 #include "cli/duration.h"
 #include "cli/serve.h"
 #include "cli/simulate.h"
+#include "cli/version.h"
 #include "sluice/limit.h"
 
 namespace {
@@ -23,6 +24,8 @@ int Fail(const std::string& message) {
 int main(int argc, char** argv) {
   CLI::App app{"sluice: distributed rate limiting"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("sluice ") + sluice::cli::kVersion + " (git " +
+                                        sluice::cli::kGitCommit + ")");
 
   std::string algorithm = "gcra", period = "1s", max_wait = "0s", trace_path;
   int64_t count = 0;
