@@ -9,6 +9,9 @@ packages=(
   libfmt-dev libspdlog-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   redis-server redis-tools curl wrk
+  # The Debian package and its tests (tests/package/): CPack's shlibdeps, lintian, the unit's
+  # checks (systemd-analyze, strace), the man page's.
+  dpkg-dev file lintian systemd strace man-db bsdextrautils procps
 )
 
 missing=()
