@@ -5,10 +5,13 @@
 #include "cli/bench.h"
 #include "cli/serve.h"
 #include "cli/simulate_command.h"
+#include "cli/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"sluice: distributed rate limiting"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("sluice ") + sluice::cli::kVersion + " (git " +
+                                        sluice::cli::kGitCommit + ")");
 
   sluice::cli::SimulateFlags simulate_flags;
   auto* simulate = sluice::cli::AddSimulateCommand(app, simulate_flags);

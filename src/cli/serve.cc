@@ -38,6 +38,15 @@ Result<config::Config> LoadConfig(const ServeFlags& flags) {
   return config::LoadConfigFile(flags.config_path);
 }
 
+// `--check-config`: the file parsed as `--config` would be, and nothing opened.
+int CheckConfig(const std::string& path) {
+  auto config = config::LoadConfigFile(path);
+  if (!config.ok()) return ConfigError(config.status().message());
+  std::cout << "sluice serve: " << path << ": OK, " << config->rules.size() << " rule(s), listen "
+            << config->listen.ToString() << ", store " << config->store.url << "\n";
+  return 0;
+}
+
 // The fields that differ between the running config and a reloaded one and that only a restart
 // applies, but for those a flag overrides.
 std::string FieldsNeedingRestart(const ServeFlags& flags, const config::Config& running,
@@ -92,18 +101,27 @@ class WaitTimers {
 
 CLI::App* AddServeCommand(CLI::App& app, ServeFlags& flags) {
   auto* serve = app.add_subcommand("serve", "Run the HTTP decision service");
-  serve->add_option("--config", flags.config_path,
-                    "YAML rule set (default: the built-in examples/sluice.yaml)");
-  serve->add_option("--listen", flags.listen, "HOST:PORT to listen on; overrides the config");
-  serve->add_option("--store", flags.store_url,
-                    "Store URL: memory://, redis://HOST:PORT[/DB], unix:///PATH or "
-                    "redis+cluster://HOST:PORT,...; overrides the config");
-  serve->add_option("--io-threads", flags.io_threads, "I/O threads; overrides the config")
-      ->check(CLI::Range(1, 256));
+  auto* config = serve->add_option("--config", flags.config_path,
+                                   "YAML rule set (default: the built-in examples/sluice.yaml)");
+  auto* listen =
+      serve->add_option("--listen", flags.listen, "HOST:PORT to listen on; overrides the config");
+  auto* store = serve->add_option("--store", flags.store_url,
+                                  "Store URL: memory://, redis://HOST:PORT[/DB], unix:///PATH or "
+                                  "redis+cluster://HOST:PORT,...; overrides the config");
+  auto* io_threads =
+      serve->add_option("--io-threads", flags.io_threads, "I/O threads; overrides the config")
+          ->check(CLI::Range(1, 256));
+  serve
+      ->add_option("--check-config", flags.check_config_path,
+                   "Validate FILE as --config would, print one line and exit (2 if it is bad); "
+                   "opens no store and no socket")
+      ->excludes(config, listen, store, io_threads);
   return serve;
 }
 
 int RunServe(const ServeFlags& flags) {
+  if (!flags.check_config_path.empty()) return CheckConfig(flags.check_config_path);
+
   spdlog::set_default_logger(spdlog::stderr_color_mt("sluice"));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
 
