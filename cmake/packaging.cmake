@@ -80,8 +80,9 @@ set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# Building against the static library: its pkg-config file and CMake package find hiredis.
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libhiredis-dev, pkg-config")
+# Building against the static library: its pkg-config file and CMake package find hiredis and
+# libcrypto.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libhiredis-dev, libssl-dev, pkg-config")
 # The middleware's optional adapters: include/sluice/middleware/beast.h and httplib.h.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libboost-dev, libcpp-httplib-dev")
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "distributed rate limiting service and C++ library

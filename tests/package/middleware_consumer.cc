@@ -26,10 +26,12 @@ int main() {
   auto limit = sluice::Limit::Create(sluice::Algorithm::kGcra, 3, std::chrono::seconds(1));
   if (!limit.ok()) return 1;
   sluice::Limiter limiter(store, "consumer", *limit);
-  sluice::middleware::RateLimiter rate_limiter(limiter, sluice::middleware::Path(), "orders");
+  auto rate_limiter =
+      sluice::middleware::RateLimiter::Create(limiter, sluice::middleware::Path(), "orders");
+  if (!rate_limiter.ok()) return 1;
   int ok = 0, limited = 0;
   for (int i = 0; i < 5; ++i) {
-    const sluice::middleware::Verdict verdict = rate_limiter.Check(Request());
+    const sluice::middleware::Verdict verdict = rate_limiter->Check(Request());
     if (verdict.status == 200) ++ok;
     for (const auto& [name, value] : verdict.headers) {
       if (verdict.status == 429 && name == "Retry-After") ++limited;
