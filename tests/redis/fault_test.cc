@@ -84,13 +84,59 @@ class Tally {
   std::atomic<int64_t> async_max_us_{0};
 };
 
-// Forwards to the RedisStore and counts its answers by status code, and the calls outstanding at
-// it: what the ResilientStore above it sees of Redis.
+// How the RedisStore answered a call, as the client words its errors: whether the call may have
+// reached Redis (answered, timed out, its connection lost) or was refused before it was sent.
+enum class Outcome {
+  kOk,
+  kTimedOut,      // DEADLINE_EXCEEDED: it may have been applied
+  kLost,          // UNAVAILABLE, its connection lost or replaced: it may have been applied
+  kNotConnected,  // UNAVAILABLE at once, no connection: never sent
+  kNotKeepingUp,  // UNAVAILABLE at once, over the pending bound: never sent
+  kOtherError,
+  kCount,
+};
+
+Outcome OutcomeOf(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk:
+      return Outcome::kOk;
+    case StatusCode::kDeadlineExceeded:
+      return Outcome::kTimedOut;
+    case StatusCode::kUnavailable:
+      if (status.message().find("is not keeping up") != std::string::npos) {
+        return Outcome::kNotKeepingUp;
+      }
+      if (status.message().starts_with("not connected to Redis")) return Outcome::kNotConnected;
+      return Outcome::kLost;
+    default:
+      return Outcome::kOtherError;
+  }
+}
+
+// The kPolicies index of a load's limiter (its name ends with the policy's); kPolicies.size() for
+// any other scope (the probes).
+size_t PolicyOfScope(std::string_view scope) {
+  for (size_t p = 0; p < kPolicies.size(); ++p) {
+    if (scope.ends_with(FailurePolicyName(kPolicies[p]))) return p;
+  }
+  return kPolicies.size();
+}
+
+// Forwards to the RedisStore and counts its answers by Outcome, per policy, and the calls
+// outstanding at it: what the ResilientStore above it sees of Redis.
 class ObservedStore final : public Store {
  public:
   explicit ObservedStore(Store& backend) : backend_(backend) {}
 
-  int64_t answered(StatusCode code) const { return answered_[static_cast<int>(code)].load(); }
+  // Over every scope.
+  int64_t answered(Outcome outcome) const {
+    int64_t n = 0;
+    for (size_t p = 0; p <= kPolicies.size(); ++p) n += answered(p, outcome);
+    return n;
+  }
+  int64_t answered(size_t policy, Outcome outcome) const {
+    return answered_[policy][static_cast<int>(outcome)].load();
+  }
   int64_t max_outstanding() const { return max_outstanding_.load(); }
 
   uint32_t FailureDomain(std::string_view scope, std::string_view key) const override {
@@ -103,15 +149,19 @@ class ObservedStore final : public Store {
  protected:
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override {
     RaiseTo(max_outstanding_, outstanding_ += static_cast<int64_t>(requests.size()));
-    backend_.CheckBatchAsync(requests, [this, done = std::move(done)](auto results) {
-      for (const auto& r : results) Answered(r.status().code());
-      done(std::move(results));
-    });
+    std::vector<size_t> policies;
+    for (const auto& r : requests) policies.push_back(PolicyOfScope(r.scope));
+    backend_.CheckBatchAsync(
+        requests, [this, policies = std::move(policies), done = std::move(done)](auto results) {
+          for (size_t i = 0; i < results.size(); ++i) Answered(policies[i], results[i].status());
+          done(std::move(results));
+        });
   }
   void DoCheckAsync(const CheckRequest& request, DecisionCallback done) override {
     RaiseTo(max_outstanding_, ++outstanding_);
-    backend_.CheckAsync(request, [this, done = std::move(done)](Result<Decision> result) {
-      Answered(result.status().code());
+    backend_.CheckAsync(request, [this, policy = PolicyOfScope(request.scope),
+                                  done = std::move(done)](Result<Decision> result) {
+      Answered(policy, result.status());
       done(std::move(result));
     });
   }
@@ -120,15 +170,15 @@ class ObservedStore final : public Store {
   }
 
  private:
-  void Answered(StatusCode code) {
+  void Answered(size_t policy, const Status& status) {
     --outstanding_;
-    ++answered_[static_cast<int>(code)];
+    ++answered_[policy][static_cast<int>(OutcomeOf(status))];
   }
 
   Store& backend_;
   std::atomic<int64_t> outstanding_{0};
   std::atomic<int64_t> max_outstanding_{0};
-  std::atomic<int64_t> answered_[static_cast<int>(StatusCode::kInternal) + 1] = {};
+  std::atomic<int64_t> answered_[kPolicies.size() + 1][static_cast<int>(Outcome::kCount)] = {};
 };
 
 // sluice-bench-style clients over one limiter per policy and 1000 keys: kSyncThreads threads
@@ -322,18 +372,20 @@ TEST_P(FaultTest, DecidesWithinTheDeadlineByPolicyAndRecovers) {
 
   std::printf(
       "[%s] slowest decision %.1f ms sync, %.1f ms async (deadline %lld ms); during the %.0f ms "
-      "of the fault: %s; Redis answered ok %ld, deadline_exceeded %ld, unavailable %ld, "
-      "resource_exhausted %ld, internal %ld, at most %ld outstanding at it (%ld async checks "
-      "outstanding at most); back on Redis %.0f ms after the fault cleared; resident memory %zu "
+      "of the fault: %s; Redis answered ok %ld, timed out %ld, connection lost %ld, refused at "
+      "once: not connected %ld, not keeping up (over the pending bound) %ld, other errors %ld; at "
+      "most %ld outstanding at it (%ld async checks outstanding at most); back on Redis %.0f ms "
+      "after the fault cleared; resident memory %zu "
       "MiB, peak +%zd KiB; CPU pressure %.0f%%\n",
       testing::RedisFaultName(fault), static_cast<double>(tally.sync_max_us()) / 1000,
       static_cast<double>(tally.async_max_us()) / 1000,
       static_cast<long long>(kDeadline.count() / 1000), Millis(cleared - injected),
-      during.ToString().c_str(), static_cast<long>(observed_->answered(StatusCode::kOk)),
-      static_cast<long>(observed_->answered(StatusCode::kDeadlineExceeded)),
-      static_cast<long>(observed_->answered(StatusCode::kUnavailable)),
-      static_cast<long>(observed_->answered(StatusCode::kResourceExhausted)),
-      static_cast<long>(observed_->answered(StatusCode::kInternal)),
+      during.ToString().c_str(), static_cast<long>(observed_->answered(Outcome::kOk)),
+      static_cast<long>(observed_->answered(Outcome::kTimedOut)),
+      static_cast<long>(observed_->answered(Outcome::kLost)),
+      static_cast<long>(observed_->answered(Outcome::kNotConnected)),
+      static_cast<long>(observed_->answered(Outcome::kNotKeepingUp)),
+      static_cast<long>(observed_->answered(Outcome::kOtherError)),
       static_cast<long>(observed_->max_outstanding()), static_cast<long>(load.max_outstanding()),
       Millis(recovery), memory_before >> 20,
       (static_cast<ssize_t>(memory_peak) - static_cast<ssize_t>(memory_before)) / 1024,
@@ -370,16 +422,19 @@ TEST_P(FaultTest, DecidesWithinTheDeadlineByPolicyAndRecovers) {
             own_of(FailurePolicy::kLocalFallback).first)
       << "half of 1 000 000/s admits this load";
   if (fault == RedisFault::kScriptsFlushed) {  // a NOSCRIPT reaching the store is UNAVAILABLE
-    EXPECT_EQ(observed_->answered(StatusCode::kUnavailable), 0);
-    EXPECT_EQ(observed_->answered(StatusCode::kInternal), 0);
+    for (Outcome o :
+         {Outcome::kLost, Outcome::kNotConnected, Outcome::kNotKeepingUp, Outcome::kOtherError}) {
+      EXPECT_EQ(observed_->answered(o), 0) << static_cast<int>(o);
+    }
   }
 
   // Bounded queues: never more calls outstanding at Redis than the client's bound (and the
-  // callers racing it); while Redis does not answer, the excess is refused at once.
+  // callers racing it); while Redis does not answer, the excess is refused at once, as Redis not
+  // keeping up (UNAVAILABLE), which the policy decides.
   EXPECT_LE(observed_->max_outstanding(),
             static_cast<int64_t>(kConnections * MaxPendingPerConnection(fault)) + kSyncThreads + 1);
   if (fault == RedisFault::kHung || fault == RedisFault::kSlowed) {
-    EXPECT_GT(observed_->answered(StatusCode::kResourceExhausted), 0);
+    EXPECT_GT(observed_->answered(Outcome::kNotKeepingUp), 0);
   }
   EXPECT_LT(memory_peak, memory_before + kMemoryBound) << "bounded memory";
   for (int t = 0; t < kSyncThreads; ++t) {
