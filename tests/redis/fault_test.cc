@@ -285,6 +285,8 @@ class Load {
 
 class FaultTest : public ::testing::TestWithParam<RedisFault> {
  protected:
+  virtual size_t MaxPending() const { return MaxPendingPerConnection(GetParam()); }
+
   void SetUp() override {
     server_ = testing::RedisServer::Start();
     ASSERT_NE(server_, nullptr);
@@ -292,7 +294,7 @@ class FaultTest : public ::testing::TestWithParam<RedisFault> {
     ASSERT_NE(injector_, nullptr);
     auto store = RedisStore::Create(
         RedisStoreOptions{.url = "redis://127.0.0.1:" + std::to_string(injector_->port()),
-                          .max_pending_per_connection = MaxPendingPerConnection(GetParam()),
+                          .max_pending_per_connection = MaxPending(),
                           .key_prefix = "fault:"});
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     redis_ = std::move(store).value();
@@ -477,7 +479,7 @@ TEST_P(FaultTest, DecidesWithinTheDeadlineByPolicyAndRecovers) {
   // callers racing it); while Redis does not answer, the excess is refused at once, as Redis not
   // keeping up (UNAVAILABLE), which the policy decides.
   EXPECT_LE(observed_->max_outstanding(),
-            static_cast<int64_t>(kConnections * MaxPendingPerConnection(fault)) + kSyncThreads + 1);
+            static_cast<int64_t>(kConnections * MaxPending()) + kSyncThreads + 1);
   if (fault == RedisFault::kHung || fault == RedisFault::kSlowed) {
     EXPECT_GT(observed_->answered(Outcome::kNotKeepingUp), 0);
   }
@@ -505,8 +507,14 @@ TEST_P(FaultTest, DecidesWithinTheDeadlineByPolicyAndRecovers) {
 // is what it applied: per policy, the units Redis holds afterwards minus the units the callers
 // were told Redis admitted. That is never negative, and never more than the calls that failed
 // after they may have been sent: a call refused at once (not connected, not keeping up) never
-// reaches Redis. docs/failure-modes.md reports the figures.
-TEST_P(FaultTest, FailedCallsAppliedByRedisAnyway) {
+// reaches Redis. docs/failure-modes.md reports the figures. With the defaults throughout, the
+// pending bound included, so that they are what a deployment with the defaults gets.
+class FailedButAppliedTest : public FaultTest {
+ protected:
+  size_t MaxPending() const override { return RedisStoreOptions{}.max_pending_per_connection; }
+};
+
+TEST_P(FailedButAppliedTest, CountedPerPolicyAndBounded) {
   const RedisFault fault = GetParam();
   auto limit =
       Limit::Create(Algorithm::kSlidingLog, Limit::kMaxSlidingLogCount, std::chrono::hours(1));
@@ -572,11 +580,14 @@ TEST_P(FaultTest, FailedCallsAppliedByRedisAnyway) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(EachFault, FaultTest,
-                         ::testing::Values(RedisFault::kKilled, RedisFault::kHung,
-                                           RedisFault::kSlowed, RedisFault::kScriptsFlushed,
-                                           RedisFault::kClientsKilled, RedisFault::kFull),
-                         [](const auto& info) { return testing::RedisFaultName(info.param); });
+const auto kEachFault =
+    ::testing::Values(RedisFault::kKilled, RedisFault::kHung, RedisFault::kSlowed,
+                      RedisFault::kScriptsFlushed, RedisFault::kClientsKilled, RedisFault::kFull);
+std::string FaultName(const ::testing::TestParamInfo<RedisFault>& info) {
+  return testing::RedisFaultName(info.param);
+}
+INSTANTIATE_TEST_SUITE_P(EachFault, FaultTest, kEachFault, FaultName);
+INSTANTIATE_TEST_SUITE_P(EachFault, FailedButAppliedTest, kEachFault, FaultName);
 
 }  // namespace
 }  // namespace sluice
