@@ -1,26 +1,31 @@
 #!/usr/bin/env bash
 # The two Quick start commands of the README:
 #   scripts/dev.sh run    install what is missing, build, run the main job: `sluice serve` on the
-#                         in-memory store with examples/sluice.yaml, on 127.0.0.1:8080
+#                         in-memory store with examples/sluice.yaml, on 127.0.0.1:8080 (further
+#                         arguments go to `sluice serve`, e.g. --listen 127.0.0.1:9090)
 #   scripts/dev.sh test   install what is missing, build, run every test: a release build with
 #                         -Werror, an ASan+UBSan build, a TSan build of the concurrent code, and
 #                         the libFuzzer targets for a bounded time
+# Either may run first, and each any number of times, on one clone: `run` builds sluice in the
+# release tree that `test` uses, configured the same way, and every configure states each of the
+# project's options, so no option is left over from an earlier configure of the tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 jobs=$(nproc)
-configure() {  # DIR [cmake args...]
-  local dir=$1
-  shift
-  cmake -S . -B "$dir" -G Ninja -DSLUICE_WERROR=ON "$@" >/dev/null
+configure() {  # DIR BUILD_TYPE SANITIZERS BENCH(ON|OFF)
+  cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE="$2" -DSLUICE_SANITIZE="$3" \
+    -DSLUICE_BUILD_BENCH="$4" -DSLUICE_BUILD_TESTS=ON -DSLUICE_FUZZ=OFF -DSLUICE_WERROR=ON >/dev/null
 }
+configure_release() { configure build/release Release "" ON; }
 
 run() {
-  configure build/release -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCH=OFF
+  configure_release
   ninja -C build/release -j "$jobs" sluice_cli
-  echo "== sluice serve on 127.0.0.1:8080 (in-memory store, examples/sluice.yaml); Ctrl-C stops it"
+  echo "== sluice serve (in-memory store, examples/sluice.yaml: 127.0.0.1:8080 unless --listen)," \
+    "Ctrl-C stops it"
   echo "   try: curl -si localhost:8080/v1/check -d '{\"rule\":\"api\",\"key\":\"user:42\"}'"
-  exec ./build/release/sluice serve --config examples/sluice.yaml
+  exec ./build/release/sluice serve --config examples/sluice.yaml "$@"
 }
 
 passed=0
@@ -48,20 +53,18 @@ run_ctest() {
 
 test_all() {
   echo "== release build, every test"
-  configure build/release -DCMAKE_BUILD_TYPE=Release
+  configure_release
   ninja -C build/release -j "$jobs"
   run_ctest --test-dir build/release --output-on-failure -j "$jobs"
 
   echo "== ASan + UBSan build, every test"
-  configure build/asan -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=address,undefined \
-    -DSLUICE_BUILD_BENCH=OFF
+  configure build/asan Debug address,undefined OFF
   ninja -C build/asan -j "$jobs"
   run_ctest --test-dir build/asan --output-on-failure -j "$jobs" -LE 'install|fault'
 
   # clang: GCC's TSan cannot model the atomic fences Boost.Asio uses.
   echo "== TSan build (clang), the concurrent code"
-  CC=clang CXX=clang++ configure build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DSLUICE_SANITIZE=thread -DSLUICE_BUILD_BENCH=OFF
+  CC=clang CXX=clang++ configure build/tsan RelWithDebInfo thread OFF
   ninja -C build/tsan -j "$jobs"
   export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp"
   run_ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L 'concurrency|redis|http' -LE fault
@@ -75,10 +78,13 @@ test_all() {
 
 bash scripts/install-deps.sh
 case "${1:-}" in
-  run) run ;;
+  run)
+    shift
+    run "$@"
+    ;;
   test) test_all ;;
   *)
-    echo "usage: scripts/dev.sh run|test" >&2
+    echo "usage: scripts/dev.sh run [sluice serve options] | scripts/dev.sh test" >&2
     exit 2
     ;;
 esac

@@ -53,7 +53,8 @@ struct RedisStoreOptions {
   int io_threads = 1;
   // Two keep Redis busy while the client handles a batch of replies (src/redis/client.h).
   int connections_per_thread = 2;
-  // Calls outstanding on one connection beyond which more are refused (RESOURCE_EXHAUSTED).
+  // Calls outstanding on one connection beyond which more are refused at once, as UNAVAILABLE:
+  // Redis is not keeping up, an outage that a ResilientStore's failure policy decides.
   size_t max_pending_per_connection = 4096;
 
   // Namespace of every key this store writes; must not contain '{' or '}'.

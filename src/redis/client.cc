@@ -208,10 +208,11 @@ class Connection {
   }
 
   Status Refuse(Refusal refusal) const {
+    // Redis not keeping up is an outage like any other: the rule's failure policy decides.
     if (refusal == Refusal::kTooManyPending) {
-      return Status::ResourceExhausted("too many Redis calls pending (" +
-                                       std::to_string(options_.max_pending_per_connection) +
-                                       " on one connection)");
+      return Status::Unavailable("Redis at " + Address() + " is not keeping up: " +
+                                 std::to_string(options_.max_pending_per_connection) +
+                                 " calls pending on one connection");
     }
     const std::string why = LastError();
     return Status::Unavailable("not connected to Redis at " + Address() +

@@ -6,8 +6,9 @@
 // Every call has a deadline (ClientOptions::timeout) enforced by a timer: the callback runs with
 // DEADLINE_EXCEEDED when it passes, and a late reply is discarded. There are no automatic
 // retries; a connection with max_pending calls outstanding refuses more at once with
-// RESOURCE_EXHAUSTED; while a connection is down, calls fail fast with UNAVAILABLE and the
-// client reconnects in the background.
+// UNAVAILABLE (Redis is not keeping up: an outage, for the caller's failure policy); while a
+// connection is down, calls fail fast with UNAVAILABLE too and the client reconnects in the
+// background.
 //
 // Thread safety: all methods may be called from any thread. Callbacks run exactly once and must
 // not block: on a client I/O thread, or inline on the calling thread when a call is refused at
