@@ -35,7 +35,8 @@ inline constexpr size_t kMaxRuleNameBytes = 64;
 inline constexpr size_t kMaxWaitersBound = 10'000'000;
 // The largest limit a sliding_log rule may have unless the config raises it (up to
 // Limit::kMaxSlidingLogCount): the log keeps one entry per admission, about 100 bytes each in
-// Redis, so a key of such a rule holds up to 1 MB; sliding_window needs 24 bytes at any limit.
+// Redis, so a key of such a rule holds up to 1 MB; sliding_window needs a few dozen bytes at any
+// limit.
 inline constexpr int64_t kDefaultMaxSlidingLogLimit = 10'000;
 
 struct Rule {

@@ -242,7 +242,9 @@ INSTANTIATE_TEST_SUITE_P(Meters, ReservationConformance,
 // not granted again when the clock steps back across the boundary, nor by a whole period, nor
 // when it comes back.
 TEST_P(Conformance, ClockSteppingBackGrantsNothingAgain) {
+  int key = 0;
   for (const Limit& limit : LimitsOf(GetParam())) {
+    key = (key + 1) % kKeys;
     const int64_t period = limit.period().count();
     const int64_t now = clock_.now().time_since_epoch().count();
     clock_.Advance(Duration(period - now % period));  // on a boundary
@@ -250,11 +252,11 @@ TEST_P(Conformance, ClockSteppingBackGrantsNothingAgain) {
     std::vector<Decision> decisions;
     RunTrace(limit,
              {
-                 {into, 0, limit.capacity()},  // spent just after the boundary
-                 {-into - 1us, 0, 1},          // back across the boundary
-                 {-p, 0, 1},                   // a whole period further back
-                 {0us, 0, 0},                  // a peek there
-                 {p + into + 1us, 0, 1},       // back where it was spent
+                 {into, key, limit.capacity()},  // spent just after the boundary
+                 {-into - 1us, key, 1},          // back across the boundary
+                 {-p, key, 1},                   // a whole period further back
+                 {0us, key, 0},                  // a peek there
+                 {p + into + 1us, key, 1},       // back where it was spent
              },
              "clock stepping back", &decisions);
     if (HasFatalFailure()) return;
@@ -342,11 +344,14 @@ TEST_P(ParameterChangeConformance, RandomChangesOnOneKey) {
 // The burst of a meter lowered from 1000 to 10 after one unit was spent: neither store admits
 // more than 10 at once, nor reports more remaining.
 TEST_F(ConformanceTest, ALoweredBurstIsTheMostAdmittedAtOnce) {
-  for (Algorithm a : {Algorithm::kTokenBucket, Algorithm::kLeakyBucket, Algorithm::kGcra}) {
+  const Algorithm meters[] = {Algorithm::kTokenBucket, Algorithm::kLeakyBucket, Algorithm::kGcra};
+  static_assert(std::size(meters) == kKeys, "one key each, on every node");
+  for (int key = 0; key < static_cast<int>(kKeys); ++key) {
+    const Algorithm a = meters[key];
     const Limit wide = *Limit::Create(a, 1000, 1h, 1000);
     const Limit narrow = *Limit::Create(a, 1000, 1h, 10);
-    std::vector<Step> trace = {{0us, 0, 1}};
-    for (int i = 0; i < 30; ++i) trace.push_back({0us, 0, 1, 0us, &narrow});
+    std::vector<Step> trace = {{0us, key, 1}};
+    for (int i = 0; i < 30; ++i) trace.push_back({0us, key, 1, 0us, &narrow});
     std::vector<Decision> decisions;
     RunTrace(wide, trace, "burst lowered", &decisions);
     if (HasFatalFailure()) return;
