@@ -136,8 +136,9 @@ Result<Decision> ToDecision(const Result<redis::Reply>& reply, int64_t limit_cou
   return ToDecision(*reply, limit_count);
 }
 
-// sliding_log keeps its running total in a second key; the other algorithms have one key, and
-// naming a key a script never touches would only make a migrating Cluster slot refuse the call.
+// sliding_log keeps the count of the units that left its log in a second key; the other algorithms
+// have one key, and naming a key a script never touches would only make a migrating Cluster slot
+// refuse the call.
 bool HasAuxKey(const Limit& limit) { return limit.algorithm() == Algorithm::kSlidingLog; }
 
 // Upper bound of the bytes of one request's keys, for reserving.
