@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "random_times.h"
+
 namespace sluice::core {
 namespace {
 
@@ -248,25 +250,7 @@ Trace RandomTrace(const Limit& limit, uint64_t seed, int n) {
   Trace trace;
   int64_t t = kStart + below(period);
   for (int i = 0; i < n; ++i) {
-    switch (below(7)) {
-      case 0:
-        break;
-      case 1:
-        t += below(3);
-        break;
-      case 2:
-      case 3:
-        t += below(period / 4 + 1);
-        break;
-      case 4:
-        t += below(period + 1);
-        break;
-      case 5:
-        t = std::max(t, t - t % period + period + below(3) - 1);  // around the next boundary
-        break;
-      default:
-        t += below(3 * period);
-    }
+    t = NextRandomTime(rng, t, period);
     const int64_t cost =
         below(8) == 0 ? below(limit.capacity() + 1) : std::min(below(3), limit.capacity());
     trace.emplace_back(t, cost);

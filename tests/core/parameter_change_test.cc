@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/algorithms.h"
+#include "random_times.h"
 
 namespace sluice::core {
 namespace {
@@ -61,9 +62,9 @@ struct Change {
   std::optional<int64_t> latest_before;  // the latest admission under `before`
 };
 
-// Drives a state through random traffic: bursts at one instant, small steps, pauses and window
-// boundaries of the limit in force. `judge(t, cost)` is called before each decision under `after`,
-// and must return false when an admission there would break the property.
+// Drives a state through random traffic, at times around the windows of the limit in force.
+// `judge(t, cost)` is called before each decision under `after`, and must return false when an
+// admission there would break the property.
 template <typename Judge>
 void Drive(Change& run, uint64_t seed, Judge judge) {
   std::mt19937_64 rng(seed);
@@ -72,22 +73,7 @@ void Drive(Change& run, uint64_t seed, Judge judge) {
   int64_t t = kStart + below(run.before.period().count());
   for (int i = 0; i < 400; ++i) {
     const Limit& limit = i < 200 ? run.before : run.after;
-    const int64_t period = limit.period().count();
-    switch (below(5)) {
-      case 0:
-        break;
-      case 1:
-        t += below(3);
-        break;
-      case 2:
-        t += below(period / 8 + 1);
-        break;
-      case 3:
-        t = std::max(t, t - t % period + period + below(3) - 1);
-        break;
-      default:
-        t += below(period + 1);
-    }
+    t = NextRandomTime(rng, t, limit.period().count());
     const int64_t cost = below(6) == 0 ? below(limit.capacity() + 1) : 1;
     if (i == 200) run.changed_at = t;
     const Decision d = Decide(limit, state, t, cost);

@@ -82,6 +82,36 @@ class ConformanceTest : public RedisStoreTest {
     }
   }
 
+  // A step of a random trace under `limit`: often at the same instant, else a fraction of the
+  // period on, a whole one or several; a cost of 1 mostly, sometimes 0 (a peek), anything up to
+  // the capacity, or all of it.
+  static Step RandomStep(std::mt19937_64& rng, const Limit& limit) {
+    const int64_t period = limit.period().count();
+    const int64_t cap = limit.capacity();
+    Step step{0us, static_cast<int>(rng() % kKeys), 1};
+    const uint64_t dice = rng() % 100;
+    if (dice < 30) {
+      step.advance = 0us;
+    } else if (dice < 75) {
+      step.advance = Duration(1 + rng() % std::max<int64_t>(period / 10, 1));
+    } else if (dice < 97) {
+      step.advance = Duration(1 + rng() % period);
+    } else {
+      step.advance = Duration(period + rng() % (3 * period));
+    }
+    const uint64_t cost_dice = rng() % 100;
+    if (cost_dice < 10) {
+      step.cost = 0;
+    } else if (cost_dice < 70) {
+      step.cost = 1;
+    } else if (cost_dice < 95) {
+      step.cost = 1 + static_cast<int64_t>(rng() % cap);
+    } else {
+      step.cost = cap;
+    }
+    return step;
+  }
+
   static std::vector<Limit> LimitsOf(Algorithm algorithm) {
     std::vector<Limit> limits;
     auto add = [&](int64_t count, Duration period, std::optional<int64_t> burst = std::nullopt) {
@@ -157,33 +187,8 @@ TEST_P(Conformance, RandomTraces) {
   for (const Limit& limit : LimitsOf(GetParam())) {
     for (uint32_t seed = 1; seed <= 3; ++seed) {
       std::mt19937_64 rng(seed * 7919 + static_cast<uint32_t>(limit.count()));
-      const int64_t period = limit.period().count();
-      const int64_t cap = limit.capacity();
       std::vector<Step> trace;
-      for (int i = 0; i < 300; ++i) {
-        Step step{0us, static_cast<int>(rng() % kKeys), 1};
-        const uint64_t dice = rng() % 100;
-        if (dice < 30) {
-          step.advance = 0us;
-        } else if (dice < 75) {
-          step.advance = Duration(1 + rng() % std::max<int64_t>(period / 10, 1));
-        } else if (dice < 97) {
-          step.advance = Duration(1 + rng() % period);
-        } else {
-          step.advance = Duration(period + rng() % (3 * period));
-        }
-        const uint64_t cost_dice = rng() % 100;
-        if (cost_dice < 10) {
-          step.cost = 0;
-        } else if (cost_dice < 70) {
-          step.cost = 1;
-        } else if (cost_dice < 95) {
-          step.cost = 1 + static_cast<int64_t>(rng() % cap);
-        } else {
-          step.cost = cap;
-        }
-        trace.push_back(step);
-      }
+      for (int i = 0; i < 300; ++i) trace.push_back(RandomStep(rng, limit));
       RunTrace(limit, trace, "seed " + std::to_string(seed));
       if (HasFatalFailure()) return;
     }
@@ -306,26 +311,8 @@ TEST_P(ParameterChangeConformance, RandomChangesOnOneKey) {
         ++changes;
       }
       const Limit& limit = limits[current];
-      const int64_t period = limit.period().count();
-      const int64_t cap = limit.capacity();
-      Step step{0us, static_cast<int>(rng() % kKeys), 1};
+      Step step = RandomStep(rng, limit);
       step.limit = &limit;
-      const uint64_t dice = rng() % 100;
-      if (dice < 30) {
-        step.advance = 0us;
-      } else if (dice < 75) {
-        step.advance = Duration(1 + rng() % std::max<int64_t>(period / 10, 1));
-      } else if (dice < 97) {
-        step.advance = Duration(1 + rng() % period);
-      } else {
-        step.advance = Duration(period + rng() % (3 * period));
-      }
-      const uint64_t cost_dice = rng() % 100;
-      if (cost_dice < 10) {
-        step.cost = 0;
-      } else if (cost_dice >= 70) {
-        step.cost = cost_dice < 95 ? 1 + static_cast<int64_t>(rng() % cap) : cap;
-      }
       if (HasBurst(GetParam()) && rng() % 2 == 0) {
         const Duration most = std::min<Duration>(MaxDelayOf(limit), 3 * limit.period());
         step.max_delay = Duration(rng() % (most.count() + 1));
