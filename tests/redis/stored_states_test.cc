@@ -1,7 +1,11 @@
-// Keys written by the previous version of the Redis scripts, still there after an upgrade, are
-// read safely: a sliding_log of "time:cost" members with its total is rewritten in today's form
-// on first use, a sliding_window state without its latest admission and a fixed_window state
-// holding its window's start decide as the state the same admissions leave in MemoryStore.
+// States put in Redis by hand, which traces through the store do not reach quickly. Keys written
+// by the previous version of the scripts, still there after an upgrade, are read safely: a
+// sliding_log of "time:cost" members with its total is rewritten in today's form on first use, a
+// sliding_window state without its latest admission and a fixed_window state holding its window's
+// start decide as the state the same admissions leave in MemoryStore. A sliding_log whose running
+// counts wrap around 2^32 (after that many units on one key) decides as MemoryStore's; one that
+// lost the count of the units gone (its auxiliary key evicted) admits nothing until its oldest
+// entry leaves.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -30,7 +34,7 @@ struct Admission {
   int64_t cost;
 };
 
-class EarlierFormats : public RedisStoreTest {
+class StoredStates : public RedisStoreTest {
  protected:
   void SetUp() override {
     RedisStoreTest::SetUp();
@@ -75,7 +79,7 @@ const std::vector<Admission> kAfterUpgrade = {{0, 1},         {0, 0},         {1
                                               {2'500'000, 1}, {1'000'000, 2}, {0, 1},
                                               {6'000'000, 4}, {0, 1},         {30'000'000, 1}};
 
-TEST_F(EarlierFormats, SlidingLogIsRewrittenOnFirstUse) {
+TEST_F(StoredStates, SlidingLogIsRewrittenOnFirstUse) {
   const Limit limit = *Limit::Create(Algorithm::kSlidingLog, 10, 10s);
   const int64_t t = 1'700'000'000'000'000;
   // Two entries already out of the window when the new version first sees the log.
@@ -95,7 +99,43 @@ TEST_F(EarlierFormats, SlidingLogIsRewrittenOnFirstUse) {
   }
 }
 
-TEST_F(EarlierFormats, SlidingWindowWithoutItsLatestAdmission) {
+TEST_F(StoredStates, SlidingLogWhoseRunningCountsWrapAround) {
+  const Limit limit = *Limit::Create(Algorithm::kSlidingLog, 10, 10s);
+  const int64_t t = 1'700'000'000'000'000;
+  const int64_t wrap = int64_t{1} << 32;
+  // 4294967290 units have left the log; then 3 at t (running count 4294967293) and 4 at t + 2 s
+  // (running count 4294967297, stored as 1).
+  Command({"ZADD", Key(0), std::to_string(t), std::to_string(wrap - 3),
+           std::to_string(t + 2'000'000), "1"});
+  Command({"PEXPIRE", Key(0), "600000"});
+  Command({"SET", Key(1), std::to_string(wrap - 6), "PX", "600000"});
+  ExpectSameDecisions(limit, {{t, 3}, {t + 2'000'000, 4}}, t + 3'000'000, kAfterUpgrade);
+}
+
+TEST_F(StoredStates, SlidingLogThatLostTheCountOfUnitsGoneWaitsForItsOldestEntry) {
+  const Limit limit = *Limit::Create(Algorithm::kSlidingLog, 10, 10s);
+  const int64_t t = 1'700'000'000'000'000;
+  clock_.Set(Time(Duration(t)));
+  ASSERT_TRUE(redis_->Check(Request(limit, 2))->allowed);
+  clock_.Advance(1s);
+  ASSERT_TRUE(redis_->Check(Request(limit, 1))->allowed);
+  Command({"DEL", Key(1)});
+  clock_.Advance(1s);
+  Result<Decision> d = redis_->Check(Request(limit, 1));
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->allowed);
+  EXPECT_EQ(d->remaining, 0);
+  EXPECT_EQ(d->retry_after, 8s);  // when the entry at t leaves
+  clock_.Set(Time(Duration(t + 10'000'000 - 1)));
+  EXPECT_FALSE(redis_->Check(Request(limit, 1))->allowed);
+  clock_.Advance(1us);
+  d = redis_->Check(Request(limit, 9));  // the unit of t + 1 s still counts
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+  EXPECT_EQ(d->remaining, 0);
+}
+
+TEST_F(StoredStates, SlidingWindowWithoutItsLatestAdmission) {
   const Limit limit = *Limit::Create(Algorithm::kSlidingWindow, 10, 10s);
   const int64_t period = 10'000'000;
   const int64_t start = 1'700'000'000'000'000 / period * period;
@@ -104,7 +144,7 @@ TEST_F(EarlierFormats, SlidingWindowWithoutItsLatestAdmission) {
   ExpectSameDecisions(limit, {{start - 1, 6}, {start, 3}}, start + 2'000'000, kAfterUpgrade);
 }
 
-TEST_F(EarlierFormats, FixedWindowHoldingItsWindowsStart) {
+TEST_F(StoredStates, FixedWindowHoldingItsWindowsStart) {
   const Limit limit = *Limit::Create(Algorithm::kFixedWindow, 10, 10s);
   const int64_t period = 10'000'000;
   const int64_t start = 1'700'000'000'000'000 / period * period;
