@@ -9,7 +9,7 @@ packages=(
   libfmt-dev libspdlog-dev libcpp-httplib-dev libssl-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc grpc-proto
   python3-grpcio python3-grpc-tools python3-protobuf
-  libgtest-dev libgmock-dev libbenchmark-dev libexpat1-dev libxml2-utils
+  libgtest-dev libgmock-dev libbenchmark-dev libexpat1-dev libxml2-utils libfaketime
   redis-server redis-tools curl wrk
   # The Debian package and its tests (tests/package/): CPack's shlibdeps, lintian, the unit's
   # checks (systemd-analyze, strace), the man page's.

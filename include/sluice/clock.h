@@ -22,7 +22,13 @@ class Clock {
   virtual Time now() const = 0;
 };
 
-// The system's real-time clock (CLOCK_REALTIME), like Redis TIME.
+// The wall-clock time that never goes backwards: the real-time clock (CLOCK_REALTIME, what Redis
+// TIME reads) is read once, at the first call in the process, and from then on advanced by the
+// monotonic clock (CLOCK_MONOTONIC, std::chrono::steady_clock). An NTP step of the system clock,
+// back or forward, is not seen: it cannot re-grant a window that was spent, nor end one early.
+// The price is that after such a step this clock keeps the time it had before it (NTP's gradual
+// corrections, which both clocks follow, keep them together otherwise), until the process
+// restarts. Consecutive calls, from any threads, never return a smaller time.
 class SystemClock final : public Clock {
  public:
   Time now() const override;
@@ -30,7 +36,8 @@ class SystemClock final : public Clock {
   static SystemClock& Instance();
 };
 
-// A clock that moves only when told to. Starts at `start`.
+// A clock that moves only when told to. Starts at `start`. It may be set back, to test how a
+// store treats a state stamped later than its clock.
 class ManualClock final : public Clock {
  public:
   explicit ManualClock(Time start = Time(Duration(1'700'000'000'000'000))) : us_(ToTicks(start)) {}

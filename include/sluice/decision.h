@@ -1,5 +1,5 @@
-// Decision: the answer to one check: whether it was admitted, what remains, when to retry and
-// when the key is fresh again, and which path decided.
+// Decision: the answer to one check: whether it was admitted, what remains, when to retry, when
+// more becomes available and when the key is fresh again, and which path decided.
 //
 // Thread safety: a plain value with no shared state; copies may be used from any thread.
 #pragma once
@@ -33,6 +33,11 @@ struct Decision {
   Duration retry_after{0};
   // The wait until the key's state is back to fresh (full quota); zero if it is fresh already.
   Duration reset_after{0};
+  // The wait until more than `remaining` units can be admitted, if no other traffic comes: a
+  // request for remaining + 1 units is admitted then, and denied a microsecond earlier. Zero
+  // when `remaining` is the whole capacity. This is the RateLimit field's `t`, "the time until
+  // additional quota is made available" (draft-ietf-httpapi-ratelimit-headers-10).
+  Duration replenish_after{0};
   // When allowed by booking a future slot (a reservation, CheckRequest::max_delay): the wait
   // before the request may proceed; the slot is consumed from now on. Zero otherwise.
   Duration delay{0};

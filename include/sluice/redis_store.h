@@ -8,7 +8,7 @@
 // Time comes from Redis TIME by default, so processes with skewed clocks still agree; with
 // `clock` set, the caller's clock is sent along instead.
 //
-// Keys are "<key_prefix><limiter name>:{<key>}" (plus ":n" for sliding_log's running total), with
+// Keys are "<key_prefix><limiter name>:{<key>}" (plus ":n" for sliding_log's count that left), with
 // `%`, `{` and `}` percent-encoded: the Redis Cluster hash tag is the key, so the state of every
 // limiter for one key lives in one slot. CheckAll uses that to decide several limits on one key
 // all or nothing.

@@ -141,7 +141,8 @@ class Fields {
 };
 
 Result<Rule> ParseRule(const Reporter& report, const YAML::Node& node, size_t index,
-                       const ServerConfig& server) {
+                       const Config& config) {
+  const ServerConfig& server = config.server;
   const std::string path = "rules[" + std::to_string(index) + "]";
   Fields fields(report, node, path);
   if (Status s = fields.Check({"name", "algorithm", "limit", "period", "burst", "on_error",
@@ -199,6 +200,16 @@ Result<Rule> ParseRule(const Reporter& report, const YAML::Node& node, size_t in
     }
     return report.At(limit_node, fields.Path("limit"), message);
   }
+  if (limit->algorithm() == Algorithm::kSlidingLog &&
+      limit->count() > config.max_sliding_log_limit) {
+    return report.At(limit_node, fields.Path("limit"),
+                     "sliding_log keeps one entry per admitted request (about 100 bytes each in "
+                     "Redis); limit " +
+                         std::to_string(limit->count()) + " is above max_sliding_log_limit " +
+                         std::to_string(config.max_sliding_log_limit) +
+                         ": use sliding_window, or raise max_sliding_log_limit (at most " +
+                         std::to_string(Limit::kMaxSlidingLogCount) + ")");
+  }
   FailurePolicy on_error = FailurePolicy::kFailOpen;
   if (const YAML::Node policy_node = fields.Get("on_error"); policy_node.IsDefined()) {
     auto policy_name = fields.ReadString(policy_node, "on_error");
@@ -221,7 +232,20 @@ Result<Rule> ParseRule(const Reporter& report, const YAML::Node& node, size_t in
 Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
   Config config;
   Fields top(report, root, "");
-  if (Status s = top.Check({"listen", "store", "server", "rules"}); !s.ok()) return s;
+  if (Status s = top.Check({"listen", "max_sliding_log_limit", "store", "server", "rules"});
+      !s.ok()) {
+    return s;
+  }
+
+  if (const YAML::Node max = top.Get("max_sliding_log_limit"); max.IsDefined()) {
+    auto n = top.ReadInteger(max, "max_sliding_log_limit");
+    if (!n.ok()) return n.status();
+    if (*n < 1 || *n > Limit::kMaxSlidingLogCount) {
+      return report.At(max, "max_sliding_log_limit",
+                       "must be between 1 and " + std::to_string(Limit::kMaxSlidingLogCount));
+    }
+    config.max_sliding_log_limit = *n;
+  }
 
   if (const YAML::Node listen = top.Get("listen"); listen.IsDefined()) {
     auto text = top.ReadString(listen, "listen");
@@ -297,7 +321,7 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
     return report.At(rules, "rules", "expected a non-empty list of rules");
   }
   for (size_t i = 0; i < rules.size(); ++i) {
-    auto rule = ParseRule(report, rules[i], i, config.server);
+    auto rule = ParseRule(report, rules[i], i, config);
     if (!rule.ok()) return rule.status();
     for (const Rule& earlier : config.rules) {
       if (earlier.name == rule->name) {

@@ -2,6 +2,7 @@
 // knobs and the rule set, read from a YAML file:
 //
 //   listen: 127.0.0.1:8080
+//   max_sliding_log_limit: 10000                                        # optional
 //   store: { url: memory://, timeout_ms: 50, instances: 1 }
 //   server: { io_threads: 2, read_timeout: 10s, idle_timeout: 60s,       # optional
 //             max_waiters: 100000, max_waiters_per_key: 1000 }
@@ -32,6 +33,11 @@ namespace sluice::config {
 inline constexpr size_t kMaxRuleNameBytes = 64;
 // The largest bound on /v1/acquire waiters a config may set.
 inline constexpr size_t kMaxWaitersBound = 10'000'000;
+// The largest limit a sliding_log rule may have unless the config raises it (up to
+// Limit::kMaxSlidingLogCount): the log keeps one entry per admission, about 100 bytes each in
+// Redis, so a key of such a rule holds up to 1 MB; sliding_window needs a few dozen bytes at any
+// limit.
+inline constexpr int64_t kDefaultMaxSlidingLogLimit = 10'000;
 
 struct Rule {
   std::string name;
@@ -75,6 +81,8 @@ struct ServerConfig {
 
 struct Config {
   ListenAddress listen;
+  // The largest limit a sliding_log rule may have.
+  int64_t max_sliding_log_limit = kDefaultMaxSlidingLogLimit;
   StoreConfig store;
   ServerConfig server;
   std::vector<Rule> rules;  // at least one; names unique

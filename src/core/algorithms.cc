@@ -10,17 +10,24 @@ namespace {
 // A peek (cost 0) is judged as a request for one unit.
 int64_t UnitsJudged(int64_t cost) { return std::max<int64_t>(cost, 1); }
 
-int64_t WindowStart(int64_t now, int64_t period) { return now - now % period; }
+int64_t WindowStart(int64_t t, int64_t period) { return t - t % period; }
 
-Decision MakeDecision(const Limit& limit, bool allowed, int64_t remaining, int64_t retry_after,
-                      int64_t reset_after, int64_t delay = 0) {
+struct Waits {
+  int64_t retry_after;      // when denied
+  int64_t reset_after;      // until the state is equivalent to fresh
+  int64_t replenish_after;  // until more than `remaining` can be admitted
+  int64_t delay = 0;        // a booking's wait
+};
+
+Decision MakeDecision(const Limit& limit, bool allowed, int64_t remaining, const Waits& waits) {
   return Decision{
       .allowed = allowed,
       .limit = limit.count(),
-      .remaining = std::max<int64_t>(remaining, 0),
-      .retry_after = Duration(allowed ? 0 : retry_after),
-      .reset_after = Duration(std::max<int64_t>(reset_after, 0)),
-      .delay = Duration(delay),
+      .remaining = remaining,
+      .retry_after = Duration(allowed ? 0 : waits.retry_after),
+      .reset_after = Duration(std::max<int64_t>(waits.reset_after, 0)),
+      .replenish_after = Duration(waits.replenish_after),
+      .delay = Duration(waits.delay),
   };
 }
 
@@ -67,140 +74,220 @@ int64_t FirstAdmittingElapsed(int64_t previous, int64_t current, int64_t lo, int
   return lo;
 }
 
+// The wait after `elapsed` until the window admits `units` (<= count): later in this window, else
+// in the next one (where `current` becomes `previous`), else two windows on, when nothing weighs
+// any more.
+int64_t SlidingWait(int64_t previous, int64_t current, int64_t elapsed, int64_t period,
+                    int64_t units, int64_t count) {
+  int64_t at =
+      FirstAdmittingElapsed(previous, current, elapsed + 1, period - 1, period, units, count);
+  if (at >= 0) return at - elapsed;
+  at = FirstAdmittingElapsed(current, 0, 0, period - 1, period, units, count);
+  if (at >= 0) return period + at - elapsed;
+  return 2 * period - elapsed;
+}
+
 }  // namespace
 
 Decision Decide(const Limit& limit, FixedWindowState& s, int64_t now, int64_t cost) {
   const int64_t period = limit.period().count();
-  const int64_t start = WindowStart(now, period);
-  if (s.window_start != start) s = {.window_start = start, .count = 0};
-  const bool allowed = s.count + UnitsJudged(cost) <= limit.count();
-  if (allowed) s.count += cost;
+  // The count is of the latest admission's window. It is current while that window is now's,
+  // or later than now's (the clock went back); otherwise, also after a period change, it counts
+  // only if the latest admission falls in now's window.
+  const int64_t start = WindowStart(std::max(now, s.latest), period);
+  int64_t count = s.latest >= start ? s.count : 0;
+  const bool allowed = count + UnitsJudged(cost) <= limit.count();
+  if (allowed && cost > 0) {
+    count += cost;
+    s = {.latest = std::max(now, s.latest), .count = count};
+  }
+  // Every unit comes back when the window ends.
   const int64_t until_next_window = start + period - now;
-  return MakeDecision(limit, allowed, limit.count() - s.count, until_next_window,
-                      s.count > 0 ? until_next_window : 0);
+  const int64_t wait = count > 0 ? until_next_window : 0;
+  return MakeDecision(
+      limit, allowed, std::max<int64_t>(limit.count() - count, 0),
+      {.retry_after = until_next_window, .reset_after = wait, .replenish_after = wait});
 }
 
 Decision Decide(const Limit& limit, SlidingLogState& s, int64_t now, int64_t cost) {
   const int64_t period = limit.period().count();
-  auto live = std::find_if(s.entries.begin(), s.entries.end(),
-                           [&](const auto& e) { return e.at > now - period; });
-  for (auto it = s.entries.begin(); it != live; ++it) s.total -= it->cost;
-  s.entries.erase(s.entries.begin(), live);
-
-  const int64_t units = UnitsJudged(cost);
-  const bool allowed = s.total + units <= limit.count();
-  int64_t retry_after = 0;
-  if (allowed && cost > 0) {
-    if (!s.entries.empty() && s.entries.back().at == now) {
-      s.entries.back().cost += cost;
-    } else {
-      s.entries.push_back({.at = now, .cost = cost});
-    }
-    s.total += cost;
-  } else if (!allowed) {
-    // Wait for the oldest entries to leave the window until enough units are freed.
-    const int64_t excess = s.total + units - limit.count();
-    int64_t freed = 0;
-    for (const auto& e : s.entries) {
-      freed += e.cost;
-      if (freed >= excess) {
-        retry_after = e.at + period - now;
-        break;
-      }
-    }
+  auto& log = s.entries;
+  const auto first_live = [&] { return log.begin() + static_cast<std::ptrdiff_t>(s.first_live); };
+  // Entries at or before now - P have left the window.
+  s.first_live = std::upper_bound(first_live(), log.end(), now - period,
+                                  [](int64_t horizon, const auto& e) { return horizon < e.at; }) -
+                 log.begin();
+  if (s.first_live > 1 && s.first_live > log.size() / 2) {
+    log.erase(log.begin(), first_live() - 1);
+    s.first_live = 1;
   }
-  const int64_t reset_after = s.entries.empty() ? 0 : s.entries.back().at + period - now;
-  return MakeDecision(limit, allowed, limit.count() - s.total, retry_after, reset_after);
+  const int64_t left = s.first_live > 0 ? log[s.first_live - 1].count : 0;  // units gone
+  int64_t total = log.empty() ? 0 : log.back().count - left;
+
+  const int64_t count = limit.count();
+  const int64_t units = UnitsJudged(cost);
+  const bool allowed = total + units <= count;
+  if (allowed && cost > 0) {
+    // Simultaneous admissions share an entry; so do admissions while the clock is behind the
+    // newest entry, which keeps the log in time order and counts them until that entry leaves.
+    if (!log.empty() && log.back().at >= now) {
+      log.back().count += cost;
+    } else {
+      log.push_back({.at = now, .count = (log.empty() ? 0 : log.back().count) + cost});
+    }
+    total += cost;
+  }
+  // The wait until `need` more units have left the window: the first live entry whose running
+  // count reaches left + need leaves P after it came.
+  const auto wait_for = [&](int64_t need) {
+    const auto e = std::lower_bound(first_live(), log.end(), left + need,
+                                    [](const auto& entry, int64_t n) { return entry.count < n; });
+    return e->at + period - now;
+  };
+  const int64_t remaining = std::max<int64_t>(count - total, 0);
+  return MakeDecision(
+      limit, allowed, remaining,
+      {.retry_after = allowed ? 0 : wait_for(total + units - count),
+       .reset_after = first_live() == log.end() ? 0 : log.back().at + period - now,
+       .replenish_after = remaining < count ? wait_for(total + remaining + 1 - count) : 0});
 }
 
 Decision Decide(const Limit& limit, SlidingWindowState& s, int64_t now, int64_t cost) {
   const int64_t period = limit.period().count();
   const int64_t count = limit.count();
-  const int64_t start = WindowStart(now, period);
-  if (s.window_start != start) {
-    s.previous = s.window_start == start - period ? s.current : 0;
-    s.current = 0;
-    s.window_start = start;
-  }
-  const int64_t elapsed = now - start;
-  const int64_t units = UnitsJudged(cost);
-  const bool allowed = SlidingAdmits(s.previous, s.current, elapsed, period, units, count);
-  int64_t retry_after = 0;
-  if (allowed) {
-    s.current += cost;
-  } else {
-    // Later in this window, else in the next one (where `current` becomes `previous`), else
-    // two windows on, when nothing weighs any more.
-    int64_t at =
-        FirstAdmittingElapsed(s.previous, s.current, elapsed + 1, period - 1, period, units, count);
-    if (at >= 0) {
-      retry_after = at - elapsed;
-    } else if ((at = FirstAdmittingElapsed(s.current, 0, 0, period - 1, period, units, count)) >=
-               0) {
-      retry_after = period + at - elapsed;
-    } else {
-      retry_after = 2 * period - elapsed;
+  // A state whose latest admission is in a window later than now's (the clock went back) is
+  // decided as at that window's start, where its previous window still weighs in full.
+  const int64_t at = std::max(now, WindowStart(s.latest, period));
+  const int64_t lag = at - now;
+  const int64_t start = WindowStart(at, period);
+  // Each count goes to the window, in this period, of the latest time its units may have come:
+  // with the period unchanged, `current` stays or becomes `previous`, and `previous` stays or
+  // goes; after a change no unit is counted earlier than it may have come.
+  int64_t previous = 0, current = 0;
+  const auto place = [&](int64_t latest_possible, int64_t units) {
+    if (units == 0) return;
+    const int64_t window = WindowStart(latest_possible, period);
+    if (window == start) {
+      current += units;
+    } else if (window == start - period) {
+      previous += units;
     }
+  };
+  place(s.latest, s.current);
+  place(s.window_start - 1, s.previous);
+
+  const int64_t elapsed = at - start;
+  const int64_t units = UnitsJudged(cost);
+  const bool allowed = SlidingAdmits(previous, current, elapsed, period, units, count);
+  if (allowed && cost > 0) {
+    current += cost;
+    s = {.window_start = start,
+         .latest = std::max(now, s.latest),
+         .previous = previous,
+         .current = current};
   }
   const double left =
-      static_cast<double>(count) - SlidingEstimate(s.previous, s.current, elapsed, period);
-  const int64_t reset_after = s.current > 0    ? 2 * period - elapsed
-                              : s.previous > 0 ? period - elapsed
-                                               : 0;
-  return MakeDecision(limit, allowed, static_cast<int64_t>(std::floor(left)), retry_after,
-                      reset_after);
+      static_cast<double>(count) - SlidingEstimate(previous, current, elapsed, period);
+  const int64_t remaining = std::max<int64_t>(static_cast<int64_t>(std::floor(left)), 0);
+  const int64_t reset_after = current > 0    ? 2 * period - elapsed + lag
+                              : previous > 0 ? period - elapsed + lag
+                                             : 0;
+  return MakeDecision(
+      limit, allowed, remaining,
+      {.retry_after =
+           allowed ? 0 : SlidingWait(previous, current, elapsed, period, units, count) + lag,
+       .reset_after = reset_after,
+       .replenish_after =
+           remaining < count
+               ? SlidingWait(previous, current, elapsed, period, remaining + 1, count) + lag
+               : 0});
 }
 
 Decision Decide(const Limit& limit, TokenBucketState& s, int64_t now, int64_t cost,
                 int64_t max_delay) {
   const int64_t interval = limit.emission_interval().count();
   const int64_t capacity = limit.capacity();
-  if (s.tokens < capacity && now > s.refilled_at) {
-    const int64_t earned = (now - s.refilled_at) / interval;
-    s.tokens = std::min(capacity, s.tokens + earned);
-    s.refilled_at = s.tokens == capacity ? now : s.refilled_at + earned * interval;
-  } else if (s.tokens >= capacity) {
-    s.refilled_at = now;
+  int64_t tokens = s.tokens, refilled_at = s.refilled_at;
+  if (tokens >= capacity) {
+    // Full, or above a burst lowered since: the capacity, whose refill starts now.
+    tokens = capacity;
+    refilled_at = now;
+  } else if (now > refilled_at) {
+    const int64_t earned = (now - refilled_at) / interval;
+    tokens = std::min(capacity, tokens + earned);
+    refilled_at = tokens == capacity ? now : refilled_at + earned * interval;
   }
+  // Negative when the clock is behind refilled_at: the next token is that much further.
+  const int64_t into_next_token = now - refilled_at;
+  const auto wait_for = [&](int64_t units) {
+    return (units - tokens) * interval - into_next_token;
+  };
   const int64_t units = UnitsJudged(cost);
-  const int64_t into_next_token = now - s.refilled_at;
-  const MeterAnswer answer =
-      Meter(s.tokens >= units, (units - s.tokens) * interval - into_next_token, cost, max_delay);
-  if (answer.allowed) s.tokens -= cost;
-  return MakeDecision(limit, answer.allowed, s.tokens, answer.retry_after,
-                      (capacity - s.tokens) * interval - into_next_token, answer.delay);
+  const MeterAnswer answer = Meter(tokens >= units, wait_for(units), cost, max_delay);
+  if (answer.allowed && cost > 0) {
+    tokens -= cost;
+    s = {.tokens = tokens, .refilled_at = refilled_at};
+  }
+  const int64_t remaining = std::max<int64_t>(tokens, 0);
+  return MakeDecision(limit, answer.allowed, remaining,
+                      {.retry_after = answer.retry_after,
+                       .reset_after = wait_for(capacity),
+                       .replenish_after = remaining < capacity ? wait_for(remaining + 1) : 0,
+                       .delay = answer.delay});
 }
 
 Decision Decide(const Limit& limit, LeakyBucketState& s, int64_t now, int64_t cost,
                 int64_t max_delay) {
   const int64_t interval = limit.emission_interval().count();
   const int64_t capacity = limit.capacity();
-  if (s.level > 0 && now > s.drained_at) {
-    const int64_t leaked = (now - s.drained_at) / interval;
-    s.level = std::max<int64_t>(0, s.level - leaked);
-    s.drained_at = s.level == 0 ? now : s.drained_at + leaked * interval;
-  } else if (s.level == 0) {
-    s.drained_at = now;
+  int64_t level = s.level, drained_at = s.drained_at;
+  if (level > 0 && now > drained_at) {
+    const int64_t leaked = (now - drained_at) / interval;
+    level = std::max<int64_t>(0, level - leaked);
+    drained_at = level == 0 ? now : drained_at + leaked * interval;
+  } else if (level == 0) {
+    drained_at = now;
   }
+  // Negative when the clock is behind drained_at: the next drop is that much further. A level
+  // above the capacity (a burst lowered since) drains before anything fits.
+  const int64_t into_next_drop = now - drained_at;
+  const auto wait_for = [&](int64_t units) {
+    return (level + units - capacity) * interval - into_next_drop;
+  };
   const int64_t units = UnitsJudged(cost);
-  const int64_t into_next_drop = now - s.drained_at;
-  const MeterAnswer answer =
-      Meter(s.level + units <= capacity, (s.level + units - capacity) * interval - into_next_drop,
-            cost, max_delay);
-  if (answer.allowed) s.level += cost;
-  return MakeDecision(limit, answer.allowed, capacity - s.level, answer.retry_after,
-                      s.level * interval - into_next_drop, answer.delay);
+  const MeterAnswer answer = Meter(level + units <= capacity, wait_for(units), cost, max_delay);
+  if (answer.allowed && cost > 0) {
+    level += cost;
+    s = {.level = level, .drained_at = drained_at};
+  }
+  const int64_t remaining = std::max<int64_t>(capacity - level, 0);
+  return MakeDecision(limit, answer.allowed, remaining,
+                      {.retry_after = answer.retry_after,
+                       .reset_after = wait_for(capacity),
+                       .replenish_after = remaining < capacity ? wait_for(remaining + 1) : 0,
+                       .delay = answer.delay});
 }
 
 Decision Decide(const Limit& limit, GcraState& s, int64_t now, int64_t cost, int64_t max_delay) {
   const int64_t interval = limit.emission_interval().count();
-  const int64_t tolerance = limit.capacity() * interval;
-  const int64_t tat = std::max(s.theoretical_arrival, now);
-  const int64_t allow_at = tat + UnitsJudged(cost) * interval - tolerance;
-  const MeterAnswer answer = Meter(allow_at <= now, allow_at - now, cost, max_delay);
-  s.theoretical_arrival = answer.allowed ? tat + cost * interval : tat;
-  return MakeDecision(limit, answer.allowed, (now + tolerance - s.theoretical_arrival) / interval,
-                      answer.retry_after, s.theoretical_arrival - now, answer.delay);
+  const int64_t capacity = limit.capacity();
+  const int64_t tolerance = capacity * interval;
+  // A TAT beyond now + tolerance (booked ahead, or a burst lowered since) admits nothing until
+  // the clock reaches TAT - tolerance.
+  int64_t tat = std::max(s.theoretical_arrival, now);
+  const auto wait_for = [&](int64_t units) { return tat + units * interval - tolerance - now; };
+  const int64_t units = UnitsJudged(cost);
+  const MeterAnswer answer = Meter(wait_for(units) <= 0, wait_for(units), cost, max_delay);
+  if (answer.allowed && cost > 0) {
+    tat += cost * interval;
+    s.theoretical_arrival = tat;
+  }
+  const int64_t remaining = std::max<int64_t>((now + tolerance - tat) / interval, 0);
+  return MakeDecision(limit, answer.allowed, remaining,
+                      {.retry_after = answer.retry_after,
+                       .reset_after = tat - now,
+                       .replenish_after = remaining < capacity ? wait_for(remaining + 1) : 0,
+                       .delay = answer.delay});
 }
 
 State FreshState(const Limit& limit, int64_t now) {

@@ -5,10 +5,18 @@
 // Contract of every Decide(limit, state, now, cost):
 //   - 0 <= cost <= limit.capacity() (the store validated it); cost 0 peeks: the decision says
 //     whether one unit would be admitted, and consumes nothing;
-//   - the state may be rewritten to an equivalent one (a refill, a new window); it is consumed
-//     only when the request is allowed, so a denial changes nothing that matters;
+//   - the state is written only when a request with cost > 0 is admitted (and sliding_log drops
+//     the entries that left its window), exactly as the Redis store writes its keys, so both
+//     stores keep equivalent states whatever the limit does next;
+//   - the limit may differ from the one the state was written under (a rule changed): the state
+//     is read under the new parameters, never counting a remembered unit for less than they do
+//     (a count above a lowered limit stays until it drains, tokens above a lowered burst are
+//     clamped to it, window counts go to the window they may belong to under a new period);
+//   - a state stamped later than `now` (a clock behind the one that wrote it) is current: it is
+//     never reset, and what it holds counts until the clock catches up;
 //   - decision.reset_after is when the state becomes equivalent to a fresh one: a store may drop
-//     the key then (or not keep it at all when reset_after is zero).
+//     the key then (or not keep it at all when reset_after is zero);
+//   - every call costs O(log n) in the state's size (sliding_log), plus the entries it drops.
 // The meters (token_bucket, leaky_bucket, gcra) also take `max_delay` >= 0: a request with a cost
 // that does not fit now but would after a wait <= max_delay is booked (consumed now, allowed,
 // decision.delay = the wait); beyond it, retry_after is the wait minus max_delay. Booking lets
@@ -28,21 +36,26 @@
 namespace sluice::core {
 
 struct FixedWindowState {
-  int64_t window_start = 0;
+  int64_t latest = 0;  // the latest admission; `count` is of its window
   int64_t count = 0;
 };
 
 struct SlidingLogState {
   struct Entry {
-    int64_t at;    // admission time; simultaneous admissions share one entry
-    int64_t cost;  // units admitted at `at`
+    int64_t at;     // admission time; simultaneous admissions share one entry
+    int64_t count;  // running count: the units admitted to the key up to this entry, included
   };
-  std::vector<Entry> entries;  // oldest first
-  int64_t total = 0;           // sum of entries[].cost
+  // Oldest first: `at` never decreases, `count` increases, so an entry's cost is its count minus
+  // the previous one's and the units in the window are counted without a scan. The entries
+  // before first_live have left the window; they are erased in bulk once they are half of the
+  // vector, but for the last one, whose count is then the units that left.
+  std::vector<Entry> entries;
+  size_t first_live = 0;
 };
 
 struct SlidingWindowState {
   int64_t window_start = 0;
+  int64_t latest = 0;    // the latest admission counted in `current`
   int64_t previous = 0;  // units admitted in the window before window_start
   int64_t current = 0;   // units admitted since window_start
 };

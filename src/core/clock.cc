@@ -1,9 +1,27 @@
 #include "sluice/clock.h"
 
 namespace sluice {
+namespace {
+
+// The wall-clock time and the monotonic clock's reading at one instant: the first call.
+struct Anchor {
+  Time wall;
+  std::chrono::steady_clock::time_point steady;
+};
+
+const Anchor& ProcessAnchor() {
+  static const Anchor anchor{
+      std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now()),
+      std::chrono::steady_clock::now()};
+  return anchor;
+}
+
+}  // namespace
 
 Time SystemClock::now() const {
-  return std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
+  const Anchor& anchor = ProcessAnchor();
+  return anchor.wall +
+         std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - anchor.steady);
 }
 
 SystemClock& SystemClock::Instance() {

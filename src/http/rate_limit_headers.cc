@@ -61,13 +61,13 @@ std::string RateLimitValue(std::string_view policy_name, const Decision& decisio
   std::string out;
   AppendSfString(out, policy_name);
   fmt::format_to(std::back_inserter(out), ";r={};t={}", decision.remaining,
-                 CeilSeconds(decision.reset_after));
+                 CeilSeconds(decision.replenish_after));
   return out;
 }
 
 std::string RetryAfterValue(const Decision& decision) {
   if (decision.allowed) return {};
-  return std::to_string(CeilSeconds(decision.retry_after));
+  return std::to_string(CeilSeconds(std::max(decision.retry_after, decision.replenish_after)));
 }
 
 RateLimitHeaders FormatRateLimitHeaders(std::string_view policy_name, const Limit& limit,

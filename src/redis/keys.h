@@ -1,6 +1,6 @@
 // The Redis key names of a limiter key. "<prefix><scope>:{<key>}" holds its state and, for
-// sliding_log, "<prefix><scope>:{<key>}:n" the total of its log. `%`, `{` and `}` in the scope
-// and the key are percent-encoded, so:
+// sliding_log, "<prefix><scope>:{<key>}:n" the count of the units that left its log. `%`, `{` and
+// `}` in the scope and the key are percent-encoded, so:
 //   - the hash tag (what Redis Cluster hashes) is exactly the encoded key: every limiter's state
 //     for one key lives in one slot, which an all-or-nothing check of several limits needs;
 //   - no (scope, key) pair can name the keys of another, or leave the prefix's namespace.

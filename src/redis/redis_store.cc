@@ -1,5 +1,6 @@
 #include "sluice/redis_store.h"
 
+#include <algorithm>
 #include <charconv>
 #include <future>
 #include <optional>
@@ -114,10 +115,9 @@ Status ReplyError(const std::string& message) {
 Result<Decision> ToDecision(const redis::Reply& reply, int64_t limit_count) {
   if (reply.is_error()) return ReplyError(reply.str);
   const auto& e = reply.elements;
-  if (reply.type != redis::Reply::Type::kArray || e.size() != 5 ||
-      e[0].type != redis::Reply::Type::kInteger || e[1].type != redis::Reply::Type::kInteger ||
-      e[2].type != redis::Reply::Type::kInteger || e[3].type != redis::Reply::Type::kInteger ||
-      e[4].type != redis::Reply::Type::kInteger) {
+  if (reply.type != redis::Reply::Type::kArray || e.size() != 6 ||
+      std::any_of(e.begin(), e.end(),
+                  [](const auto& x) { return x.type != redis::Reply::Type::kInteger; })) {
     return Status::Internal("unexpected reply from the Redis check script");
   }
   return Decision{
@@ -126,6 +126,7 @@ Result<Decision> ToDecision(const redis::Reply& reply, int64_t limit_count) {
       .remaining = e[1].integer,
       .retry_after = Duration(e[2].integer),
       .reset_after = Duration(e[3].integer),
+      .replenish_after = Duration(e[5].integer),
       .delay = Duration(e[4].integer),
   };
 }
@@ -135,8 +136,9 @@ Result<Decision> ToDecision(const Result<redis::Reply>& reply, int64_t limit_cou
   return ToDecision(*reply, limit_count);
 }
 
-// sliding_log keeps its running total in a second key; the other algorithms have one key, and
-// naming a key a script never touches would only make a migrating Cluster slot refuse the call.
+// sliding_log keeps the count of the units that left its log in a second key; the other algorithms
+// have one key, and naming a key a script never touches would only make a migrating Cluster slot
+// refuse the call.
 bool HasAuxKey(const Limit& limit) { return limit.algorithm() == Algorithm::kSlidingLog; }
 
 // Upper bound of the bytes of one request's keys, for reserving.

@@ -15,7 +15,7 @@ extern const std::string_view kCheckAllSource;
 
 // KEYS: state key [, auxiliary key]; ARGV: now ('' = Redis TIME), expiry margin ms, cost, the
 // algorithm's two parameters, max_delay µs. Returns {allowed, remaining, retry_after,
-// reset_after, delay}.
+// reset_after, delay, replenish_after}.
 const Script& CheckScript(Algorithm algorithm);
 // KEYS: state and auxiliary key per limit; ARGV: now, margin, n, then per limit: algorithm name,
 // cost, two parameters. Returns one reply as above per limit.

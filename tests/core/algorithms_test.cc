@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "random_times.h"
+
 namespace sluice::core {
 namespace {
 
@@ -248,25 +250,7 @@ Trace RandomTrace(const Limit& limit, uint64_t seed, int n) {
   Trace trace;
   int64_t t = kStart + below(period);
   for (int i = 0; i < n; ++i) {
-    switch (below(7)) {
-      case 0:
-        break;
-      case 1:
-        t += below(3);
-        break;
-      case 2:
-      case 3:
-        t += below(period / 4 + 1);
-        break;
-      case 4:
-        t += below(period + 1);
-        break;
-      case 5:
-        t = std::max(t, t - t % period + period + below(3) - 1);  // around the next boundary
-        break;
-      default:
-        t += below(3 * period);
-    }
+    t = NextRandomTime(rng, t, period);
     const int64_t cost =
         below(8) == 0 ? below(limit.capacity() + 1) : std::min(below(3), limit.capacity());
     trace.emplace_back(t, cost);
@@ -368,6 +352,39 @@ TEST_P(AlgorithmTrace, ResetAfterIsWhenTheStateIsFreshAgain) {
           << "seed " << seed << " t " << now << " reset_after " << reset;
     }
   }
+}
+
+// replenish_after is exact: with no other traffic, a request for remaining + 1 units is admitted
+// at now + replenish_after and denied 1µs earlier; it is zero exactly when nothing is spent.
+void ExpectReplenishAfterIsExact(const Limit& limit, const State& after, int64_t now,
+                                 const Decision& d, const std::string& where) {
+  const int64_t wait = d.replenish_after.count();
+  if (d.remaining >= limit.capacity()) {
+    EXPECT_EQ(wait, 0) << where;
+    return;
+  }
+  ASSERT_GT(wait, 0) << where;
+  State early = after, on_time = after;
+  EXPECT_FALSE(Decide(limit, early, now + wait - 1, d.remaining + 1).allowed)
+      << where << " replenish_after " << wait;
+  EXPECT_TRUE(Decide(limit, on_time, now + wait, d.remaining + 1).allowed)
+      << where << " replenish_after " << wait;
+}
+
+TEST_P(AlgorithmTrace, ReplenishAfterIsWhenOneMoreUnitFits) {
+  const Limit limit = MakeLimit(GetParam());
+  int spent = 0;
+  for (uint64_t seed = 400; seed < 410; ++seed) {
+    State state = FreshState(limit, kStart);
+    for (const auto& [now, cost] : RandomTrace(limit, seed, 200)) {
+      const Decision d = Decide(limit, state, now, cost);
+      ExpectReplenishAfterIsExact(limit, state, now, d,
+                                  "seed " + std::to_string(seed) + " t " + std::to_string(now));
+      if (HasFatalFailure()) return;
+      spent += d.remaining < limit.capacity();
+    }
+  }
+  EXPECT_GT(spent, 500);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -625,6 +642,24 @@ TEST(Reservation, RetryAfterIsExactAndDenialsConsumeNothing) {
   EXPECT_GT(denials, 500);
 }
 
+// With slots booked ahead the meters report, too, when one more unit than `remaining` fits.
+TEST(Reservation, ReplenishAfterIsExactWithSlotsBooked) {
+  for (const Params& p : kMeterParams) {
+    const Limit limit = MakeLimit(p);
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+      State state = FreshState(limit, kStart);
+      std::mt19937_64 rng(seed);
+      for (const auto& [now, cost] : RandomTrace(limit, seed, 200)) {
+        const Decision d = Decide(limit, state, now, cost, RandomMaxDelay(rng, limit));
+        ExpectReplenishAfterIsExact(limit, state, now, d,
+                                    std::string(AlgorithmName(p.algorithm)) + " seed " +
+                                        std::to_string(seed) + " t " + std::to_string(now));
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
 // Requests at one instant on 10/s with a burst of 1 and 5 s of queue: the first passes, the next
 // 50 are booked 100 ms apart; the 52nd would wait 5.1 s and is refused.
 TEST(Reservation, SimultaneousRequestsAreBookedOneIntervalApart) {
@@ -688,7 +723,7 @@ TEST(StateSize, BytesPerKey) {
   EXPECT_EQ(sizeof(FixedWindowState), 16u);
   EXPECT_EQ(sizeof(SlidingLogState), 32u);
   EXPECT_EQ(sizeof(SlidingLogState::Entry), 16u);
-  EXPECT_EQ(sizeof(SlidingWindowState), 24u);
+  EXPECT_EQ(sizeof(SlidingWindowState), 32u);
   EXPECT_EQ(sizeof(TokenBucketState), 16u);
   EXPECT_EQ(sizeof(LeakyBucketState), 16u);
   EXPECT_EQ(sizeof(GcraState), 8u);

@@ -152,7 +152,8 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
       {"rules: []\n", "bad.yaml:1: rules: expected a non-empty list of rules"},
       {"rules: {a: 1}\n", "bad.yaml:1: rules: expected a non-empty list of rules"},
       {"lissen: 127.0.0.1:80\n",
-       "bad.yaml:1: lissen: unknown field (expected listen, store, server, rules)"},
+       "bad.yaml:1: lissen: unknown field (expected listen, max_sliding_log_limit, store, server, "
+       "rules)"},
       {"listen: localhost\nrules: []\n",
        "bad.yaml:1: listen: bad listen address 'localhost': expected HOST:PORT"},
       {"store: {url: memory://, timeout_ms: 0}\n",
@@ -184,6 +185,46 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
     EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(config.status().message(), c.error) << c.yaml;
   }
+}
+
+// sliding_log keeps one entry per admission, so its memory per key grows with the limit: a rule
+// above max_sliding_log_limit (10000 unless the config raises it, to at most
+// Limit::kMaxSlidingLogCount) is refused, pointing to sliding_window.
+TEST(ConfigTest, SlidingLogLimitsAboveTheMaximumAreRefused) {
+  const auto rule = [](std::string_view algorithm, int64_t limit) {
+    return "rules:\n  - { name: log, algorithm: " + std::string(algorithm) +
+           ", limit: " + std::to_string(limit) + ", period: 1h }\n";
+  };
+  auto config = ParseConfig(rule("sliding_log", 10'000), "x.yaml");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->max_sliding_log_limit, 10'000);
+
+  config = ParseConfig(rule("sliding_log", 10'001), "x.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().message(),
+            "x.yaml:2: rules[0].limit: sliding_log keeps one entry per admitted request (about "
+            "100 bytes each in Redis); limit 10001 is above max_sliding_log_limit 10000: use "
+            "sliding_window, or raise max_sliding_log_limit (at most 100000)");
+
+  config = ParseConfig("max_sliding_log_limit: 100000\n" + rule("sliding_log", 100'000), "x.yaml");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->max_sliding_log_limit, 100'000);
+  EXPECT_EQ(config->rules[0].limit.count(), 100'000);
+
+  config = ParseConfig("max_sliding_log_limit: 50\n" + rule("sliding_log", 51), "x.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("limit 51 is above max_sliding_log_limit 50"),
+            std::string::npos)
+      << config.status().message();
+
+  config = ParseConfig("max_sliding_log_limit: 100001\n" + rule("sliding_log", 5), "x.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().message(),
+            "x.yaml:1: max_sliding_log_limit: must be between 1 and 100000");
+
+  // The other algorithms keep O(1) state at any limit.
+  config = ParseConfig(rule("sliding_window", 1'000'000), "x.yaml");
+  EXPECT_TRUE(config.ok()) << config.status().ToString();
 }
 
 TEST(ConfigTest, UnreadableFileIsNamed) {

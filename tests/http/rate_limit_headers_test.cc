@@ -13,9 +13,14 @@ Limit MakeLimit(int64_t count, Duration period) {
   return Limit::Create(Algorithm::kGcra, count, period).value();
 }
 
-Decision Allowed(int64_t remaining, Duration reset_after) {
-  return Decision{
-      .allowed = true, .limit = 100, .remaining = remaining, .reset_after = reset_after};
+// A decision whose next unit comes back after `replenish_after`; the whole quota only at the
+// end of the hour, which the headers never state.
+Decision Allowed(int64_t remaining, Duration replenish_after) {
+  return Decision{.allowed = true,
+                  .limit = 100,
+                  .remaining = remaining,
+                  .reset_after = std::chrono::hours(1),
+                  .replenish_after = replenish_after};
 }
 
 TEST(RateLimitHeadersTest, PolicyStatesQuotaAndWindowInSeconds) {
@@ -63,7 +68,8 @@ TEST(RateLimitHeadersTest, BucketPolicyStatesTheBurstAndItsRefillTime) {
       R"("big";q=100000000;w=3162240)");
 }
 
-TEST(RateLimitHeadersTest, RateLimitStatesRemainingAndSecondsToResetRoundedUp) {
+// draft-10: t is the seconds until additional quota is available, not until all of it is.
+TEST(RateLimitHeadersTest, RateLimitStatesRemainingAndSecondsUntilMoreRoundedUp) {
   EXPECT_EQ(RateLimitValue("api", Allowed(99, milliseconds(600))), R"("api";r=99;t=1)");
   EXPECT_EQ(RateLimitValue("api", Allowed(100, Duration(0))), R"("api";r=100;t=0)");
   EXPECT_EQ(RateLimitValue("api", Allowed(3, seconds(2))), R"("api";r=3;t=2)");
@@ -74,9 +80,29 @@ TEST(RateLimitHeadersTest, RetryAfterOnlyWhenDenied) {
   EXPECT_EQ(RetryAfterValue(Allowed(1, seconds(1))), "");
   Decision denied{.allowed = false, .limit = 1, .remaining = 0};
   denied.retry_after = milliseconds(1200);
+  denied.replenish_after = milliseconds(1200);
   EXPECT_EQ(RetryAfterValue(denied), "2");
   denied.retry_after = seconds(1);
+  denied.replenish_after = seconds(1);
   EXPECT_EQ(RetryAfterValue(denied), "1");
+}
+
+// draft-10, section 6: Retry-After never names a time earlier than t. A denial's retry_after can
+// be shorter than replenish_after (a reservation refused for waiting longer than it would: its
+// retry_after is the wait beyond max_delay).
+TEST(RateLimitHeadersTest, RetryAfterIsNeverEarlierThanT) {
+  Decision denied{.allowed = false,
+                  .limit = 10,
+                  .remaining = 0,
+                  .retry_after = seconds(1),
+                  .reset_after = seconds(30),
+                  .replenish_after = milliseconds(3500)};
+  EXPECT_EQ(RateLimitValue("p", denied), R"("p";r=0;t=4)");
+  EXPECT_EQ(RetryAfterValue(denied), "4");
+  denied.retry_after = milliseconds(2500);
+  denied.replenish_after = seconds(1);
+  EXPECT_EQ(RateLimitValue("p", denied), R"("p";r=0;t=1)");
+  EXPECT_EQ(RetryAfterValue(denied), "3");
 }
 
 TEST(RateLimitHeadersTest, FormatsAllThreeAtOnce) {
@@ -84,10 +110,11 @@ TEST(RateLimitHeadersTest, FormatsAllThreeAtOnce) {
                         .limit = 1,
                         .remaining = 0,
                         .retry_after = milliseconds(2500),
-                        .reset_after = seconds(10)};
+                        .reset_after = seconds(10),
+                        .replenish_after = milliseconds(2500)};
   const RateLimitHeaders h = FormatRateLimitHeaders("login", MakeLimit(1, seconds(10)), denied);
   EXPECT_EQ(h.policy, R"("login";q=1;w=10)");
-  EXPECT_EQ(h.rate_limit, R"("login";r=0;t=10)");
+  EXPECT_EQ(h.rate_limit, R"("login";r=0;t=3)");
   EXPECT_EQ(h.retry_after, "3");
 }
 

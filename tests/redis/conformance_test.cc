@@ -1,8 +1,9 @@
 // RedisStore decides exactly as MemoryStore: the same traces of (time, key, cost), hand-written
 // edge cases and seeded random ones, through both stores on one ManualClock (RedisStore sends
-// it as the caller's clock) give identical decisions for every algorithm. The traces' keys are
-// chosen to land on every node of the target (each master of a Redis Cluster), and each test
-// checks that its keys were found on every node.
+// it as the caller's clock) give identical decisions for every algorithm, also when the limit
+// changes between calls on a key (a rule reloaded) and when the clock steps back. The traces'
+// keys are chosen to land on every node of the target (each master of a Redis Cluster), and each
+// test checks that its keys were found on every node.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -19,10 +20,11 @@ namespace {
 using namespace std::chrono_literals;
 
 struct Step {
-  Duration advance;  // before the check
+  Duration advance;  // before the check; negative: the clock steps back
   int key;
   int64_t cost;
-  Duration max_delay{0};  // a reservation (meters only)
+  Duration max_delay{0};         // a reservation (meters only)
+  const Limit* limit = nullptr;  // another limit than the trace's (a rule changed)
 };
 
 std::string DescribeDecision(const Result<Decision>& r) {
@@ -31,6 +33,7 @@ std::string DescribeDecision(const Result<Decision>& r) {
          " remaining=" + std::to_string(r->remaining) +
          " retry_after=" + std::to_string(r->retry_after.count()) +
          " reset_after=" + std::to_string(r->reset_after.count()) +
+         " replenish_after=" + std::to_string(r->replenish_after.count()) +
          " delay=" + std::to_string(r->delay.count());
 }
 
@@ -51,12 +54,15 @@ class ConformanceTest : public RedisStoreTest {
     RedisStoreTest::TearDown();
   }
 
-  // Runs `trace` through both stores under a scope of its own; every decision must match.
-  void RunTrace(const Limit& limit, const std::vector<Step>& trace, const std::string& what) {
+  // Runs `trace` through both stores under a scope of its own; every decision must match. The
+  // decisions are appended to `decisions` when given.
+  void RunTrace(const Limit& trace_limit, const std::vector<Step>& trace, const std::string& what,
+                std::vector<Decision>* decisions = nullptr) {
     const std::string scope = "s" + std::to_string(traces_++);
     for (size_t i = 0; i < trace.size(); ++i) {
       clock_.Advance(trace[i].advance);
       const std::string& key = keys_[trace[i].key];
+      const Limit& limit = trace[i].limit != nullptr ? *trace[i].limit : trace_limit;
       const CheckRequest request{.scope = scope,
                                  .limit = &limit,
                                  .key = key,
@@ -72,7 +78,38 @@ class ConformanceTest : public RedisStoreTest {
           << " cost=" << trace[i].cost << " max_delay=" << trace[i].max_delay.count()
           << ")\n  memory: " << DescribeDecision(expected)
           << "\n  redis:  " << DescribeDecision(got);
+      if (decisions != nullptr) decisions->push_back(*got);
     }
+  }
+
+  // A step of a random trace under `limit`: often at the same instant, else a fraction of the
+  // period on, a whole one or several; a cost of 1 mostly, sometimes 0 (a peek), anything up to
+  // the capacity, or all of it.
+  static Step RandomStep(std::mt19937_64& rng, const Limit& limit) {
+    const int64_t period = limit.period().count();
+    const int64_t cap = limit.capacity();
+    Step step{0us, static_cast<int>(rng() % kKeys), 1};
+    const uint64_t dice = rng() % 100;
+    if (dice < 30) {
+      step.advance = 0us;
+    } else if (dice < 75) {
+      step.advance = Duration(1 + rng() % std::max<int64_t>(period / 10, 1));
+    } else if (dice < 97) {
+      step.advance = Duration(1 + rng() % period);
+    } else {
+      step.advance = Duration(period + rng() % (3 * period));
+    }
+    const uint64_t cost_dice = rng() % 100;
+    if (cost_dice < 10) {
+      step.cost = 0;
+    } else if (cost_dice < 70) {
+      step.cost = 1;
+    } else if (cost_dice < 95) {
+      step.cost = 1 + static_cast<int64_t>(rng() % cap);
+    } else {
+      step.cost = cap;
+    }
+    return step;
   }
 
   static std::vector<Limit> LimitsOf(Algorithm algorithm) {
@@ -150,33 +187,8 @@ TEST_P(Conformance, RandomTraces) {
   for (const Limit& limit : LimitsOf(GetParam())) {
     for (uint32_t seed = 1; seed <= 3; ++seed) {
       std::mt19937_64 rng(seed * 7919 + static_cast<uint32_t>(limit.count()));
-      const int64_t period = limit.period().count();
-      const int64_t cap = limit.capacity();
       std::vector<Step> trace;
-      for (int i = 0; i < 300; ++i) {
-        Step step{0us, static_cast<int>(rng() % kKeys), 1};
-        const uint64_t dice = rng() % 100;
-        if (dice < 30) {
-          step.advance = 0us;
-        } else if (dice < 75) {
-          step.advance = Duration(1 + rng() % std::max<int64_t>(period / 10, 1));
-        } else if (dice < 97) {
-          step.advance = Duration(1 + rng() % period);
-        } else {
-          step.advance = Duration(period + rng() % (3 * period));
-        }
-        const uint64_t cost_dice = rng() % 100;
-        if (cost_dice < 10) {
-          step.cost = 0;
-        } else if (cost_dice < 70) {
-          step.cost = 1;
-        } else if (cost_dice < 95) {
-          step.cost = 1 + static_cast<int64_t>(rng() % cap);
-        } else {
-          step.cost = cap;
-        }
-        trace.push_back(step);
-      }
+      for (int i = 0; i < 300; ++i) trace.push_back(RandomStep(rng, limit));
       RunTrace(limit, trace, "seed " + std::to_string(seed));
       if (HasFatalFailure()) return;
     }
@@ -228,6 +240,120 @@ TEST_P(ReservationConformance, BookedQueuesAndRandomTraces) {
 INSTANTIATE_TEST_SUITE_P(Meters, ReservationConformance,
                          ::testing::Values(Algorithm::kTokenBucket, Algorithm::kLeakyBucket,
                                            Algorithm::kGcra),
+                         [](const auto& info) { return std::string(AlgorithmName(info.param)); });
+
+// The clock steps back (a failover to a host whose clock is behind): both stores treat a state
+// stamped later than now as current. The whole capacity spent just after a window boundary is
+// not granted again when the clock steps back across the boundary, nor by a whole period, nor
+// when it comes back.
+TEST_P(Conformance, ClockSteppingBackGrantsNothingAgain) {
+  int key = 0;
+  for (const Limit& limit : LimitsOf(GetParam())) {
+    key = (key + 1) % kKeys;
+    const int64_t period = limit.period().count();
+    const int64_t now = clock_.now().time_since_epoch().count();
+    clock_.Advance(Duration(period - now % period));  // on a boundary
+    const Duration p(period), into = p / 10;
+    std::vector<Decision> decisions;
+    RunTrace(limit,
+             {
+                 {into, key, limit.capacity()},  // spent just after the boundary
+                 {-into - 1us, key, 1},          // back across the boundary
+                 {-p, key, 1},                   // a whole period further back
+                 {0us, key, 0},                  // a peek there
+                 {p + into + 1us, key, 1},       // back where it was spent
+             },
+             "clock stepping back", &decisions);
+    if (HasFatalFailure()) return;
+    ASSERT_EQ(decisions.size(), 5u);
+    EXPECT_TRUE(decisions[0].allowed);
+    for (size_t i = 1; i < decisions.size(); ++i) {
+      EXPECT_FALSE(decisions[i].allowed) << AlgorithmName(limit.algorithm()) << " count "
+                                         << limit.count() << " period " << period << " step " << i;
+      EXPECT_EQ(decisions[i].remaining, 0);
+    }
+  }
+}
+
+TEST_P(Conformance, RandomTracesWithTheClockSteppingBack) {
+  for (const Limit& limit : LimitsOf(GetParam())) {
+    std::mt19937_64 rng(static_cast<uint32_t>(limit.count()) * 131);
+    const int64_t period = limit.period().count();
+    std::vector<Step> trace;
+    for (int i = 0; i < 300; ++i) {
+      Step step{Duration(rng() % std::max<int64_t>(period / 4, 1)), static_cast<int>(rng() % kKeys),
+                static_cast<int64_t>(rng() % (limit.capacity() + 1))};
+      if (rng() % 8 == 0) step.advance = -Duration(rng() % (2 * period));
+      if (rng() % 3 == 0) step.cost = 1;
+      trace.push_back(step);
+    }
+    RunTrace(limit, trace, "clock stepping back");
+    if (HasFatalFailure()) return;
+  }
+}
+
+// A rule reloaded with other parameters: calls on one key come under different limits of the
+// same algorithm (count, period, burst), and the meters book slots ahead under one limit and are
+// then judged under another. Both stores read each state the same way.
+class ParameterChangeConformance : public ConformanceTest,
+                                   public ::testing::WithParamInterface<Algorithm> {};
+
+TEST_P(ParameterChangeConformance, RandomChangesOnOneKey) {
+  const std::vector<Limit> limits = LimitsOf(GetParam());
+  size_t current = 0;
+  int changes = 0;
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    std::mt19937_64 rng(seed * 65'537 + static_cast<uint32_t>(GetParam()));
+    std::vector<Step> trace;
+    for (int i = 0; i < 400; ++i) {
+      if (rng() % 6 == 0) {
+        current = rng() % limits.size();
+        ++changes;
+      }
+      const Limit& limit = limits[current];
+      Step step = RandomStep(rng, limit);
+      step.limit = &limit;
+      if (HasBurst(GetParam()) && rng() % 2 == 0) {
+        const Duration most = std::min<Duration>(MaxDelayOf(limit), 3 * limit.period());
+        step.max_delay = Duration(rng() % (most.count() + 1));
+      }
+      trace.push_back(step);
+    }
+    RunTrace(limits[0], trace, "changing parameters, seed " + std::to_string(seed));
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_GT(changes, 200);
+  if (HasBurst(GetParam())) {
+    EXPECT_GT(booked_, 30);  // slots booked under one limit, then judged under others
+  }
+}
+
+// The burst of a meter lowered from 1000 to 10 after one unit was spent: neither store admits
+// more than 10 at once, nor reports more remaining.
+TEST_F(ConformanceTest, ALoweredBurstIsTheMostAdmittedAtOnce) {
+  const Algorithm meters[] = {Algorithm::kTokenBucket, Algorithm::kLeakyBucket, Algorithm::kGcra};
+  static_assert(std::size(meters) == kKeys, "one key each, on every node");
+  for (int key = 0; key < static_cast<int>(kKeys); ++key) {
+    const Algorithm a = meters[key];
+    const Limit wide = *Limit::Create(a, 1000, 1h, 1000);
+    const Limit narrow = *Limit::Create(a, 1000, 1h, 10);
+    std::vector<Step> trace = {{0us, key, 1}};
+    for (int i = 0; i < 30; ++i) trace.push_back({0us, key, 1, 0us, &narrow});
+    std::vector<Decision> decisions;
+    RunTrace(wide, trace, "burst lowered", &decisions);
+    if (HasFatalFailure()) return;
+    int admitted = 0;
+    for (size_t i = 1; i < decisions.size(); ++i) {
+      admitted += decisions[i].allowed;
+      EXPECT_LE(decisions[i].remaining, 10) << AlgorithmName(a) << " step " << i;
+    }
+    EXPECT_LE(admitted, 10) << AlgorithmName(a);
+    EXPECT_GE(admitted, 9) << AlgorithmName(a);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, ParameterChangeConformance,
+                         ::testing::ValuesIn(kAllAlgorithms),
                          [](const auto& info) { return std::string(AlgorithmName(info.param)); });
 
 // A scope whose limit changes algorithm: the other algorithm's state is replaced by a fresh one,

@@ -3,7 +3,8 @@
 -- ARGV: now in µs ('' for Redis TIME), expiry margin in ms, cost, then the algorithm's two
 --   parameters (count and period, or capacity and emission interval), then max_delay in µs (how
 --   far ahead a meter may book a slot; 0 for none).
--- Returns {allowed (1/0), remaining, retry_after µs, reset_after µs, delay µs}.
+-- Returns {allowed (1/0), remaining, retry_after µs, reset_after µs, delay µs,
+--   replenish_after µs}.
 local _, algorithm = next(algorithms)
 local keys = { main = KEYS[1], aux = KEYS[2] }
 local now = clock(ARGV[1])

@@ -3,9 +3,9 @@
 -- KEYS: per limit, its state key, then its auxiliary key if it has one (distinct limiter keys).
 -- ARGV: now in µs ('' for Redis TIME), expiry margin in ms, the number of limits, then per
 --   limit: algorithm name, how many keys it has (1 or 2), cost, and its two parameters.
--- Returns one {allowed, remaining, retry_after, reset_after, delay} per limit; nothing is booked
--- ahead (delay 0). When some limit refuses,
--- a limit that would have admitted reports what a peek sees, as refused with retry_after 0.
+-- Returns one {allowed, remaining, retry_after, reset_after, delay, replenish_after} per limit;
+-- nothing is booked ahead (delay 0). When some limit refuses, a limit that would have admitted
+-- reports what a peek sees, as refused with retry_after 0.
 local now = clock(ARGV[1])
 local margin = tonumber(ARGV[2])
 local limits = {}

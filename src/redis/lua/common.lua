@@ -6,9 +6,10 @@
 -- An algorithm registers in `algorithms` a table of:
 --   load(keys, now, a, b) -> state, present: the state to decide on (fresh when the key is
 --     absent or holds another algorithm's state) and whether the key holds anything;
---   decide(state, keys, now, cost, a, b, max_delay) -> allowed, remaining, retry_after,
---     reset_after, next [, delay]: reads only; `next` is the state after an admission; `delay`
---     (the meters only, which can book a slot up to max_delay ahead) is the wait of a booking;
+--   decide(state, keys, now, cost, a, b, max_delay) -> allowed, remaining (>= 0), retry_after,
+--     reset_after, replenish_after, next [, delay]: reads only; `next` is the state after an
+--     admission; `delay` (the meters only, which can book a slot up to max_delay ahead) is the
+--     wait of a booking;
 --   save(keys, state, next, now, cost, ttl): writes `next` after an admission with cost > 0;
 --   tidy(keys, state, ttl), optional: rewrites a state that was decided on without consuming
 --     into an equivalent, smaller one.
@@ -24,6 +25,11 @@ end
 -- A peek (cost 0) is judged as a request for one unit.
 local function units_judged(cost)
   return math.max(cost, 1)
+end
+
+-- The start of the epoch-aligned window holding `t`.
+local function window_start(t, period)
+  return t - math.fmod(t, period)
 end
 
 -- Integers as decimal strings: tostring() would give 1.7e+15.
@@ -56,15 +62,20 @@ local function meter(fits_now, wait, cost, max_delay)
 end
 
 -- A string state is a tag byte then its fields packed little-endian: times in 7 bytes (below
--- 2^53), counts in 4 (at most 10^9). At 12 bytes Redis stores the value inside its object
--- allocation, which keeps a key under 100 bytes.
-local function load_packed(key, tag, format)
+-- 2^53), counts in 4 (at most 10^9). Short values are stored inside Redis's object allocation,
+-- which keeps a key under 100 bytes. `older_format`, when given, is a shorter layout an earlier
+-- version wrote with the same tag: such a value is unpacked with it, and the third result is
+-- true.
+local function load_packed(key, tag, format, older_format)
   local v = redis.pcall('GET', key) -- an error reply: the key holds sliding_log's sorted set
   if type(v) ~= 'string' then
     return nil, v ~= false
   end
   if string.sub(v, 1, 1) ~= tag then
     return nil, true
+  end
+  if older_format and #v == 1 + struct.size(older_format) then
+    return { struct.unpack(older_format, v, 2) }, true, true
   end
   return { struct.unpack(format, v, 2) }, true
 end
@@ -80,13 +91,14 @@ local function ttl_ms(reset_after, margin)
 end
 
 local function decide(algorithm, keys, state, present, now, cost, a, b, max_delay)
-  local allowed, remaining, retry_after, reset_after, next, delay =
+  local allowed, remaining, retry_after, reset_after, replenish_after, next, delay =
     algorithm.decide(state, keys, now, cost, a, b, max_delay)
   return {
     allowed = allowed,
-    remaining = math.max(remaining, 0),
+    remaining = remaining,
     retry_after = allowed and 0 or retry_after,
     reset_after = math.max(reset_after, 0),
+    replenish_after = replenish_after,
     delay = delay or 0,
     state = state,
     present = present,
@@ -113,5 +125,6 @@ local function commit(algorithm, keys, d, now, cost, margin)
 end
 
 local function reply(d)
-  return { d.allowed and 1 or 0, d.remaining, d.retry_after, d.reset_after, d.delay }
+  return { d.allowed and 1 or 0, d.remaining, d.retry_after, d.reset_after, d.delay,
+    d.replenish_after }
 end

@@ -12,11 +12,18 @@ algorithms.gcra = {
   decide = function(s, _, now, cost, capacity, interval, max_delay)
     local tolerance = capacity * interval
     local tat = math.max(s.tat, now)
-    local allow_at = tat + units_judged(cost) * interval - tolerance
-    local allowed, delay, retry_after = meter(allow_at <= now, allow_at - now, cost, max_delay)
-    local next_tat = allowed and tat + cost * interval or tat
-    return allowed, div(now + tolerance - next_tat, interval), retry_after, next_tat - now,
-      { tat = next_tat }, delay
+    local function wait_for(units)
+      return tat + units * interval - tolerance - now
+    end
+    local units = units_judged(cost)
+    local allowed, delay, retry_after = meter(wait_for(units) <= 0, wait_for(units), cost,
+      max_delay)
+    if allowed then
+      tat = tat + cost * interval
+    end
+    local remaining = math.max(div(now + tolerance - tat, interval), 0)
+    return allowed, remaining, retry_after, tat - now,
+      remaining < capacity and wait_for(remaining + 1) or 0, { tat = tat }, delay
   end,
 
   save = function(keys, _, next, _, _, ttl)

@@ -19,14 +19,19 @@ algorithms.leaky_bucket = {
     elseif level == 0 then
       drained_at = now
     end
-    local units = units_judged(cost)
     local into_next_drop = now - drained_at
-    local allowed, delay, retry_after = meter(level + units <= capacity,
-      (level + units - capacity) * interval - into_next_drop, cost, max_delay)
+    local function wait_for(units)
+      return (level + units - capacity) * interval - into_next_drop
+    end
+    local units = units_judged(cost)
+    local allowed, delay, retry_after = meter(level + units <= capacity, wait_for(units), cost,
+      max_delay)
     if allowed then
       level = level + cost
     end
-    return allowed, capacity - level, retry_after, level * interval - into_next_drop,
+    local remaining = math.max(capacity - level, 0)
+    return allowed, remaining, retry_after, wait_for(capacity),
+      remaining < capacity and wait_for(remaining + 1) or 0,
       { level = level, drained_at = drained_at }, delay
   end,
 

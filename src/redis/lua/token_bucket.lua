@@ -13,21 +13,27 @@ algorithms.token_bucket = {
 
   decide = function(s, _, now, cost, capacity, interval, max_delay)
     local tokens, refilled_at = s.tokens, s.refilled_at
-    if tokens < capacity and now > refilled_at then
+    if tokens >= capacity then
+      -- Full, or above a burst lowered since: the capacity, whose refill starts now.
+      tokens = capacity
+      refilled_at = now
+    elseif now > refilled_at then
       local earned = div(now - refilled_at, interval)
       tokens = math.min(capacity, tokens + earned)
       refilled_at = tokens == capacity and now or refilled_at + earned * interval
-    elseif tokens >= capacity then
-      refilled_at = now
+    end
+    local into_next_token = now - refilled_at
+    local function wait_for(units)
+      return (units - tokens) * interval - into_next_token
     end
     local units = units_judged(cost)
-    local into_next_token = now - refilled_at
-    local allowed, delay, retry_after = meter(tokens >= units,
-      (units - tokens) * interval - into_next_token, cost, max_delay)
+    local allowed, delay, retry_after = meter(tokens >= units, wait_for(units), cost, max_delay)
     if allowed then
       tokens = tokens - cost
     end
-    return allowed, tokens, retry_after, (capacity - tokens) * interval - into_next_token,
+    local remaining = math.max(tokens, 0)
+    return allowed, remaining, retry_after, wait_for(capacity),
+      remaining < capacity and wait_for(remaining + 1) or 0,
       { tokens = tokens, refilled_at = refilled_at }, delay
   end,
 
