@@ -188,9 +188,10 @@ class ResilientStore::HotKeys {
     if (r.cost != e.cost) return std::nullopt;
     return Decision{.allowed = false,
                     .limit = r.limit->count(),
-                    .remaining = 0,
+                    .remaining = e.remaining,
                     .retry_after = Duration(e.denied_until - now),
                     .reset_after = Duration(std::max(e.fresh_at, e.denied_until) - now),
+                    .replenish_after = Duration(std::max<int64_t>(e.replenish_at - now, 0)),
                     .source = DecisionSource::kHotKeyCache};
   }
 
@@ -200,7 +201,9 @@ class ResilientStore::HotKeys {
     const Entry entry{.limit = *r.limit,
                       .cost = r.cost,
                       .denied_until = now + denial.retry_after.count(),
-                      .fresh_at = now + denial.reset_after.count()};
+                      .fresh_at = now + denial.reset_after.count(),
+                      .remaining = denial.remaining,
+                      .replenish_at = now + denial.replenish_after.count()};
     std::lock_guard lock(shard.mu);
     if (auto it = shard.map.find(key); it != shard.map.end()) {
       it->second = entry;
@@ -228,6 +231,10 @@ class ResilientStore::HotKeys {
     int64_t cost;
     int64_t denied_until;  // when that request would pass
     int64_t fresh_at;
+    // What the denial said remained, and when more would: other traffic can only lower it, so
+    // it stays an upper bound while the entry lives.
+    int64_t remaining;
+    int64_t replenish_at;
   };
   struct alignas(64) Shard {
     std::mutex mu;

@@ -407,6 +407,28 @@ TEST_F(ResilientStoreTest, HotKeysAreDeniedLocallyUntilRetryAfter) {
   EXPECT_TRUE(after->allowed);
 }
 
+// A cached denial says what the store said remained, and counts down the wait until more does
+// (the RateLimit header's t), as the store would.
+TEST_F(ResilientStoreTest, HotKeyDenialsCountDownTheWaitForMoreQuota) {
+  auto limit = Limit::Create(Algorithm::kTokenBucket, 3, 3s);  // a token a second, 3 at most
+  ASSERT_TRUE(limit.ok());
+  Limiter limiter(store_, "api", *limit);
+  ASSERT_TRUE(limiter.Check("k", 3)->allowed);
+  clock_.Advance(1200ms);
+  auto denied = limiter.Check("k", 2);
+  ASSERT_FALSE(denied->allowed);
+  ASSERT_EQ(denied->source, DecisionSource::kStore);
+  EXPECT_EQ(denied->remaining, 1);
+  EXPECT_EQ(denied->replenish_after, 800ms);
+
+  clock_.Advance(300ms);
+  auto cached = limiter.Check("k", 2);
+  ASSERT_EQ(cached->source, DecisionSource::kHotKeyCache);
+  EXPECT_EQ(cached->remaining, 1);
+  EXPECT_EQ(cached->replenish_after, 500ms);
+  EXPECT_EQ(cached->retry_after, 500ms);
+}
+
 // A larger request's retry_after is later than the one cached: the store tells it exactly.
 TEST_F(ResilientStoreTest, HotKeyCacheServesOnlyTheCostDenied) {
   auto limit = Limit::Create(Algorithm::kTokenBucket, 3, 3s);  // a token a second, 3 at most
