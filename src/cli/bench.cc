@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "cli/duration.h"
+#include "config/duration.h"
 #include "sluice/limiter.h"
 #include "sluice/memory_store.h"
 #include "sluice/open_store.h"
@@ -184,9 +184,9 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchFlags& f) {
 int RunBench(const BenchFlags& f) {
   auto algorithm = ParseAlgorithm(f.algorithm);
   if (!algorithm.ok()) return Fail(algorithm.status().message());
-  auto duration = ParseDuration(f.duration);
+  auto duration = config::ParseDuration(f.duration);
   if (!duration.ok()) return Fail("--duration: " + duration.status().message());
-  auto period = ParseDuration(f.period);
+  auto period = config::ParseDuration(f.period);
   if (!period.ok()) return Fail("--period: " + period.status().message());
   if (f.keys < 1 || f.concurrency < 1 || f.io_threads < 1 || f.connections < 1) {
     return Fail("--keys, --concurrency, --io-threads and --connections must be at least 1");

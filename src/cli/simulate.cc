@@ -6,8 +6,8 @@
 #include <sstream>
 #include <string>
 
-#include "cli/duration.h"
 #include "cli/picture.h"
+#include "config/duration.h"
 #include "sluice/limiter.h"
 #include "sluice/memory_store.h"
 
@@ -123,9 +123,9 @@ int Simulate(const Limit& limit, std::istream& trace, std::ostream& out, std::os
   for (const SimulatedRequest& request : run.requests) {
     const Decision& decision = request.decision;
     out << request.t_ms << ',' << request.cost << ',' << (decision.allowed ? "true" : "false")
-        << ',' << decision.remaining << ',' << CeilMillis(decision.retry_after) << ','
-        << CeilMillis(decision.reset_after);
-    if (shaping) out << ',' << CeilMillis(decision.delay);
+        << ',' << decision.remaining << ',' << config::CeilMillis(decision.retry_after) << ','
+        << config::CeilMillis(decision.reset_after);
+    if (shaping) out << ',' << config::CeilMillis(decision.delay);
     out << '\n';
   }
   if (run.error.empty()) return 0;

@@ -5,8 +5,8 @@
 #include <iterator>
 #include <vector>
 
-#include "cli/duration.h"
 #include "cli/simulate.h"
+#include "config/duration.h"
 #include "sluice/limit.h"
 
 namespace sluice::cli {
@@ -64,7 +64,7 @@ int RunSimulate(const SimulateFlags& flags) {
     if (!algorithm.ok()) return Fail("--algorithm: " + algorithm.status().message());
     algorithms = {*algorithm};
   }
-  auto period = ParseDuration(flags.period);
+  auto period = config::ParseDuration(flags.period);
   if (!period.ok()) return Fail("--period: " + period.status().message());
   std::vector<Limit> limits;
   for (const Algorithm a : algorithms) {
@@ -77,7 +77,7 @@ int RunSimulate(const SimulateFlags& flags) {
     }
     limits.push_back(*limit);
   }
-  auto max_wait = ParseDuration(flags.max_wait);
+  auto max_wait = config::ParseDuration(flags.max_wait);
   if (!max_wait.ok()) return Fail("--max-wait: " + max_wait.status().message());
 
   std::ifstream trace_file;

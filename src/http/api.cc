@@ -9,8 +9,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "http/rate_limit_headers.h"
-#include "http/refusal.h"
+#include "middleware/rate_limit_headers.h"
+#include "middleware/refusal.h"
 
 namespace sluice::http {
 namespace {
@@ -169,13 +169,14 @@ std::shared_ptr<const RuleTable> RuleTable::Build(const std::vector<config::Rule
   auto table = std::make_shared<RuleTable>();
   table->rules_.reserve(rules.size());
   for (const config::Rule& rule : rules) {
-    table->rules_.push_back(ServedRule{.name = rule.name,
-                                       .limit = rule.limit,
-                                       .on_error = rule.on_error,
-                                       .policy_header = RateLimitPolicyValue(rule.name, rule.limit),
-                                       .counters = &metrics.ForRule(rule.name),
-                                       .max_waiters_per_key = rule.max_waiters_per_key,
-                                       .max_waiters = rule.max_waiters});
+    table->rules_.push_back(
+        ServedRule{.name = rule.name,
+                   .limit = rule.limit,
+                   .on_error = rule.on_error,
+                   .policy_header = middleware::RateLimitPolicyValue(rule.name, rule.limit),
+                   .counters = &metrics.ForRule(rule.name),
+                   .max_waiters_per_key = rule.max_waiters_per_key,
+                   .max_waiters = rule.max_waiters});
   }
   std::sort(table->rules_.begin(), table->rules_.end(),
             [](const ServedRule& a, const ServedRule& b) { return a.name < b.name; });
@@ -294,8 +295,8 @@ void Api::OnDecision(Exchange& exchange, Result<Decision> decision) {
   Response& response = exchange.response;
   AppendDecision(response.body, *decision);
   response.AddHeader("RateLimit-Policy", rule.policy_header);
-  response.AddHeader("RateLimit", RateLimitValue(rule.name, *decision));
-  if (!decision->allowed) response.AddHeader("Retry-After", RetryAfterValue(*decision));
+  response.AddHeader("RateLimit", middleware::RateLimitValue(rule.name, *decision));
+  if (!decision->allowed) response.AddHeader("Retry-After", middleware::RetryAfterValue(*decision));
   Finish(exchange);
 }
 
@@ -465,11 +466,11 @@ void Api::OnAcquired(Exchange& exchange, Result<Acquisition> acquired) {
     response.body += R"(,"decision":)";
     AppendDecision(response.body, decision);
     response.AddHeader("RateLimit-Policy", rule.policy_header);
-    response.AddHeader("RateLimit", RateLimitValue(rule.name, decision));
-    if (!decision.allowed) response.AddHeader("Retry-After", RetryAfterValue(decision));
+    response.AddHeader("RateLimit", middleware::RateLimitValue(rule.name, decision));
+    if (!decision.allowed) response.AddHeader("Retry-After", middleware::RetryAfterValue(decision));
   }
   response.body += '}';
-  response.AddHeader("Server-Timing", ServerTimingValue(acquired->waited));
+  response.AddHeader("Server-Timing", middleware::ServerTimingValue(acquired->waited));
   Finish(exchange);
 }
 
@@ -542,7 +543,7 @@ void Api::Fail(Exchange& exchange, int status, std::string_view message) {
 
 void Api::Undecided(Exchange& exchange, const Status& error) {
   StoreFailed(error.ToString());
-  const Refusal refusal = RefusalOf(error);
+  const middleware::Refusal refusal = middleware::RefusalOf(error);
   if (!refusal.retry_after.empty()) exchange.response.AddHeader("Retry-After", refusal.retry_after);
   Fail(exchange, refusal.status, error.message());
 }

@@ -29,7 +29,7 @@
 //
 // Errors are {"error":"..."}: 400 bad JSON or check, 404 unknown path, 405 wrong method (with
 // Allow), 413 body over kMaxBodyBytes; for a check or an acquire the store answered with an
-// error instead of a decision (see http/refusal.h), 503 with Retry-After when it is out (no
+// error instead of a decision (see middleware/refusal.h), 503 with Retry-After when it is out (no
 // failure policy in front of it) or full, 500 for a fault (INTERNAL, e.g. a Lua script's error).
 // Such an error is never turned into an answer that admits; a batch item gets it as its
 // {"error":"..."}. Bad input changes no limiter state.

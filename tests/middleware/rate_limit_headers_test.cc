@@ -1,8 +1,8 @@
-#include "http/rate_limit_headers.h"
+#include "middleware/rate_limit_headers.h"
 
 #include <gtest/gtest.h>
 
-namespace sluice::http {
+namespace sluice::middleware {
 namespace {
 
 using std::chrono::microseconds;
@@ -132,4 +132,4 @@ TEST(RateLimitHeadersTest, CeilSeconds) {
 }
 
 }  // namespace
-}  // namespace sluice::http
+}  // namespace sluice::middleware

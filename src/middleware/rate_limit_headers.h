@@ -24,7 +24,7 @@
 #include "sluice/decision.h"
 #include "sluice/limit.h"
 
-namespace sluice::http {
+namespace sluice::middleware {
 
 struct RateLimitHeaders {
   std::string policy;       // RateLimit-Policy
@@ -48,4 +48,4 @@ int64_t CeilSeconds(Duration d);
 // slot: `ratelimit;dur=100.000`, milliseconds with microsecond precision.
 std::string ServerTimingValue(Duration waited);
 
-}  // namespace sluice::http
+}  // namespace sluice::middleware

@@ -1,10 +1,10 @@
-#include "http/rate_limit_headers.h"
+#include "middleware/rate_limit_headers.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-namespace sluice::http {
+namespace sluice::middleware {
 namespace {
 
 // An sf-string (RFC 9651 section 3.3.3) holds printable ASCII only, with '"' and '\' escaped;
@@ -76,4 +76,4 @@ RateLimitHeaders FormatRateLimitHeaders(std::string_view policy_name, const Limi
           RetryAfterValue(decision)};
 }
 
-}  // namespace sluice::http
+}  // namespace sluice::middleware
