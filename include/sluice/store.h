@@ -56,10 +56,6 @@ Result<FailurePolicy> ParseFailurePolicy(std::string_view name);
 // or a bad request.
 bool IsStoreOutage(const Status& status);
 
-// True for the algorithms that can book a future slot: token_bucket, leaky_bucket and gcra (the
-// meters, whose state is a queue that can grow past its capacity).
-bool CanReserve(Algorithm algorithm);
-
 // The longest reservation a check may ask for: a year, and at most Limit::kMaxCount emission
 // intervals (what keeps a booked-ahead state within the stores' integer bounds).
 Duration MaxDelayOf(const Limit& limit);
@@ -72,7 +68,7 @@ struct CheckRequest {
   int64_t cost = 1;
   FailurePolicy on_error = FailurePolicy::kFailOpen;
   // Above zero: book a future slot up to this far ahead instead of denying (see above). Only for
-  // algorithms that CanReserve; between 0 and MaxDelayOf(limit).
+  // meters (IsMeter); between 0 and MaxDelayOf(limit).
   Duration max_delay{0};
 };
 

@@ -168,7 +168,7 @@ std::string PanelTitle(const Simulation& run) {
   std::string title = std::string(AlgorithmName(limit.algorithm())) + ": " +
                       std::to_string(limit.count()) + " per " +
                       config::FormatDuration(limit.period());
-  if (HasBurst(limit.algorithm())) title += ", burst " + std::to_string(limit.capacity());
+  if (IsMeter(limit.algorithm())) title += ", burst " + std::to_string(limit.capacity());
   if (run.max_wait.count() > 0) title += ", max wait " + config::FormatDuration(run.max_wait);
   return title;
 }

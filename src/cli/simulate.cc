@@ -41,7 +41,7 @@ std::string LineError(int line, const std::string& why) {
 
 // Empty when `max_wait` suits `limit`.
 std::string MaxWaitError(const Limit& limit, Duration max_wait) {
-  if (max_wait.count() > 0 && !CanReserve(limit.algorithm())) {
+  if (max_wait.count() > 0 && !IsMeter(limit.algorithm())) {
     return "--max-wait needs token_bucket, leaky_bucket or gcra, not " +
            std::string(AlgorithmName(limit.algorithm()));
   }

@@ -69,7 +69,7 @@ int RunSimulate(const SimulateFlags& flags) {
   std::vector<Limit> limits;
   for (const Algorithm a : algorithms) {
     // With --compare, --burst is for the algorithms that have one.
-    const bool with_burst = !flags.compare || HasBurst(a);
+    const bool with_burst = !flags.compare || IsMeter(a);
     auto limit = Limit::Create(a, flags.count, *period, with_burst ? flags.burst : std::nullopt);
     if (!limit.ok()) {
       return Fail((flags.compare ? std::string(AlgorithmName(a)) + ": " : "") +

@@ -4,7 +4,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
-#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -12,6 +11,9 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "core/await.h"
+#include "core/names.h"
 
 namespace sluice {
 
@@ -118,18 +120,19 @@ size_t ManualTimers::pending() const {
 
 // --- Acquirer -----------------------------------------------------------------------------------
 
+namespace {
+
+constexpr core::EnumName<AcquireOutcome> kAcquireOutcomeNames[] = {
+    {AcquireOutcome::kAdmitted, "admitted"},
+    {AcquireOutcome::kDenied, "denied"},
+    {AcquireOutcome::kQueueFull, "queue_full"},
+    {AcquireOutcome::kCancelled, "cancelled"},
+};
+
+}  // namespace
+
 const char* AcquireOutcomeName(AcquireOutcome outcome) {
-  switch (outcome) {
-    case AcquireOutcome::kAdmitted:
-      return "admitted";
-    case AcquireOutcome::kDenied:
-      return "denied";
-    case AcquireOutcome::kQueueFull:
-      return "queue_full";
-    case AcquireOutcome::kCancelled:
-      return "cancelled";
-  }
-  return "unknown";
+  return core::NameOf(kAcquireOutcomeNames, outcome);
 }
 
 class Acquirer::State : public std::enable_shared_from_this<State> {
@@ -138,7 +141,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
       : limiter_(limiter),
         timers_(timers),
         options_(options),
-        books_slots_(CanReserve(limiter.limit().algorithm())) {}
+        books_slots_(IsMeter(limiter.limit().algorithm())) {}
 
   Limiter& limiter() const { return limiter_; }
 
@@ -497,11 +500,8 @@ AcquireId Acquirer::AcquireAsync(std::string_view key, int64_t cost, Duration ma
 }
 
 Result<Acquisition> Acquirer::Acquire(std::string_view key, int64_t cost, Duration max_wait) {
-  std::promise<Result<Acquisition>> promise;
-  auto future = promise.get_future();
-  AcquireAsync(key, cost, max_wait,
-               [&promise](Result<Acquisition> result) { promise.set_value(std::move(result)); });
-  return future.get();
+  return core::Await<Result<Acquisition>>(
+      [&](auto done) { AcquireAsync(key, cost, max_wait, std::move(done)); });
 }
 
 bool Acquirer::Cancel(AcquireId id) { return state_->Cancel(id); }

@@ -57,9 +57,11 @@ void Metrics::CountHttpResponse(int status) {
   http_[HttpSlot(status)].fetch_add(1, std::memory_order_relaxed);
 }
 
-uint64_t Metrics::http_responses(int status) const { return Load(http_[HttpSlot(status)]); }
+uint64_t Metrics::http_responses_for_testing(int status) const {
+  return Load(http_[HttpSlot(status)]);
+}
 
-uint64_t Metrics::check_duration_count() const {
+uint64_t Metrics::check_duration_count_for_testing() const {
   uint64_t total = 0;
   for (const auto& b : buckets_) total += Load(b);
   return total;

@@ -83,8 +83,9 @@ class Metrics {
   void CountHttpResponse(int status);
 
   uint64_t store_errors() const { return store_errors_.load(std::memory_order_relaxed); }
-  uint64_t http_responses(int status) const;
-  uint64_t check_duration_count() const;
+  // For tests only: the responses counted with `status`, and the checks timed.
+  uint64_t http_responses_for_testing(int status) const;
+  uint64_t check_duration_count_for_testing() const;
 
   // Adds `store`'s breaker and hot-key cache to the exposition; it must outlive this object.
   // Call before the metrics are served.

@@ -271,7 +271,7 @@ Result<RateLimiter> RateLimiter::Create(Limiter& limiter, KeyExtractor key, std:
   }
   Duration max_delay{0};
   if (options.delay > 0) {
-    if (!CanReserve(limit.algorithm())) {
+    if (!IsMeter(limit.algorithm())) {
       return Status::InvalidArgument("delay needs token_bucket, leaky_bucket or gcra, not " +
                                      std::string(AlgorithmName(limit.algorithm())));
     }

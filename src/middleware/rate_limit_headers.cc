@@ -70,10 +70,4 @@ std::string RetryAfterValue(const Decision& decision) {
   return std::to_string(CeilSeconds(std::max(decision.retry_after, decision.replenish_after)));
 }
 
-RateLimitHeaders FormatRateLimitHeaders(std::string_view policy_name, const Limit& limit,
-                                        const Decision& decision) {
-  return {RateLimitPolicyValue(policy_name, limit), RateLimitValue(policy_name, decision),
-          RetryAfterValue(decision)};
-}
-
 }  // namespace sluice::middleware

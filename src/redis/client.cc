@@ -37,6 +37,7 @@
 #include <random>
 #include <thread>
 
+#include "core/await.h"
 #include "redis/backoff.h"
 
 namespace sluice::redis {
@@ -703,14 +704,14 @@ class AsioClient final : public Client {
     Pick().Submit(std::move(bytes), std::move(entries));
   }
 
-  bool connected() const override {
+  bool connected_for_testing() const override {
     for (auto& c : connections_) {
       if (c->ready()) return true;
     }
     return false;
   }
 
-  ClientStats stats() const override {
+  ClientStats stats_for_testing() const override {
     ClientStats s;
     for (auto& c : connections_) {
       s.commands += c->commands.load();
@@ -806,18 +807,14 @@ Result<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
 }
 
 Result<Reply> Client::CommandSync(std::span<const std::string_view> argv) {
-  std::promise<Result<Reply>> promise;
-  auto future = promise.get_future();
-  Command(argv, [&promise](Result<Reply> r) { promise.set_value(std::move(r)); });
-  return future.get();
+  return core::Await<Result<Reply>>([&](auto done) { Command(argv, std::move(done)); });
 }
 
-Result<Reply> Client::EvalShaSync(const Script& script, std::span<const std::string_view> keys,
-                                  std::span<const std::string_view> args) {
-  std::promise<Result<Reply>> promise;
-  auto future = promise.get_future();
-  EvalSha(script, keys, args, [&promise](Result<Reply> r) { promise.set_value(std::move(r)); });
-  return future.get();
+Result<Reply> Client::EvalShaSyncForTesting(const Script& script,
+                                            std::span<const std::string_view> keys,
+                                            std::span<const std::string_view> args) {
+  return core::Await<Result<Reply>>(
+      [&](auto done) { EvalSha(script, keys, args, std::move(done)); });
 }
 
 }  // namespace sluice::redis

@@ -378,13 +378,13 @@ void ClusterClient::RequestRefresh() {
   wake_.notify_all();
 }
 
-bool ClusterClient::connected() const {
+bool ClusterClient::connected_for_testing() const {
   const auto map = Map();
   return std::any_of(map->nodes.begin(), map->nodes.end(),
-                     [](const auto& node) { return node->client->connected(); });
+                     [](const auto& node) { return node->client->connected_for_testing(); });
 }
 
-ClientStats ClusterClient::stats() const {
+ClientStats ClusterClient::stats_for_testing() const {
   ClientStats total;
   {
     std::lock_guard lock(stats_mu_);
@@ -392,7 +392,7 @@ ClientStats ClusterClient::stats() const {
   }
   const auto map = Map();
   for (const auto& node : map->nodes) {
-    const ClientStats s = node->client->stats();
+    const ClientStats s = node->client->stats_for_testing();
     total.commands += s.commands;
     total.writes += s.writes;
     total.connects += s.connects;
@@ -400,14 +400,14 @@ ClientStats ClusterClient::stats() const {
   return total;
 }
 
-ClusterStats ClusterClient::cluster_stats() const {
+ClusterStats ClusterClient::cluster_stats_for_testing() const {
   return ClusterStats{.refreshes = refreshes_.load(),
                       .moved = moved_.load(),
                       .asked = asked_.load(),
                       .nodes = Map()->nodes.size()};
 }
 
-std::string ClusterClient::MasterOf(uint16_t slot) const {
+std::string ClusterClient::MasterOfForTesting(uint16_t slot) const {
   const auto map = Map();
   const Node* node = map->Serving(slot);
   return node == nullptr ? std::string() : node->address;
@@ -443,7 +443,9 @@ void ClusterClient::RefreshLoop() {
     refresh_requested_ = false;
     last = Steady::now();
     lock.unlock();
-    Refresh();
+    // A cluster out of reach keeps the map it had; the next refresh tries again (bad options
+    // failed Create already).
+    (void)Refresh();
     CloseUnused();
     lock.lock();
   }
@@ -531,7 +533,7 @@ Status ClusterClient::Refresh() {
 void ClusterClient::CloseUnused() {
   std::erase_if(retired_, [this](const std::shared_ptr<Node>& node) {
     if (node.use_count() > 1) return false;
-    const ClientStats s = node->client->stats();
+    const ClientStats s = node->client->stats_for_testing();
     std::lock_guard lock(stats_mu_);
     retired_stats_.commands += s.commands;
     retired_stats_.writes += s.writes;

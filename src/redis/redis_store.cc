@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <future>
 #include <optional>
 #include <utility>
 
+#include "core/await.h"
 #include "redis/client.h"
 #include "redis/cluster_client.h"
 #include "redis/cluster_slots.h"
@@ -20,7 +20,7 @@ constexpr size_t kScriptArgs = 6;
 
 // The two parameters a script takes after the cost.
 std::pair<int64_t, int64_t> ScriptParameters(const Limit& limit) {
-  if (HasBurst(limit.algorithm())) return {limit.capacity(), limit.emission_interval().count()};
+  if (IsMeter(limit.algorithm())) return {limit.capacity(), limit.emission_interval().count()};
   return {limit.count(), limit.period().count()};
 }
 
@@ -369,12 +369,8 @@ void RedisStore::CheckAllAsync(std::span<const CheckRequest> requests, AllCallba
 }
 
 Result<std::vector<Decision>> RedisStore::CheckAll(std::span<const CheckRequest> requests) {
-  std::promise<Result<std::vector<Decision>>> promise;
-  auto future = promise.get_future();
-  CheckAllAsync(requests, [&promise](Result<std::vector<Decision>> result) {
-    promise.set_value(std::move(result));
-  });
-  return future.get();
+  return core::Await<Result<std::vector<Decision>>>(
+      [&](auto done) { CheckAllAsync(requests, std::move(done)); });
 }
 
 }  // namespace sluice

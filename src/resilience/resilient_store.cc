@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/composite_key.h"
+#include "core/names.h"
 
 namespace sluice {
 namespace {
@@ -25,6 +26,12 @@ int Severity(BreakerState state) {
   return 2;
 }
 
+constexpr core::EnumName<BreakerState> kBreakerStateNames[] = {
+    {BreakerState::kClosed, "closed"},
+    {BreakerState::kOpen, "open"},
+    {BreakerState::kHalfOpen, "half_open"},
+};
+
 BreakerState Worst(BreakerState a, BreakerState b) { return Severity(a) >= Severity(b) ? a : b; }
 
 // The limit one of `instances` processes may admit on its own.
@@ -32,22 +39,12 @@ Result<Limit> ShareOf(const Limit& limit, int64_t instances) {
   const auto share = [instances](int64_t v) { return std::max<int64_t>(1, v / instances); };
   return Limit::Create(
       limit.algorithm(), share(limit.count()), limit.period(),
-      HasBurst(limit.algorithm()) ? std::optional(share(limit.capacity())) : std::nullopt);
+      IsMeter(limit.algorithm()) ? std::optional(share(limit.capacity())) : std::nullopt);
 }
 
 }  // namespace
 
-const char* BreakerStateName(BreakerState state) {
-  switch (state) {
-    case BreakerState::kClosed:
-      return "closed";
-    case BreakerState::kOpen:
-      return "open";
-    case BreakerState::kHalfOpen:
-      return "half_open";
-  }
-  return "unknown";
-}
+const char* BreakerStateName(BreakerState state) { return core::NameOf(kBreakerStateNames, state); }
 
 // What a breaker said to one call: whether it may go to the backend, and what its answer may
 // change. Only an answer to a call sent since the breaker last opened tells of the backend as it
@@ -437,6 +434,8 @@ void ResilientStore::ProbeAsync(const CheckRequest& probe, DecisionCallback done
 
 Status ResilientStore::DoReset(std::string_view scope, std::string_view key) {
   if (hot_keys_) hot_keys_->Forget(scope, key);
+  // Best effort: the local fallback's state is this process's estimate, and the backend's answer
+  // is the reset's.
   (void)fallback_.Reset(scope, key);
   return backend_.Reset(scope, key);
 }
@@ -444,7 +443,7 @@ Status ResilientStore::DoReset(std::string_view scope, std::string_view key) {
 void ResilientStore::DoResetAsync(std::string_view scope, std::string_view key,
                                   StatusCallback done) {
   if (hot_keys_) hot_keys_->Forget(scope, key);
-  (void)fallback_.Reset(scope, key);
+  (void)fallback_.Reset(scope, key);  // best effort, as in DoReset
   backend_.ResetAsync(scope, key, std::move(done));
 }
 

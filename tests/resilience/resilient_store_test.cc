@@ -190,7 +190,7 @@ TEST_F(ResilientStoreTest, BreakerOpensProbesAndCloses) {
 TEST_F(ResilientStoreTest, ProbeAnsweredWithABadRequestLetsTheNextCallProbe) {
   Limiter limiter(store_, "api", MakeLimit(100), FailurePolicy::kFailClosed);
   backend_.failure = Status::Unavailable("down");
-  for (int i = 0; i < 3; ++i) limiter.Check("k");
+  for (int i = 0; i < 3; ++i) (void)limiter.Check("k");  // failures that open the breaker
   ASSERT_EQ(store_.breaker_state(), BreakerState::kOpen);
 
   clock_.Advance(500ms);
@@ -294,7 +294,7 @@ TEST_F(ResilientStoreTest, LateFailuresFromBeforeTheOutageDoNotReopenTheBreaker)
     limiter.CheckAsync("slow", 1, [&](Result<Decision> r) { late.push_back(std::move(r)); });
   }
   backend_.hold = false;
-  for (int i = 0; i < 3; ++i) limiter.Check("k");
+  for (int i = 0; i < 3; ++i) (void)limiter.Check("k");  // failures that open the breaker
   ASSERT_EQ(store_.breaker_state(), BreakerState::kOpen);
   backend_.failure = Status();
   clock_.Advance(500ms);
@@ -362,7 +362,7 @@ TEST_F(ResilientStoreTest, ProbeTellsOfItsOwnDomain) {
   Limiter limiter(per_master_, "api", limit, FailurePolicy::kFailClosed);
   masters_.failure = Status::Unavailable("node a down");
   masters_.failing_domain = 'a';
-  for (int i = 0; i < 3; ++i) limiter.Check("a1");
+  for (int i = 0; i < 3; ++i) (void)limiter.Check("a1");  // failures that open a's breaker
   const auto probe = [&](std::string_view key) {
     Result<Decision> answer = Status::Internal("no answer");
     per_master_.ProbeAsync({.scope = "probe", .limit = &limit, .key = key, .cost = 0},
