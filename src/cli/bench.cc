@@ -7,13 +7,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "config/duration.h"
+#include "core/mutex.h"
 #include "sluice/limiter.h"
 #include "sluice/memory_store.h"
 #include "sluice/open_store.h"
@@ -107,9 +107,12 @@ void RunAsyncChains(Limiter& limiter, const BenchFlags& flags, Steady::time_poin
     KeyPicker keys;
     std::atomic<int> phase{0};  // 0 in flight, 1 completed, 2 the caller has left
   };
-  std::mutex mu;
-  std::condition_variable finished;
-  int running = flags.concurrency;
+  struct Running {
+    explicit Running(int n) : chains(n) {}
+    core::Mutex mu;
+    std::condition_variable none_left;
+    int chains GUARDED_BY(mu);  // still running
+  } running(flags.concurrency);
   std::vector<std::unique_ptr<Chain>> chains;
   for (int c = 0; c < flags.concurrency; ++c) {
     chains.push_back(std::make_unique<Chain>(
@@ -125,12 +128,12 @@ void RunAsyncChains(Limiter& limiter, const BenchFlags& flags, Steady::time_poin
       });
       if (chain.phase.exchange(2) != 1) return;  // the callback will continue the chain
     }
-    std::lock_guard lock(mu);
-    if (--running == 0) finished.notify_one();
+    core::MutexLock lock(running.mu);
+    if (--running.chains == 0) running.none_left.notify_one();
   };
   for (auto& chain : chains) drive(*chain);
-  std::unique_lock lock(mu);
-  finished.wait(lock, [&] { return running == 0; });
+  core::MutexLock lock(running.mu);
+  while (running.chains != 0) lock.Wait(running.none_left);
 }
 
 // One synchronous loop per thread: for an in-process store, which decides inline, and for the

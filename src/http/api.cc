@@ -138,9 +138,12 @@ struct RuleAcquirer {
 
 // One acquire in progress, shared by its Exchange (for Abandon) and its callback.
 struct PendingAcquire {
-  std::mutex mu;
-  std::shared_ptr<RuleAcquirer> line;  // keeps the line alive; null once the acquire has ended
-  AcquireId id = 0;                    // set when AcquireAsync returns
+  explicit PendingAcquire(std::shared_ptr<RuleAcquirer> on) : line(std::move(on)) {}
+
+  core::Mutex mu;
+  // Keeps the line alive; null once the acquire has ended.
+  std::shared_ptr<RuleAcquirer> line GUARDED_BY(mu);
+  AcquireId id GUARDED_BY(mu) = 0;  // set when AcquireAsync returns
 };
 
 void Response::Reset() {
@@ -200,12 +203,12 @@ Api::Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules,
       max_waiters_(AcquirerOptions{}.max_waiters) {}
 
 void Api::SetRules(std::shared_ptr<const RuleTable> rules) {
-  std::lock_guard lock(rules_mu_);
+  core::MutexLock lock(rules_mu_);
   rules_.swap(rules);
 }
 
 std::shared_ptr<const RuleTable> Api::rules() const {
-  std::lock_guard lock(rules_mu_);
+  core::MutexLock lock(rules_mu_);
   return rules_;
 }
 
@@ -398,22 +401,21 @@ bool Api::HandleAcquire(const Request& request, Exchange& exchange) {
     OnAcquired(exchange, std::move(refused));
     return false;
   }
-  auto pending = std::make_shared<PendingAcquire>();
-  pending->line = line;
+  auto pending = std::make_shared<PendingAcquire>(line);
   exchange.acquire_ = pending;
   const AcquireId id = line->acquirer.AcquireAsync(
       check->request.key, check->request.cost, max_wait,
       [this, &exchange, pending](Result<Acquisition> acquired) {
         std::shared_ptr<RuleAcquirer> ended;  // released after the answer, as it may be the last
         {
-          std::lock_guard lock(pending->mu);
+          core::MutexLock lock(pending->mu);
           ended = std::move(pending->line);
         }
         ReleaseWaiterPlace(*exchange.rule_);
         OnAcquired(exchange, std::move(acquired));
       });
   const auto still_waits = [&] {
-    std::lock_guard lock(pending->mu);
+    core::MutexLock lock(pending->mu);
     pending->id = id;
     return pending->line != nullptr;
   };
@@ -423,7 +425,7 @@ bool Api::HandleAcquire(const Request& request, Exchange& exchange) {
 }
 
 std::shared_ptr<RuleAcquirer> Api::AcquirerFor(const ServedRule& rule) {
-  std::lock_guard lock(acquirers_mu_);
+  core::MutexLock lock(acquirers_mu_);
   if (draining_.load()) return nullptr;
   std::shared_ptr<RuleAcquirer>& line = acquirers_[rule.name];
   if (line && line->Serves(rule)) return line;
@@ -480,7 +482,7 @@ void Api::Abandon(Exchange& exchange) {
   std::shared_ptr<RuleAcquirer> line;
   AcquireId id = 0;
   {
-    std::lock_guard lock(pending->mu);
+    core::MutexLock lock(pending->mu);
     line = pending->line;
     id = pending->id;
   }
@@ -491,7 +493,7 @@ void Api::Abandon(Exchange& exchange) {
 void Api::CancelWaits() {
   std::vector<std::shared_ptr<RuleAcquirer>> lines;
   {
-    std::lock_guard lock(acquirers_mu_);
+    core::MutexLock lock(acquirers_mu_);
     draining_.store(true);
     for (const auto& [name, line] : acquirers_) lines.push_back(line);
     for (const auto& retired : retired_) {

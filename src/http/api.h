@@ -46,7 +46,6 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
@@ -54,6 +53,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "core/mutex.h"
 #include "http/metrics.h"
 #include "sluice/acquirer.h"
 #include "sluice/limit.h"
@@ -213,16 +213,18 @@ class Api {
   Metrics& metrics_;
   const Limit probe_limit_;
   std::atomic<bool> store_healthy_{true};
-  mutable std::mutex rules_mu_;
-  std::shared_ptr<const RuleTable> rules_;
+  mutable core::Mutex rules_mu_;
+  std::shared_ptr<const RuleTable> rules_ GUARDED_BY(rules_mu_);
   Timers* const timers_;
   std::atomic<size_t> max_waiters_;
   std::atomic<size_t> waiters_{0};     // acquires in progress, over every rule
   std::atomic<bool> draining_{false};  // set under acquirers_mu_ by CancelWaits
-  std::mutex acquirers_mu_;
-  std::unordered_map<std::string, std::shared_ptr<RuleAcquirer>> acquirers_;  // by rule name
+  core::Mutex acquirers_mu_;
+  // By rule name.
+  std::unordered_map<std::string, std::shared_ptr<RuleAcquirer>> acquirers_
+      GUARDED_BY(acquirers_mu_);
   // Lines replaced by a reload: they live as long as acquires wait on them.
-  std::vector<std::weak_ptr<RuleAcquirer>> retired_;
+  std::vector<std::weak_ptr<RuleAcquirer>> retired_ GUARDED_BY(acquirers_mu_);
 };
 
 }  // namespace sluice::http

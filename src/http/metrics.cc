@@ -37,7 +37,7 @@ std::string LabelValue(std::string_view text) {
 }  // namespace
 
 RuleCounters& Metrics::ForRule(std::string_view name) {
-  std::lock_guard lock(rules_mu_);
+  core::MutexLock lock(rules_mu_);
   auto it = rules_.find(name);
   if (it == rules_.end()) {
     it = rules_.emplace(std::string(name), std::make_unique<RuleCounters>()).first;
@@ -75,7 +75,7 @@ std::string Metrics::Exposition() const {
                  "# HELP sluice_checks_total Checks decided, by rule and result.\n"
                  "# TYPE sluice_checks_total counter\n");
   {
-    std::lock_guard lock(rules_mu_);
+    core::MutexLock lock(rules_mu_);
     for (const auto& [name, counters] : rules_) {
       fmt::format_to(put, "sluice_checks_total{{rule=\"{}\",result=\"allowed\"}} {}\n", name,
                      Load(counters->allowed));

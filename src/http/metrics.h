@@ -35,10 +35,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
+#include "core/mutex.h"
 #include "sluice/acquirer.h"
 #include "sluice/decision.h"
 #include "sluice/resilient_store.h"
@@ -95,8 +95,8 @@ class Metrics {
   std::string Exposition() const;
 
  private:
-  mutable std::mutex rules_mu_;
-  std::map<std::string, std::unique_ptr<RuleCounters>, std::less<>> rules_;
+  mutable core::Mutex rules_mu_;
+  std::map<std::string, std::unique_ptr<RuleCounters>, std::less<>> rules_ GUARDED_BY(rules_mu_);
 
   const ResilientStore* resilient_store_ = nullptr;
   std::atomic<uint64_t> store_errors_{0};

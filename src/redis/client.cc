@@ -33,12 +33,13 @@
 #include <cstdio>
 #include <deque>
 #include <future>
-#include <mutex>
 #include <random>
 #include <thread>
 
 #include "core/await.h"
+#include "core/mutex.h"
 #include "redis/backoff.h"
+#include "redis/reply_gather.h"
 
 namespace sluice::redis {
 namespace {
@@ -170,7 +171,7 @@ class Connection {
   void Submit(std::string bytes, std::vector<Pending> entries) {
     Refusal refusal;
     {
-      std::lock_guard lock(mu_);
+      core::MutexLock lock(mu_);
       refusal = Admit(entries.size());
       if (refusal == Refusal::kNone) EnqueueLocked(bytes, entries);
     }
@@ -197,8 +198,7 @@ class Connection {
  private:
   enum class Refusal { kNone, kNotConnected, kTooManyPending };
 
-  // Under mu_.
-  Refusal Admit(size_t n) {
+  Refusal Admit(size_t n) REQUIRES(mu_) {
     if (!ready()) return Refusal::kNotConnected;
     if (pending_.fetch_add(n, std::memory_order_relaxed) + n >
         options_.max_pending_per_connection) {
@@ -220,15 +220,15 @@ class Connection {
                                (why.empty() ? "" : ": " + why));
   }
 
-  void Enqueue(const std::string& bytes, std::vector<Pending>& entries) {
-    std::lock_guard lock(mu_);
+  void Enqueue(const std::string& bytes, std::vector<Pending>& entries) EXCLUDES(mu_) {
+    core::MutexLock lock(mu_);
     EnqueueLocked(bytes, entries);
   }
 
   // Keeps the deadlines of the entries not marked out_of_order nondecreasing along the FIFO, as
   // ExpireCalls assumes: an entry stamped earlier than one already queued (its caller was
   // preempted between stamping and queueing) is marked.
-  void EnqueueLocked(const std::string& bytes, std::vector<Pending>& entries) {
+  void EnqueueLocked(const std::string& bytes, std::vector<Pending>& entries) REQUIRES(mu_) {
     outgoing_.append(bytes);
     for (auto& e : entries) {
       if (!e.out_of_order && !e.finished) {
@@ -252,7 +252,7 @@ class Connection {
   }
 
   std::string LastError() const {
-    std::lock_guard lock(error_mu_);
+    core::MutexLock lock(error_mu_);
     return last_error_;
   }
 
@@ -264,18 +264,20 @@ class Connection {
   void Flush() {
     std::vector<Pending> taken;
     bool write = false;
+    bool connected = false;
     {
-      std::lock_guard lock(mu_);
+      core::MutexLock lock(mu_);
       flush_posted_ = false;
       taken.swap(incoming_);
-      if (!connected_) {
+      connected = connected_;
+      if (!connected) {
         outgoing_.clear();
       } else if (!writing_active_) {
         writing_.swap(outgoing_);
         write = !writing_.empty();
       }
     }
-    if (!connected_) {
+    if (!connected) {
       FailAll(taken, Status::Unavailable("connection to Redis at " + Address() + " lost"));
       return;
     }
@@ -421,7 +423,7 @@ class Connection {
     socket_ = Socket(io_);
     connect_timer_.expires_after(options_.connect_timeout);
     connect_timer_.async_wait([this, gen = generation_](boost::system::error_code ec) {
-      if (ec || gen != generation_ || connected_) return;
+      if (ec || gen != generation_ || ConnectedOnIoThread()) return;
       resolver_.cancel();
       boost::system::error_code ignored;
       socket_.close(ignored);
@@ -461,7 +463,7 @@ class Connection {
       setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
     {
-      std::lock_guard lock(mu_);
+      core::MutexLock lock(mu_);
       connected_ = true;
     }
     last_read_ = Steady::now();
@@ -506,7 +508,7 @@ class Connection {
         if (last) {
           backoff_ = options_.reconnect_min;
           connects.fetch_add(1, std::memory_order_relaxed);
-          std::lock_guard lock(mu_);  // see Submit
+          core::MutexLock lock(mu_);  // see Submit
           ready_.store(true, std::memory_order_release);
         }
       };
@@ -542,7 +544,7 @@ class Connection {
     loading_.clear();
     std::vector<Pending> taken;
     {
-      std::lock_guard lock(mu_);
+      core::MutexLock lock(mu_);
       ready_.store(false, std::memory_order_release);  // see Submit
       connected_ = false;
       taken.swap(incoming_);
@@ -571,8 +573,11 @@ class Connection {
     });
   }
 
+  // Only the I/O thread writes connected_, so there it reads it without the lock.
+  bool ConnectedOnIoThread() const NO_THREAD_SAFETY_ANALYSIS { return connected_; }
+
   void SetError(const std::string& why) {
-    std::lock_guard lock(error_mu_);
+    core::MutexLock lock(error_mu_);
     last_error_ = why;
   }
 
@@ -584,17 +589,17 @@ class Connection {
   redisReader* reader_;
   std::array<char, 16 * 1024> read_buffer_;
 
-  std::mutex mu_;  // guards the five below
-  std::string outgoing_;
-  std::vector<Pending> incoming_;
-  bool flush_posted_ = false;
-  bool connected_ = false;  // written under mu_ on the I/O thread; read there without it
-  Steady::time_point last_in_order_deadline_{};
+  core::Mutex mu_;
+  std::string outgoing_ GUARDED_BY(mu_);
+  std::vector<Pending> incoming_ GUARDED_BY(mu_);
+  bool flush_posted_ GUARDED_BY(mu_) = false;
+  bool connected_ GUARDED_BY(mu_) = false;  // written on the I/O thread (ConnectedOnIoThread)
+  Steady::time_point last_in_order_deadline_ GUARDED_BY(mu_){};
 
-  std::atomic<bool> ready_{false};
+  std::atomic<bool> ready_{false};  // written under mu_ (see Submit)
   std::atomic<size_t> pending_{0};  // accepted and not yet answered or failed
-  mutable std::mutex error_mu_;
-  std::string last_error_;
+  mutable core::Mutex error_mu_;
+  std::string last_error_ GUARDED_BY(error_mu_);
 
   // I/O thread only.
   std::deque<Pending> inflight_;
@@ -677,28 +682,13 @@ class AsioClient final : public Client {
   }
 
   void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) override {
-    struct Gather {
-      std::mutex mu;
-      std::vector<Result<Reply>> results;
-      size_t left;
-      BatchReplyCallback done;
-    };
-    auto gather = std::make_shared<Gather>();
-    gather->results.assign(calls.size(), Status::Internal("no reply"));
-    gather->left = calls.size();
-    gather->done = std::move(done);
-    if (calls.empty()) return gather->done({});
+    if (calls.empty()) return done({});
+    auto gather = std::make_shared<ReplyGather>(calls.size(), std::move(done));
     std::string bytes;
     std::vector<Pending> entries;
     entries.reserve(calls.size());
     for (size_t i = 0; i < calls.size(); ++i) {
-      entries.push_back(EvalEntry(calls[i], [gather, i](Result<Reply> r) {
-        std::unique_lock lock(gather->mu);
-        gather->results[i] = std::move(r);
-        if (--gather->left > 0) return;
-        lock.unlock();
-        gather->done(std::move(gather->results));
-      }));
+      entries.push_back(EvalEntry(calls[i], ReplyGather::Slot(gather, i)));
       bytes.append(entries.back().command);
     }
     Pick().Submit(std::move(bytes), std::move(entries));

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <boost/unordered/unordered_flat_map.hpp>
-#include <mutex>
 #include <string>
 
 #include "core/composite_key.h"
+#include "core/mutex.h"
 #include "core/names.h"
 
 namespace sluice {
@@ -70,7 +70,7 @@ class ResilientStore::Breaker {
     if (phase_.load(std::memory_order_acquire) == Phase::kClosed) {
       return {.domain = domain, .allowed = true, .epoch = epoch};
     }
-    std::lock_guard lock(mu_);
+    core::MutexLock lock(mu_);
     const uint64_t current = opens_.load(std::memory_order_relaxed);
     if (phase_ == Phase::kUnused) {
       domain_ = domain;
@@ -94,7 +94,7 @@ class ResilientStore::Breaker {
         failures_.load(std::memory_order_relaxed) == 0) {
       return;
     }
-    std::lock_guard lock(mu_);
+    core::MutexLock lock(mu_);
     if (!Current(pass)) return;
     if (phase_ == Phase::kClosed || (phase_ == Phase::kHalfOpen && pass.probe)) {
       failures_ = 0;
@@ -104,7 +104,7 @@ class ResilientStore::Breaker {
   }
 
   void Failed(const Pass& pass, int64_t now, int failures_to_open) {
-    std::lock_guard lock(mu_);
+    core::MutexLock lock(mu_);
     if (!Current(pass)) return;
     const bool probe_failed = phase_ == Phase::kHalfOpen && pass.probe;
     const bool too_many = phase_ == Phase::kClosed &&
@@ -122,13 +122,13 @@ class ResilientStore::Breaker {
   // error): a probe it answered lets the next call probe instead.
   void Released(const Pass& pass) {
     if (!pass.probe) return;
-    std::lock_guard lock(mu_);
+    core::MutexLock lock(mu_);
     if (Current(pass) && phase_ == Phase::kHalfOpen) probing_ = false;
   }
 
   bool used() const { return phase_.load(std::memory_order_acquire) != Phase::kUnused; }
   uint32_t domain() const {
-    std::lock_guard lock(mu_);
+    core::MutexLock lock(mu_);
     return domain_;
   }
   BreakerState state() const {
@@ -148,18 +148,19 @@ class ResilientStore::Breaker {
  private:
   enum class Phase : uint8_t { kUnused, kClosed, kOpen, kHalfOpen };
 
-  // Under the lock: whether the call was let through since the breaker last opened.
-  bool Current(const Pass& pass) const {
+  // Whether the call was let through since the breaker last opened.
+  bool Current(const Pass& pass) const REQUIRES(mu_) {
     return pass.epoch == opens_.load(std::memory_order_relaxed);
   }
 
-  mutable std::mutex mu_;
+  // The atomics are read without the lock on the fast paths, and written under it.
+  mutable core::Mutex mu_;
   std::atomic<Phase> phase_{Phase::kUnused};
   std::atomic<int> failures_{0};
   std::atomic<uint64_t> opens_{0};
-  int64_t opened_at_ = 0;
-  bool probing_ = false;
-  uint32_t domain_ = 0;
+  int64_t opened_at_ GUARDED_BY(mu_) = 0;
+  bool probing_ GUARDED_BY(mu_) = false;
+  uint32_t domain_ GUARDED_BY(mu_) = 0;
 };
 
 // Keys the backend denied, each with the limit and the cost of the request denied and until
@@ -174,7 +175,7 @@ class ResilientStore::HotKeys {
   std::optional<Decision> Deny(const CheckRequest& r, int64_t now) {
     const core::HashedKey key = core::Hashed(core::ComposeKey(r.scope, r.key));
     Shard& shard = ShardFor(key);
-    std::lock_guard lock(shard.mu);
+    core::MutexLock lock(shard.mu);
     auto it = shard.map.find(key);
     if (it == shard.map.end()) return std::nullopt;
     const Entry& e = it->second;
@@ -198,7 +199,7 @@ class ResilientStore::HotKeys {
                       .cost = r.cost,
                       .denied_until = now + denial.retry_after.count(),
                       .fresh_at = now + denial.reset_after.count()};
-    std::lock_guard lock(shard.mu);
+    core::MutexLock lock(shard.mu);
     if (auto it = shard.map.find(key); it != shard.map.end()) {
       it->second = entry;
       return;
@@ -210,7 +211,7 @@ class ResilientStore::HotKeys {
   void Forget(std::string_view scope, std::string_view key) {
     const core::HashedKey composite = core::Hashed(core::ComposeKey(scope, key));
     Shard& shard = ShardFor(composite);
-    std::lock_guard lock(shard.mu);
+    core::MutexLock lock(shard.mu);
     if (auto it = shard.map.find(composite); it != shard.map.end()) shard.map.erase(it);
   }
 
@@ -227,12 +228,12 @@ class ResilientStore::HotKeys {
     int64_t fresh_at;
   };
   struct alignas(64) Shard {
-    std::mutex mu;
-    boost::unordered_flat_map<std::string, Entry, core::KeyHash, core::KeyEqual> map;
-    int64_t last_sweep = -kFullSweepIntervalUs;
+    core::Mutex mu;
+    boost::unordered_flat_map<std::string, Entry, core::KeyHash, core::KeyEqual> map GUARDED_BY(mu);
+    int64_t last_sweep GUARDED_BY(mu) = -kFullSweepIntervalUs;
 
     // Drops what expired, unless the last sweep was too recent; true if that made room.
-    bool SweptRoom(int64_t now, size_t bound) {
+    bool SweptRoom(int64_t now, size_t bound) REQUIRES(mu) {
       if (now - last_sweep < kFullSweepIntervalUs) return false;
       last_sweep = now;
       boost::unordered::erase_if(map,
