@@ -15,7 +15,6 @@
 #include "config/duration.h"
 #include "core/mutex.h"
 #include "sluice/limiter.h"
-#include "sluice/memory_store.h"
 #include "sluice/open_store.h"
 #include "sluice/resilient_store.h"
 
@@ -207,7 +206,7 @@ int RunBench(const BenchFlags& f) {
   Tally tally;
   const auto start = Steady::now();
   const auto end = start + *duration;
-  if (dynamic_cast<MemoryStore*>(store->get()) != nullptr) {
+  if ((*store)->DecidesInline()) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
     RunThreads(limiter, f, std::max(1, std::min(f.concurrency, cores)), end, tally);
   } else if (resilient) {
@@ -236,7 +235,7 @@ int RunBench(const BenchFlags& f) {
                                 {"errors", tally.errors.load()}};
     nlohmann::json report = out;
     if (resilient) {
-      const ResilientStoreStats stats = resilient->stats();
+      const StoreHealthStats stats = resilient->stats();
       report["decided_by_store"] = stats.store;
       report["decided_by_hot_key_cache"] = stats.hot_key_cache;
       report["decided_by_policy"] = stats.fail_open + stats.fail_closed + stats.local_fallback;

@@ -171,6 +171,22 @@ Status Store::DoReset(std::string_view scope, std::string_view key) {
   return core::Await<Status>([&](auto done) { DoResetAsync(scope, key, std::move(done)); });
 }
 
+namespace {
+
+// '#' cannot appear in a limiter name of `sluice serve` (a rule name), so no rule shares its state.
+constexpr std::string_view kProbeScope = "#sluice";
+constexpr std::string_view kProbeKey = "readyz";
+
+}  // namespace
+
+CheckRequest Store::ReadinessProbe() {
+  static const Limit limit =
+      Limit::Create(Algorithm::kFixedWindow, 1, std::chrono::seconds(1)).value();
+  return {.scope = kProbeScope, .limit = &limit, .key = kProbeKey, .cost = 0};
+}
+
+void Store::ProbeAsync(DecisionCallback done) { CheckAsync(ReadinessProbe(), std::move(done)); }
+
 Result<Decision> Store::DoCheck(const CheckRequest& request) {
   return std::move(DoCheckBatch({&request, 1}).front());
 }

@@ -20,9 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::string_view kJson = "application/json";
 constexpr std::string_view kPrometheusText = "text/plain; version=0.0.4; charset=utf-8";
-// Readiness peeks here. '#' cannot appear in a rule name, so no rule shares its state.
-constexpr std::string_view kProbeScope = "#sluice";
-constexpr std::string_view kProbeKey = "readyz";
 
 int64_t CeilMillis(Duration d) { return d.count() <= 0 ? 0 : (d.count() + 999) / 1000; }
 
@@ -91,10 +88,6 @@ Result<ParsedCheck> ParseCheck(const json& item, const RuleTable& rules) {
                              .on_error = rule->on_error};
   if (Status s = ValidateCheck(request); !s.ok()) return s;
   return ParsedCheck{rule, request};
-}
-
-Limit ProbeLimit() {
-  return Limit::Create(Algorithm::kFixedWindow, 1, std::chrono::seconds(1)).value();
 }
 
 AcquirerOptions AcquirerOptionsOf(const ServedRule& rule) {
@@ -193,11 +186,10 @@ const ServedRule* RuleTable::Find(std::string_view name) const {
 }
 
 Api::Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules,
-         ResilientStore* resilient_store, Timers* timers)
+         const StoreHealth* health, Timers* timers)
     : store_(store),
-      resilient_store_(resilient_store),
+      health_(health),
       metrics_(metrics),
-      probe_limit_(ProbeLimit()),
       rules_(std::move(rules)),
       timers_(timers),
       max_waiters_(AcquirerOptions{}.max_waiters) {}
@@ -504,9 +496,7 @@ void Api::CancelWaits() {
 }
 
 void Api::HandleReady(Exchange& exchange) {
-  const CheckRequest probe{
-      .scope = kProbeScope, .limit = &probe_limit_, .key = kProbeKey, .cost = 0};
-  auto answer = [this, &exchange](Result<Decision> decision) {
+  store_.ProbeAsync([this, &exchange](Result<Decision> decision) {
     Response& response = exchange.response;
     if (!decision.ok()) {
       StoreFailed(decision.status().ToString());
@@ -517,15 +507,13 @@ void Api::HandleReady(Exchange& exchange) {
       StoreAnswered();
       response.body = R"({"status":"ready")";
     }
-    if (resilient_store_ != nullptr) {
+    if (health_ != nullptr) {
       fmt::format_to(std::back_inserter(response.body), R"(,"breaker":"{}")",
-                     BreakerStateName(resilient_store_->breaker_state()));
+                     BreakerStateName(health_->breaker_state()));
     }
     response.body += '}';
     Finish(exchange);
-  };
-  if (resilient_store_ != nullptr) return resilient_store_->ProbeAsync(probe, std::move(answer));
-  store_.CheckAsync(probe, std::move(answer));
+  });
 }
 
 void Api::Refuse(int status, std::string_view message, Response& response) {

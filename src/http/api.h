@@ -21,10 +21,10 @@
 //                    when their client leaves (Abandon). Needs the Api to be given Timers; 501
 //                    otherwise.
 //   GET /healthz     200 while the process serves
-//   GET /readyz      200 when the store answers a peek (cost 0) on an internal key, else 503;
-//                    with a ResilientStore, the peek is its ProbeAsync: the backend's own answer
-//                    (a failure policy must not make it look ready), 503 at once while the
-//                    circuit breaker is open, and the breaker's state in the body
+//   GET /readyz      200 when the store's readiness probe (Store::ProbeAsync: a peek on an
+//                    internal key) answers, else 503; through a ResilientStore, the backend's own
+//                    answer (a failure policy must not make it look ready), 503 at once while the
+//                    circuit breaker is open; with a StoreHealth, the breaker's state in the body
 //   GET /metrics     Prometheus text exposition
 //
 // Errors are {"error":"..."}: 400 bad JSON or check, 404 unknown path, 405 wrong method (with
@@ -57,8 +57,8 @@
 #include "http/metrics.h"
 #include "sluice/acquirer.h"
 #include "sluice/limit.h"
-#include "sluice/resilient_store.h"
 #include "sluice/store.h"
+#include "sluice/store_health.h"
 
 namespace sluice::http {
 
@@ -149,11 +149,11 @@ class Exchange {
 
 class Api {
  public:
-  // `store` and `metrics` (and `resilient_store`, when given) must outlive the Api.
-  // `resilient_store`, when `store` is one, lets /readyz see through it.
-  // `timers` (which must outlive the Api too) is where /v1/acquire waits.
+  // `store` and `metrics` (and `health` and `timers`, when given) must outlive the Api.
+  // `health`, the store's when it has one (a ResilientStore), adds the breaker to /readyz.
+  // `timers` is where /v1/acquire waits.
   Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules,
-      ResilientStore* resilient_store = nullptr, Timers* timers = nullptr);
+      const StoreHealth* health = nullptr, Timers* timers = nullptr);
 
   void SetRules(std::shared_ptr<const RuleTable> rules);
   std::shared_ptr<const RuleTable> rules() const;
@@ -209,9 +209,8 @@ class Api {
   void StoreFailed(std::string_view why);
 
   Store& store_;
-  ResilientStore* const resilient_store_;
+  const StoreHealth* const health_;
   Metrics& metrics_;
-  const Limit probe_limit_;
   std::atomic<bool> store_healthy_{true};
   mutable core::Mutex rules_mu_;
   std::shared_ptr<const RuleTable> rules_ GUARDED_BY(rules_mu_);

@@ -143,8 +143,8 @@ std::string Metrics::Exposition() const {
   }
   fmt::format_to(put, "sluice_http_requests_total{{code=\"other\"}} {}\n", Load(http_.back()));
 
-  if (resilient_store_ != nullptr) {
-    const ResilientStoreStats stats = resilient_store_->stats();
+  if (health_ != nullptr) {
+    const StoreHealthStats stats = health_->stats();
     fmt::format_to(put,
                    "# HELP sluice_breaker_state The store's circuit breaker: 1 for its state.\n"
                    "# TYPE sluice_breaker_state gauge\n");

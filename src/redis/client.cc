@@ -144,6 +144,12 @@ Pending IgnoredReply(Steady::time_point deadline,
   return p;
 }
 
+// "host:port", or the socket's path.
+std::string ServerAddress(const ClientOptions& options) {
+  return options.unix_path.empty() ? options.host + ":" + std::to_string(options.port)
+                                   : options.unix_path;
+}
+
 class Connection {
  public:
   Connection(asio::io_context& io, const ClientOptions& options, int index)
@@ -246,10 +252,7 @@ class Connection {
     }
   }
 
-  std::string Address() const {
-    return options_.unix_path.empty() ? options_.host + ":" + std::to_string(options_.port)
-                                      : options_.unix_path;
-  }
+  std::string Address() const { return ServerAddress(options_); }
 
   std::string LastError() const {
     core::MutexLock lock(error_mu_);
@@ -692,6 +695,11 @@ class AsioClient final : public Client {
       bytes.append(entries.back().command);
     }
     Pick().Submit(std::move(bytes), std::move(entries));
+  }
+
+  // One server: node 0.
+  std::string AddressOf(uint32_t id) const override {
+    return id == 0 ? ServerAddress(options_) : std::string();
   }
 
   bool connected_for_testing() const override {

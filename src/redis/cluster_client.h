@@ -79,18 +79,19 @@ class ClusterClient final : public Client {
                ReplyCallback done) override;
   void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) override;
 
+  // A small id of the master serving `slot` in the current map, for telling masters apart
+  // cheaply (one atomic load, no lock): each address gets the next id, from 1, when it first
+  // appears in a map, keeps it, and no other address ever gets it. 0 while no master is known.
+  uint32_t NodeIdOf(uint16_t slot) const override;
+  // The address `id` was given to; empty for 0 and for ids not given yet.
+  std::string AddressOf(uint32_t id) const override;
+
   bool connected_for_testing() const override;
   // Summed over the nodes' clients, those of nodes that left the cluster included.
   ClientStats stats_for_testing() const override;
   ClusterStats cluster_stats_for_testing() const;
   // "host:port" of the master serving `slot` in the current map; empty when none is known.
   std::string MasterOfForTesting(uint16_t slot) const;
-  // A small id of the master serving `slot` in the current map, for telling masters apart
-  // cheaply (one atomic load, no lock): each address gets the next id, from 1, when it first
-  // appears in a map, keeps it, and no other address ever gets it. 0 while no master is known.
-  uint32_t NodeIdOf(uint16_t slot) const;
-  // The address `id` was given to; empty for 0 and for ids not given yet.
-  std::string AddressOf(uint32_t id) const;
 
  private:
   using Node = cluster::Node;

@@ -6,7 +6,6 @@
 
 #include "core/composite_key.h"
 #include "core/mutex.h"
-#include "core/names.h"
 
 namespace sluice {
 namespace {
@@ -26,12 +25,6 @@ int Severity(BreakerState state) {
   return 2;
 }
 
-constexpr core::EnumName<BreakerState> kBreakerStateNames[] = {
-    {BreakerState::kClosed, "closed"},
-    {BreakerState::kOpen, "open"},
-    {BreakerState::kHalfOpen, "half_open"},
-};
-
 BreakerState Worst(BreakerState a, BreakerState b) { return Severity(a) >= Severity(b) ? a : b; }
 
 // The limit one of `instances` processes may admit on its own.
@@ -43,8 +36,6 @@ Result<Limit> ShareOf(const Limit& limit, int64_t instances) {
 }
 
 }  // namespace
-
-const char* BreakerStateName(BreakerState state) { return core::NameOf(kBreakerStateNames, state); }
 
 // What a breaker said to one call: whether it may go to the backend, and what its answer may
 // change. Only an answer to a call sent since the breaker last opened tells of the backend as it
@@ -422,6 +413,10 @@ void ResilientStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, B
   });
 }
 
+void ResilientStore::ProbeAsync(DecisionCallback done) {
+  ProbeAsync(ReadinessProbe(), std::move(done));
+}
+
 void ResilientStore::ProbeAsync(const CheckRequest& probe, DecisionCallback done) {
   const Pass pass = Allow(probe.scope, probe.key, Now());
   if (!pass.allowed) {
@@ -456,9 +451,9 @@ std::string ResilientStore::FailureDomainName(uint32_t domain) const {
   return backend_.FailureDomainName(domain);
 }
 
-ResilientStoreStats ResilientStore::stats() const {
+StoreHealthStats ResilientStore::stats() const {
   const auto n = [this](DecisionSource s) { return by_source_[static_cast<size_t>(s)].load(); };
-  ResilientStoreStats stats;
+  StoreHealthStats stats;
   stats.store = n(DecisionSource::kStore);
   stats.hot_key_cache = n(DecisionSource::kHotKeyCache);
   stats.fail_open = n(DecisionSource::kFailOpen);

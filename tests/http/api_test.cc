@@ -569,7 +569,7 @@ TEST_F(ResilientApiTest, StoreFaultsAreRefusedUnderEveryPolicy) {
   EXPECT_EQ(full.response.status, 503);
   EXPECT_EQ(full.header("Retry-After"), "1");
 
-  const ResilientStoreStats stats = resilient_.stats();
+  const StoreHealthStats stats = resilient_.stats();
   EXPECT_EQ(stats.fail_open + stats.fail_closed + stats.local_fallback, 0u);
   EXPECT_EQ(stats.breaker, BreakerState::kClosed);
   EXPECT_EQ(metrics_.ForRule("open").allowed.load(), 0u);

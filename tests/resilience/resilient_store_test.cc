@@ -84,7 +84,7 @@ class FailingStore final : public Store {
   std::deque<std::function<void()>> held_;
 };
 
-const DomainBreakerStats* BreakerNamed(const ResilientStoreStats& stats, std::string_view name) {
+const DomainBreakerStats* BreakerNamed(const StoreHealthStats& stats, std::string_view name) {
   auto it = std::find_if(stats.breakers.begin(), stats.breakers.end(),
                          [name](const auto& b) { return b.domain == name; });
   return it == stats.breakers.end() ? nullptr : &*it;
@@ -233,7 +233,7 @@ TEST_F(ResilientStoreTest, OnlyOutagesGoToTheFailurePolicy) {
                       [&](Result<Decision> r) { probed = std::move(r); });
     EXPECT_EQ(probed.status(), error);
   }
-  const ResilientStoreStats stats = store_.stats();
+  const StoreHealthStats stats = store_.stats();
   EXPECT_EQ(stats.store_errors, 0u);
   EXPECT_EQ(stats.fail_open + stats.fail_closed + stats.local_fallback, 0u);
   EXPECT_EQ(stats.breaker, BreakerState::kClosed);
@@ -321,7 +321,7 @@ TEST_F(ResilientStoreTest, EachFailureDomainHasItsOwnBreaker) {
     EXPECT_EQ(healthy->source, DecisionSource::kStore);
     EXPECT_TRUE(healthy->allowed);
   }
-  ResilientStoreStats stats = per_master_.stats();
+  StoreHealthStats stats = per_master_.stats();
   EXPECT_EQ(stats.breaker, BreakerState::kOpen);  // the worst
   EXPECT_EQ(stats.breaker_opens, 1u);
   ASSERT_EQ(stats.breakers.size(), 2u);
@@ -602,7 +602,7 @@ TEST(ResilientStoreConcurrency, BreakerUnderAFlappingBackend) {
   }
   for (auto& thread : threads) thread.join();
   EXPECT_EQ(errors.load(), 0);
-  const ResilientStoreStats stats = store.stats();
+  const StoreHealthStats stats = store.stats();
   EXPECT_EQ(stats.store + stats.fail_closed, static_cast<uint64_t>(kThreads * kChecks));
   EXPECT_GT(stats.store, 0u);
   EXPECT_GT(stats.fail_closed, 0u);
