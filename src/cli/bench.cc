@@ -107,10 +107,10 @@ void RunAsyncChains(Limiter& limiter, const BenchFlags& flags, Steady::time_poin
     std::atomic<int> phase{0};  // 0 in flight, 1 completed, 2 the caller has left
   };
   struct Running {
-    explicit Running(int n) : chains(n) {}
+    explicit Running(int n) : left(n) {}
     core::Mutex mu;
     std::condition_variable none_left;
-    int chains GUARDED_BY(mu);  // still running
+    int left GUARDED_BY(mu);  // chains still running
   } running(flags.concurrency);
   std::vector<std::unique_ptr<Chain>> chains;
   for (int c = 0; c < flags.concurrency; ++c) {
@@ -128,11 +128,11 @@ void RunAsyncChains(Limiter& limiter, const BenchFlags& flags, Steady::time_poin
       if (chain.phase.exchange(2) != 1) return;  // the callback will continue the chain
     }
     core::MutexLock lock(running.mu);
-    if (--running.chains == 0) running.none_left.notify_one();
+    if (--running.left == 0) running.none_left.notify_one();
   };
   for (auto& chain : chains) drive(*chain);
   core::MutexLock lock(running.mu);
-  while (running.chains != 0) lock.Wait(running.none_left);
+  while (running.left != 0) lock.Wait(running.none_left);
 }
 
 // One synchronous loop per thread: for an in-process store, which decides inline, and for the
