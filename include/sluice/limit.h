@@ -30,8 +30,10 @@ inline constexpr Algorithm kAllAlgorithms[] = {
     Algorithm::kTokenBucket, Algorithm::kLeakyBucket, Algorithm::kGcra,
 };
 
-// True for the algorithms that take a burst: token_bucket, leaky_bucket, gcra.
-bool HasBurst(Algorithm algorithm);
+// True for the meters: token_bucket, leaky_bucket and gcra, whose state is a queue of work that
+// drains at the limit's rate. Only they take a `burst` (the queue's capacity), and only they can
+// book a future slot (CheckRequest::max_delay), their queue growing past its capacity.
+bool IsMeter(Algorithm algorithm);
 
 class Limit {
  public:

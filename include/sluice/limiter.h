@@ -43,7 +43,7 @@ class Limiter {
   void CheckAsync(std::string_view key, int64_t cost, DecisionCallback done);
   // As Check, but a request that does not fit now and would within `max_delay` books its slot
   // and is allowed with Decision::delay, the wait before it may proceed (store.h, Reservations).
-  // token_bucket, leaky_bucket and gcra only (CanReserve); INVALID_ARGUMENT for the others.
+  // token_bucket, leaky_bucket and gcra only (IsMeter); INVALID_ARGUMENT for the others.
   Result<Decision> Reserve(std::string_view key, int64_t cost, Duration max_delay);
   void ReserveAsync(std::string_view key, int64_t cost, Duration max_delay, DecisionCallback done);
   // Several keys at once, decided in order; one round trip on a remote store.

@@ -38,6 +38,8 @@ class MemoryStore final : public Store {
   // Drops every key whose state is equivalent to fresh; returns how many.
   size_t Sweep();
 
+  bool DecidesInline() const override { return true; }
+
  protected:
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override;
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override;

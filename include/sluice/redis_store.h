@@ -14,7 +14,7 @@
 // all or nothing.
 //
 // Failure domains (Store::FailureDomain): one Redis is one domain, 0, named by its address; on a
-// Redis Cluster, a key's domain is the master serving its slot now (ClusterClient::NodeIdOf),
+// Redis Cluster, a key's domain is the master serving its slot now (redis::Client::NodeIdOf),
 // named "host:port", and 0 ("none") while no master is known for the slot.
 //
 // Thread safety: fully thread-safe; calls from any thread share the client's multiplexed
@@ -40,7 +40,6 @@ namespace sluice {
 
 namespace redis {
 class Client;
-class ClusterClient;
 }  // namespace redis
 
 struct RedisStoreOptions {
@@ -100,11 +99,9 @@ class RedisStore final : public Store {
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override;
 
  private:
-  RedisStore(std::unique_ptr<redis::Client> client, std::string address, RedisStoreOptions options);
+  RedisStore(std::unique_ptr<redis::Client> client, RedisStoreOptions options);
 
-  std::unique_ptr<redis::Client> client_;
-  redis::ClusterClient* const cluster_;  // client_ on a Redis Cluster; null on one Redis
-  const std::string address_;            // of the one Redis
+  std::unique_ptr<redis::Client> client_;  // of one Redis, or a redis::ClusterClient
   const std::string prefix_;
   const Clock* const clock_;
   const int64_t margin_ms_;

@@ -17,7 +17,8 @@
 // Any other error of the backend, a full store (RESOURCE_EXHAUSTED) or a fault (INTERNAL, such
 // as a Lua script's error), comes back as the error, for the caller to refuse: the failure
 // policy is for outages only, so that no fault of the store becomes an admission. Such errors
-// neither open nor close a breaker.
+// neither open nor close a breaker. It reports its breakers and what decided (StoreHealth), and
+// its readiness probe goes through the breaker (ProbeAsync).
 // The backend's own deadline bounds every call (the Redis client's timeout); nothing is retried.
 //
 // Thread safety: fully thread-safe. The backend must outlive this store.
@@ -33,11 +34,9 @@
 #include "sluice/clock.h"
 #include "sluice/memory_store.h"
 #include "sluice/store.h"
+#include "sluice/store_health.h"
 
 namespace sluice {
-
-enum class BreakerState : uint8_t { kClosed, kOpen, kHalfOpen };
-const char* BreakerStateName(BreakerState state);  // "closed", "open", "half_open"
 
 struct ResilientStoreOptions {
   // Time for the breaker, the hot-key cache and the local fallback; the system clock when null.
@@ -55,26 +54,7 @@ struct ResilientStoreOptions {
   size_t fallback_max_keys = 1'000'000;
 };
 
-// One failure domain's circuit breaker.
-struct DomainBreakerStats {
-  std::string domain;  // Store::FailureDomainName of the first domain that used the breaker
-  BreakerState state = BreakerState::kClosed;
-  uint64_t opens = 0;
-};
-
-struct ResilientStoreStats {
-  uint64_t store = 0;  // decisions by source
-  uint64_t hot_key_cache = 0;
-  uint64_t fail_open = 0;
-  uint64_t fail_closed = 0;
-  uint64_t local_fallback = 0;
-  uint64_t store_errors = 0;   // backend failures seen (not counting calls the breaker stopped)
-  uint64_t breaker_opens = 0;  // times a breaker opened, summed over the domains
-  BreakerState breaker = BreakerState::kClosed;  // the worst: open, then half_open, then closed
-  std::vector<DomainBreakerStats> breakers;      // the domains that have seen a request
-};
-
-class ResilientStore final : public Store {
+class ResilientStore final : public Store, public StoreHealth {
  public:
   ResilientStore(Store& backend, ResilientStoreOptions options = {});
   ~ResilientStore() override;
@@ -82,16 +62,20 @@ class ResilientStore final : public Store {
   // Breakers with their own slot; domain ids at or above it share one.
   static constexpr size_t kBreakerSlots = 256;
 
-  ResilientStoreStats stats() const;
-  // The worst state over the domains (as ResilientStoreStats::breaker).
-  BreakerState breaker_state() const;
-  // A readiness probe: sends `probe` (a peek, cost 0) to the backend if the breaker of the
-  // probe's own domain lets a call through, and answers with the backend's own result, errors
-  // included (no failure policy); while that breaker is open it answers UNAVAILABLE at once,
-  // without a network call. The outcome counts for that breaker like any call, so with no
-  // traffic at all, probes are what close it again once its domain recovers. It says nothing of
-  // the other domains: each of their breakers lets the first request after `open_for` through as
-  // its probe, and reports `open` until one comes.
+  // StoreHealth: decisions by source, backend errors, and the breakers.
+  StoreHealthStats stats() const override;
+  BreakerState breaker_state() const override;
+
+  // Store's readiness probe, through the breaker of its key's domain: ProbeAsync(probe, done)
+  // with the store's internal peek.
+  void ProbeAsync(DecisionCallback done) override;
+  // A readiness probe of `probe`'s domain: sends `probe` (a peek, cost 0) to the backend if the
+  // breaker of the probe's own domain lets a call through, and answers with the backend's own
+  // result, errors included (no failure policy); while that breaker is open it answers
+  // UNAVAILABLE at once, without a network call. The outcome counts for that breaker like any
+  // call, so with no traffic at all, probes are what close it again once its domain recovers. It
+  // says nothing of the other domains: each of their breakers lets the first request after
+  // `open_for` through as its probe, and reports `open` until one comes.
   void ProbeAsync(const CheckRequest& probe, DecisionCallback done);
 
   // The backend's.

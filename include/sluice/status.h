@@ -1,6 +1,7 @@
 // Status and Result<T>: how sluice reports errors at its boundary. A Status is a code and a
 // message meant for a person; Result<T> holds either a T or a non-ok Status. Both are plain
-// values: copyable, movable, and safe to share between threads once built.
+// values: copyable, movable, and safe to share between threads once built. Both are [[nodiscard]]:
+// a call whose error is ignored on purpose says so with a (void) cast and the reason.
 #pragma once
 
 #include <cassert>
@@ -22,7 +23,7 @@ enum class StatusCode {
 
 const char* StatusCodeName(StatusCode code);
 
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -58,7 +59,7 @@ class Status {
 
 // Either a value or an error. Accessing value() of an error is a bug (asserted).
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)

@@ -56,10 +56,6 @@ Result<FailurePolicy> ParseFailurePolicy(std::string_view name);
 // or a bad request.
 bool IsStoreOutage(const Status& status);
 
-// True for the algorithms that can book a future slot: token_bucket, leaky_bucket and gcra (the
-// meters, whose state is a queue that can grow past its capacity).
-bool CanReserve(Algorithm algorithm);
-
 // The longest reservation a check may ask for: a year, and at most Limit::kMaxCount emission
 // intervals (what keeps a booked-ahead state within the stores' integer bounds).
 Duration MaxDelayOf(const Limit& limit);
@@ -72,7 +68,7 @@ struct CheckRequest {
   int64_t cost = 1;
   FailurePolicy on_error = FailurePolicy::kFailOpen;
   // Above zero: book a future slot up to this far ahead instead of denying (see above). Only for
-  // algorithms that CanReserve; between 0 and MaxDelayOf(limit).
+  // meters (IsMeter); between 0 and MaxDelayOf(limit).
   Duration max_delay{0};
 };
 
@@ -106,7 +102,21 @@ class Store {
   // The domain's name for stats and metrics ("127.0.0.1:7001"); empty when it has none.
   virtual std::string FailureDomainName(uint32_t /*domain*/) const { return {}; }
 
+  // A readiness probe: whether the store answers now. Peeks (cost 0) at an internal key that no
+  // limiter shares (ReadinessProbe) and answers with the store's own result, errors included; a
+  // store that stands in for failures (ResilientStore) answers with its backend's, so that a
+  // failure policy never makes it look ready.
+  virtual void ProbeAsync(DecisionCallback done);
+
+  // True when every call is decided on the calling thread, with no I/O (MemoryStore): its
+  // callbacks always run inline, and load on it comes from threads, not calls in flight.
+  virtual bool DecidesInline() const { return false; }
+
  protected:
+  // The peek ProbeAsync sends: scope "#sluice", key "readyz", fixed_window 1 per second. The
+  // request and what it points to live as long as the program.
+  static CheckRequest ReadinessProbe();
+
   // Called with validated requests only. The synchronous forms default to waiting on the
   // asynchronous ones and the single forms to batches of one; a store that decides inline
   // overrides them.

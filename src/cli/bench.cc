@@ -7,15 +7,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 #include <vector>
 
-#include "cli/duration.h"
+#include "config/duration.h"
+#include "core/mutex.h"
 #include "sluice/limiter.h"
-#include "sluice/memory_store.h"
 #include "sluice/open_store.h"
 #include "sluice/resilient_store.h"
 
@@ -107,9 +106,12 @@ void RunAsyncChains(Limiter& limiter, const BenchFlags& flags, Steady::time_poin
     KeyPicker keys;
     std::atomic<int> phase{0};  // 0 in flight, 1 completed, 2 the caller has left
   };
-  std::mutex mu;
-  std::condition_variable finished;
-  int running = flags.concurrency;
+  struct Running {
+    explicit Running(int n) : left(n) {}
+    core::Mutex mu;
+    std::condition_variable none_left;
+    int left GUARDED_BY(mu);  // chains still running
+  } running(flags.concurrency);
   std::vector<std::unique_ptr<Chain>> chains;
   for (int c = 0; c < flags.concurrency; ++c) {
     chains.push_back(std::make_unique<Chain>(
@@ -125,12 +127,12 @@ void RunAsyncChains(Limiter& limiter, const BenchFlags& flags, Steady::time_poin
       });
       if (chain.phase.exchange(2) != 1) return;  // the callback will continue the chain
     }
-    std::lock_guard lock(mu);
-    if (--running == 0) finished.notify_one();
+    core::MutexLock lock(running.mu);
+    if (--running.left == 0) running.none_left.notify_one();
   };
   for (auto& chain : chains) drive(*chain);
-  std::unique_lock lock(mu);
-  finished.wait(lock, [&] { return running == 0; });
+  core::MutexLock lock(running.mu);
+  while (running.left != 0) lock.Wait(running.none_left);
 }
 
 // One synchronous loop per thread: for an in-process store, which decides inline, and for the
@@ -184,9 +186,9 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchFlags& f) {
 int RunBench(const BenchFlags& f) {
   auto algorithm = ParseAlgorithm(f.algorithm);
   if (!algorithm.ok()) return Fail(algorithm.status().message());
-  auto duration = ParseDuration(f.duration);
+  auto duration = config::ParseDuration(f.duration);
   if (!duration.ok()) return Fail("--duration: " + duration.status().message());
-  auto period = ParseDuration(f.period);
+  auto period = config::ParseDuration(f.period);
   if (!period.ok()) return Fail("--period: " + period.status().message());
   if (f.keys < 1 || f.concurrency < 1 || f.io_threads < 1 || f.connections < 1) {
     return Fail("--keys, --concurrency, --io-threads and --connections must be at least 1");
@@ -204,7 +206,7 @@ int RunBench(const BenchFlags& f) {
   Tally tally;
   const auto start = Steady::now();
   const auto end = start + *duration;
-  if (dynamic_cast<MemoryStore*>(store->get()) != nullptr) {
+  if ((*store)->DecidesInline()) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
     RunThreads(limiter, f, std::max(1, std::min(f.concurrency, cores)), end, tally);
   } else if (resilient) {
@@ -233,7 +235,7 @@ int RunBench(const BenchFlags& f) {
                                 {"errors", tally.errors.load()}};
     nlohmann::json report = out;
     if (resilient) {
-      const ResilientStoreStats stats = resilient->stats();
+      const StoreHealthStats stats = resilient->stats();
       report["decided_by_store"] = stats.store;
       report["decided_by_hot_key_cache"] = stats.hot_key_cache;
       report["decided_by_policy"] = stats.fail_open + stats.fail_closed + stats.local_fallback;

@@ -5,8 +5,8 @@
 #include <queue>
 #include <utility>
 
-#include "cli/duration.h"
 #include "cli/svg.h"
+#include "config/duration.h"
 
 namespace sluice::cli {
 namespace {
@@ -74,7 +74,7 @@ TimeAxis TimeAxisTo(int64_t last_ms) {
 // The last instant a picture shows: the last request, or the slot it may have booked.
 TimeAxis TimeAxisFor(const std::vector<int64_t>& request_times_ms, Duration max_wait) {
   return TimeAxisTo((request_times_ms.empty() ? 0 : request_times_ms.back()) +
-                    CeilMillis(max_wait));
+                    config::CeilMillis(max_wait));
 }
 
 std::string TimeLabel(int64_t t_ms, bool seconds) {
@@ -84,7 +84,7 @@ std::string TimeLabel(int64_t t_ms, bool seconds) {
 // A duration for a caption: as a flag would say it when that is short ("2s"), else in
 // milliseconds with two decimals ("3333.33ms").
 std::string ReadableDuration(Duration d) {
-  if (d.count() % 1000 == 0) return FormatDuration(d);
+  if (d.count() % 1000 == 0) return config::FormatDuration(d);
   return FormatSvgNumber(static_cast<double>(d.count()) / 1000) + "ms";
 }
 
@@ -166,9 +166,10 @@ std::vector<Extent> MarkExtents(const Frame& frame, const Simulation& run) {
 std::string PanelTitle(const Simulation& run) {
   const Limit& limit = run.limit;
   std::string title = std::string(AlgorithmName(limit.algorithm())) + ": " +
-                      std::to_string(limit.count()) + " per " + FormatDuration(limit.period());
-  if (HasBurst(limit.algorithm())) title += ", burst " + std::to_string(limit.capacity());
-  if (run.max_wait.count() > 0) title += ", max wait " + FormatDuration(run.max_wait);
+                      std::to_string(limit.count()) + " per " +
+                      config::FormatDuration(limit.period());
+  if (IsMeter(limit.algorithm())) title += ", burst " + std::to_string(limit.capacity());
+  if (run.max_wait.count() > 0) title += ", max wait " + config::FormatDuration(run.max_wait);
   return title;
 }
 
@@ -232,7 +233,7 @@ BucketArea BucketAreaOf(Algorithm algorithm) {
 
 std::string Caption(const Frame& frame, const Simulation& run) {
   const Limit& limit = run.limit;
-  const std::string period = FormatDuration(limit.period());
+  const std::string period = config::FormatDuration(limit.period());
   const std::string every = ReadableDuration(limit.emission_interval());
   const std::string capacity = std::to_string(limit.capacity());
   const SimulatedRequest* denial = LastDenial(run);
@@ -292,10 +293,10 @@ std::string Tip(const SimulatedRequest& request) {
   std::string tip =
       "t = " + std::to_string(request.t_ms) + " ms, cost " + std::to_string(request.cost) + ": ";
   if (!d.allowed) {
-    return tip + "denied, retry after " + std::to_string(CeilMillis(d.retry_after)) + " ms";
+    return tip + "denied, retry after " + std::to_string(config::CeilMillis(d.retry_after)) + " ms";
   }
   tip += "admitted, remaining " + std::to_string(d.remaining);
-  if (d.delay.count() > 0) tip += ", waits " + std::to_string(CeilMillis(d.delay)) + " ms";
+  if (d.delay.count() > 0) tip += ", waits " + std::to_string(config::CeilMillis(d.delay)) + " ms";
   return tip;
 }
 

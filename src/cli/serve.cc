@@ -143,14 +143,16 @@ int RunServe(const ServeFlags& flags) {
   // cannot, and takes no detour.
   http::Metrics metrics;
   std::unique_ptr<ResilientStore> resilient;
+  const StoreHealth* health = nullptr;  // a plain store has no breaker to report
   if (config->store.url != "memory://") {
     resilient = std::make_unique<ResilientStore>(
         **backend, ResilientStoreOptions{.instances = config->store.instances});
-    metrics.Watch(*resilient);
+    health = resilient.get();
+    metrics.Watch(*health);
   }
   Store& store = resilient ? *resilient : **backend;
   WaitTimers wait_timers;
-  http::Api api(store, metrics, http::RuleTable::Build(config->rules, metrics), resilient.get(),
+  http::Api api(store, metrics, http::RuleTable::Build(config->rules, metrics), health,
                 &wait_timers.timers());
   api.SetMaxWaiters(config->server.max_waiters);
   http::ServerOptions options;

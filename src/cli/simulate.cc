@@ -6,8 +6,8 @@
 #include <sstream>
 #include <string>
 
-#include "cli/duration.h"
 #include "cli/picture.h"
+#include "config/duration.h"
 #include "sluice/limiter.h"
 #include "sluice/memory_store.h"
 
@@ -41,7 +41,7 @@ std::string LineError(int line, const std::string& why) {
 
 // Empty when `max_wait` suits `limit`.
 std::string MaxWaitError(const Limit& limit, Duration max_wait) {
-  if (max_wait.count() > 0 && !CanReserve(limit.algorithm())) {
+  if (max_wait.count() > 0 && !IsMeter(limit.algorithm())) {
     return "--max-wait needs token_bucket, leaky_bucket or gcra, not " +
            std::string(AlgorithmName(limit.algorithm()));
   }
@@ -123,9 +123,9 @@ int Simulate(const Limit& limit, std::istream& trace, std::ostream& out, std::os
   for (const SimulatedRequest& request : run.requests) {
     const Decision& decision = request.decision;
     out << request.t_ms << ',' << request.cost << ',' << (decision.allowed ? "true" : "false")
-        << ',' << decision.remaining << ',' << CeilMillis(decision.retry_after) << ','
-        << CeilMillis(decision.reset_after);
-    if (shaping) out << ',' << CeilMillis(decision.delay);
+        << ',' << decision.remaining << ',' << config::CeilMillis(decision.retry_after) << ','
+        << config::CeilMillis(decision.reset_after);
+    if (shaping) out << ',' << config::CeilMillis(decision.delay);
     out << '\n';
   }
   if (run.error.empty()) return 0;

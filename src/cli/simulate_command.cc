@@ -5,8 +5,8 @@
 #include <iterator>
 #include <vector>
 
-#include "cli/duration.h"
 #include "cli/simulate.h"
+#include "config/duration.h"
 #include "sluice/limit.h"
 
 namespace sluice::cli {
@@ -64,12 +64,12 @@ int RunSimulate(const SimulateFlags& flags) {
     if (!algorithm.ok()) return Fail("--algorithm: " + algorithm.status().message());
     algorithms = {*algorithm};
   }
-  auto period = ParseDuration(flags.period);
+  auto period = config::ParseDuration(flags.period);
   if (!period.ok()) return Fail("--period: " + period.status().message());
   std::vector<Limit> limits;
   for (const Algorithm a : algorithms) {
     // With --compare, --burst is for the algorithms that have one.
-    const bool with_burst = !flags.compare || HasBurst(a);
+    const bool with_burst = !flags.compare || IsMeter(a);
     auto limit = Limit::Create(a, flags.count, *period, with_burst ? flags.burst : std::nullopt);
     if (!limit.ok()) {
       return Fail((flags.compare ? std::string(AlgorithmName(a)) + ": " : "") +
@@ -77,7 +77,7 @@ int RunSimulate(const SimulateFlags& flags) {
     }
     limits.push_back(*limit);
   }
-  auto max_wait = ParseDuration(flags.max_wait);
+  auto max_wait = config::ParseDuration(flags.max_wait);
   if (!max_wait.ok()) return Fail("--max-wait: " + max_wait.status().message());
 
   std::ifstream trace_file;

@@ -10,7 +10,7 @@
 #include <optional>
 #include <set>
 
-#include "cli/duration.h"
+#include "config/duration.h"
 
 namespace sluice::config {
 namespace {
@@ -129,7 +129,7 @@ class Fields {
   Result<sluice::Duration> ReadDuration(const YAML::Node& node, std::string_view field) const {
     auto text = ReadString(node, field);
     if (!text.ok()) return text.status();
-    auto duration = cli::ParseDuration(*text);
+    auto duration = ParseDuration(*text);
     if (!duration.ok()) return report_.At(node, Path(field), duration.status().message());
     return *duration;
   }

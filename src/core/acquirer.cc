@@ -4,14 +4,16 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
-#include <future>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "core/await.h"
+#include "core/mutex.h"
+#include "core/names.h"
 
 namespace sluice {
 
@@ -20,30 +22,30 @@ namespace sluice {
 struct AsioTimers::Impl {
   explicit Impl(boost::asio::io_context& context) : io(context) {}
   boost::asio::io_context& io;
-  std::mutex mu;
-  Id next_id = 1;
+  core::Mutex mu;
+  Id next_id GUARDED_BY(mu) = 1;
   // A timer is here until it fires or is cancelled; destroying it cancels its wait.
-  std::unordered_map<Id, std::unique_ptr<boost::asio::steady_timer>> timers;
+  std::unordered_map<Id, std::unique_ptr<boost::asio::steady_timer>> timers GUARDED_BY(mu);
 };
 
 AsioTimers::AsioTimers(boost::asio::io_context& io) : impl_(std::make_shared<Impl>(io)) {}
 
 AsioTimers::~AsioTimers() {
-  std::lock_guard lock(impl_->mu);
+  core::MutexLock lock(impl_->mu);
   impl_->timers.clear();
 }
 
 Time AsioTimers::now() const { return SystemClock::Instance().now(); }
 
 Timers::Id AsioTimers::Start(Duration after, std::function<void()> fire) {
-  std::lock_guard lock(impl_->mu);
+  core::MutexLock lock(impl_->mu);
   const Id id = impl_->next_id++;
   auto timer = std::make_unique<boost::asio::steady_timer>(impl_->io);
   timer->expires_after(std::max(after, Duration(0)));
   // The handler takes the lock, so it cannot run before the timer is registered below.
   timer->async_wait([impl = impl_, id, fire = std::move(fire)](const boost::system::error_code&) {
     {
-      std::lock_guard handler_lock(impl->mu);
+      core::MutexLock handler_lock(impl->mu);
       auto it = impl->timers.find(id);
       if (it == impl->timers.end()) return;  // cancelled
       impl->timers.erase(it);
@@ -55,7 +57,7 @@ Timers::Id AsioTimers::Start(Duration after, std::function<void()> fire) {
 }
 
 void AsioTimers::Cancel(Id id) {
-  std::lock_guard lock(impl_->mu);
+  core::MutexLock lock(impl_->mu);
   impl_->timers.erase(id);
 }
 
@@ -64,10 +66,11 @@ void AsioTimers::Cancel(Id id) {
 struct ManualTimers::Impl {
   explicit Impl(ManualClock& c) : clock(c) {}
   ManualClock& clock;
-  mutable std::mutex mu;
-  Id next_id = 1;
-  std::map<std::pair<Time, Id>, std::function<void()>> due;  // by deadline, then start order
-  std::unordered_map<Id, Time> deadline_of;
+  mutable core::Mutex mu;
+  Id next_id GUARDED_BY(mu) = 1;
+  // By deadline, then start order.
+  std::map<std::pair<Time, Id>, std::function<void()>> due GUARDED_BY(mu);
+  std::unordered_map<Id, Time> deadline_of GUARDED_BY(mu);
 };
 
 ManualTimers::ManualTimers(ManualClock& clock) : impl_(std::make_unique<Impl>(clock)) {}
@@ -76,7 +79,7 @@ ManualTimers::~ManualTimers() = default;
 Time ManualTimers::now() const { return impl_->clock.now(); }
 
 Timers::Id ManualTimers::Start(Duration after, std::function<void()> fire) {
-  std::lock_guard lock(impl_->mu);
+  core::MutexLock lock(impl_->mu);
   const Id id = impl_->next_id++;
   const Time at = impl_->clock.now() + std::max(after, Duration(0));
   impl_->due.emplace(std::make_pair(at, id), std::move(fire));
@@ -85,7 +88,7 @@ Timers::Id ManualTimers::Start(Duration after, std::function<void()> fire) {
 }
 
 void ManualTimers::Cancel(Id id) {
-  std::lock_guard lock(impl_->mu);
+  core::MutexLock lock(impl_->mu);
   auto it = impl_->deadline_of.find(id);
   if (it == impl_->deadline_of.end()) return;
   impl_->due.erase(std::make_pair(it->second, id));
@@ -97,7 +100,7 @@ void ManualTimers::Advance(Duration by) {
   while (true) {
     std::function<void()> fire;
     {
-      std::lock_guard lock(impl_->mu);
+      core::MutexLock lock(impl_->mu);
       if (impl_->due.empty() || impl_->due.begin()->first.first > target) break;
       auto first = impl_->due.begin();
       const auto [at, id] = first->first;
@@ -112,24 +115,25 @@ void ManualTimers::Advance(Duration by) {
 }
 
 size_t ManualTimers::pending() const {
-  std::lock_guard lock(impl_->mu);
+  core::MutexLock lock(impl_->mu);
   return impl_->due.size();
 }
 
 // --- Acquirer -----------------------------------------------------------------------------------
 
+namespace {
+
+constexpr core::EnumName<AcquireOutcome> kAcquireOutcomeNames[] = {
+    {AcquireOutcome::kAdmitted, "admitted"},
+    {AcquireOutcome::kDenied, "denied"},
+    {AcquireOutcome::kQueueFull, "queue_full"},
+    {AcquireOutcome::kCancelled, "cancelled"},
+};
+
+}  // namespace
+
 const char* AcquireOutcomeName(AcquireOutcome outcome) {
-  switch (outcome) {
-    case AcquireOutcome::kAdmitted:
-      return "admitted";
-    case AcquireOutcome::kDenied:
-      return "denied";
-    case AcquireOutcome::kQueueFull:
-      return "queue_full";
-    case AcquireOutcome::kCancelled:
-      return "cancelled";
-  }
-  return "unknown";
+  return core::NameOf(kAcquireOutcomeNames, outcome);
 }
 
 class Acquirer::State : public std::enable_shared_from_this<State> {
@@ -138,7 +142,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
       : limiter_(limiter),
         timers_(timers),
         options_(options),
-        books_slots_(CanReserve(limiter.limit().algorithm())) {}
+        books_slots_(IsMeter(limiter.limit().algorithm())) {}
 
   Limiter& limiter() const { return limiter_; }
 
@@ -155,14 +159,14 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
       done(std::move(valid));
       return 0;
     }
-    std::unique_lock lock(mu_);
+    core::MutexLock lock(mu_);
     auto line_it = lines_.try_emplace(std::string(key)).first;
     Line& line = line_it->second;
     if (waiters_.size() >= options_.max_waiters ||
         line.in_progress >= options_.max_waiters_per_key) {
       ++stats_.queue_full;
       if (line.in_progress == 0) lines_.erase(line_it);
-      lock.unlock();
+      lock.Unlock();
       Acquisition refused;
       refused.outcome = AcquireOutcome::kQueueFull;
       done(std::move(refused));
@@ -185,7 +189,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
     if (waiter->phase == Phase::kInLine && !books_slots_) {
       waiter->timer = timers_.Start(max_wait, [self, id] { self->OnDeadline(id); });
     }
-    lock.unlock();
+    lock.Unlock();
     Send(std::move(batch));
     return id;
   }
@@ -195,7 +199,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
     Completions completions;
     Batch next;
     {
-      std::lock_guard lock(mu_);
+      core::MutexLock lock(mu_);
       auto it = waiters_.find(id);
       if (it == waiters_.end()) return false;
       WaiterPtr w = it->second;
@@ -226,7 +230,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   void CancelAll() {
     std::vector<AcquireId> ids;
     {
-      std::lock_guard lock(mu_);
+      core::MutexLock lock(mu_);
       for (const auto& [id, w] : waiters_) ids.push_back(id);
     }
     for (AcquireId id : ids) Cancel(id);
@@ -235,7 +239,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   void Shutdown() {
     Completions completions;
     {
-      std::lock_guard lock(mu_);
+      core::MutexLock lock(mu_);
       shut_down_ = true;
       for (auto& [id, w] : waiters_) {
         if (w->timer) timers_.Cancel(*w->timer);
@@ -252,7 +256,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   }
 
   AcquirerStats stats() const {
-    std::lock_guard lock(mu_);
+    core::MutexLock lock(mu_);
     AcquirerStats s = stats_;
     s.in_progress = waiters_.size();
     return s;
@@ -296,8 +300,8 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
     std::vector<WaiterPtr> waiters;  // of one key, in line order
   };
 
-  // Under the lock: the next waiters of `line` to check, if it is its turn to check.
-  Batch TakeBatch(Line& line) {
+  // The next waiters of `line` to check, if it is its turn to check.
+  Batch TakeBatch(Line& line) REQUIRES(mu_) {
     Batch batch;
     if (line.busy || line.waiting.empty() || shut_down_) return batch;
     line.busy = true;
@@ -316,8 +320,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
     return batch;
   }
 
-  // Outside the lock.
-  void Send(Batch batch) {
+  void Send(Batch batch) EXCLUDES(mu_) {
     if (batch.waiters.empty()) return;
     const Time now = timers_.now();
     const Duration most = MaxDelayOf(limiter_.limit());
@@ -338,7 +341,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
     Completions completions;
     Batch next;
     {
-      std::lock_guard lock(mu_);
+      core::MutexLock lock(mu_);
       if (shut_down_) return;
       const std::string& key = batch.waiters.front()->key;
       Line& line = lines_.at(key);
@@ -382,7 +385,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   void OnSlotCame(AcquireId id) {
     Completions completions;
     {
-      std::lock_guard lock(mu_);
+      core::MutexLock lock(mu_);
       auto it = waiters_.find(id);
       if (it == waiters_.end() || it->second->phase != Phase::kBooked) return;
       WaiterPtr w = it->second;
@@ -396,7 +399,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   void OnRetry(AcquireId id) {
     Batch next;
     {
-      std::lock_guard lock(mu_);
+      core::MutexLock lock(mu_);
       auto it = waiters_.find(id);
       if (it == waiters_.end() || it->second->phase != Phase::kSleeping) return;
       WaiterPtr w = it->second;
@@ -413,7 +416,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   void OnDeadline(AcquireId id) {
     Completions completions;
     {
-      std::lock_guard lock(mu_);
+      core::MutexLock lock(mu_);
       auto it = waiters_.find(id);
       if (it == waiters_.end() || it->second->phase != Phase::kInLine) return;
       WaiterPtr w = it->second;
@@ -426,9 +429,9 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
     Run(completions);
   }
 
-  // Under the lock: ends `w` with `outcome`.
+  // Ends `w` with `outcome`.
   void Finish(const WaiterPtr& w, AcquireOutcome outcome, const Decision& decision,
-              Completions& completions) {
+              Completions& completions) REQUIRES(mu_) {
     switch (outcome) {
       case AcquireOutcome::kAdmitted:
         ++stats_.admitted;
@@ -449,13 +452,13 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
     Remove(w);
   }
 
-  void Fail(const WaiterPtr& w, Status status, Completions& completions) {
+  void Fail(const WaiterPtr& w, Status status, Completions& completions) REQUIRES(mu_) {
     ++stats_.errors;
     completions.push_back({std::move(w->done), std::move(status)});
     Remove(w);
   }
 
-  void Remove(const WaiterPtr& w) {
+  void Remove(const WaiterPtr& w) REQUIRES(mu_) {
     if (w->timer) {
       timers_.Cancel(*w->timer);
       w->timer.reset();
@@ -464,7 +467,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
     waiters_.erase(w->id);
   }
 
-  void EraseLineIfIdle(const std::string& key) {
+  void EraseLineIfIdle(const std::string& key) REQUIRES(mu_) {
     auto it = lines_.find(key);
     if (it != lines_.end() && it->second.in_progress == 0 && !it->second.busy) lines_.erase(it);
   }
@@ -478,12 +481,14 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   const AcquirerOptions options_;
   const bool books_slots_;
 
-  mutable std::mutex mu_;
-  bool shut_down_ = false;
-  AcquireId next_id_ = 1;
-  std::unordered_map<AcquireId, WaiterPtr> waiters_;
-  std::unordered_map<std::string, Line> lines_;
-  AcquirerStats stats_;
+  // Also guards the Waiters (held by waiters_ and the lines) but what is fixed when they start:
+  // their id, key, cost, start and deadline.
+  mutable core::Mutex mu_;
+  bool shut_down_ GUARDED_BY(mu_) = false;
+  AcquireId next_id_ GUARDED_BY(mu_) = 1;
+  std::unordered_map<AcquireId, WaiterPtr> waiters_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, Line> lines_ GUARDED_BY(mu_);
+  AcquirerStats stats_ GUARDED_BY(mu_);
 };
 
 Acquirer::Acquirer(Limiter& limiter, Timers& timers, AcquirerOptions options)
@@ -497,11 +502,8 @@ AcquireId Acquirer::AcquireAsync(std::string_view key, int64_t cost, Duration ma
 }
 
 Result<Acquisition> Acquirer::Acquire(std::string_view key, int64_t cost, Duration max_wait) {
-  std::promise<Result<Acquisition>> promise;
-  auto future = promise.get_future();
-  AcquireAsync(key, cost, max_wait,
-               [&promise](Result<Acquisition> result) { promise.set_value(std::move(result)); });
-  return future.get();
+  return core::Await<Result<Acquisition>>(
+      [&](auto done) { AcquireAsync(key, cost, max_wait, std::move(done)); });
 }
 
 bool Acquirer::Cancel(AcquireId id) { return state_->Cancel(id); }

@@ -2,15 +2,12 @@
 
 #include <string>
 
+#include "core/names.h"
+
 namespace sluice {
 namespace {
 
-struct NamedAlgorithm {
-  Algorithm algorithm;
-  std::string_view name;
-};
-
-constexpr NamedAlgorithm kNames[] = {
+constexpr core::EnumName<Algorithm> kAlgorithmNames[] = {
     {Algorithm::kFixedWindow, "fixed_window"},     {Algorithm::kSlidingLog, "sliding_log"},
     {Algorithm::kSlidingWindow, "sliding_window"}, {Algorithm::kTokenBucket, "token_bucket"},
     {Algorithm::kLeakyBucket, "leaky_bucket"},     {Algorithm::kGcra, "gcra"},
@@ -21,22 +18,16 @@ std::string Num(int64_t v) { return std::to_string(v); }
 }  // namespace
 
 std::string_view AlgorithmName(Algorithm algorithm) {
-  for (const auto& n : kNames) {
-    if (n.algorithm == algorithm) return n.name;
-  }
-  return "unknown";
+  return core::NameOf(kAlgorithmNames, algorithm);
 }
 
 Result<Algorithm> ParseAlgorithm(std::string_view name) {
-  for (const auto& n : kNames) {
-    if (n.name == name) return n.algorithm;
-  }
-  return Status::InvalidArgument(
-      "unknown algorithm '" + std::string(name) +
-      "' (expected fixed_window, sliding_log, sliding_window, token_bucket, leaky_bucket or gcra)");
+  if (auto algorithm = core::ParseName(kAlgorithmNames, name)) return *algorithm;
+  return Status::InvalidArgument("unknown algorithm '" + std::string(name) + "' (expected " +
+                                 core::NameList(kAlgorithmNames) + ")");
 }
 
-bool HasBurst(Algorithm algorithm) {
+bool IsMeter(Algorithm algorithm) {
   return algorithm == Algorithm::kTokenBucket || algorithm == Algorithm::kLeakyBucket ||
          algorithm == Algorithm::kGcra;
 }
@@ -64,7 +55,7 @@ Result<Limit> Limit::Create(Algorithm algorithm, int64_t count, Duration period,
   limit.period_ = period;
   limit.capacity_ = count;
   limit.emission_interval_ = Duration((period.count() + count - 1) / count);
-  if (!HasBurst(algorithm)) {
+  if (!IsMeter(algorithm)) {
     if (burst) {
       return Status::InvalidArgument("burst applies to token_bucket, leaky_bucket and gcra, not " +
                                      name);

@@ -1,25 +1,25 @@
 #include "sluice/status.h"
 
+#include "core/names.h"
+
 namespace sluice {
 
+namespace {
+
+constexpr core::EnumName<StatusCode> kStatusCodeNames[] = {
+    {StatusCode::kOk, "OK"},
+    {StatusCode::kInvalidArgument, "INVALID_ARGUMENT"},
+    {StatusCode::kCostExceedsLimit, "COST_EXCEEDS_LIMIT"},
+    {StatusCode::kResourceExhausted, "RESOURCE_EXHAUSTED"},
+    {StatusCode::kUnavailable, "UNAVAILABLE"},
+    {StatusCode::kDeadlineExceeded, "DEADLINE_EXCEEDED"},
+    {StatusCode::kInternal, "INTERNAL"},
+};
+
+}  // namespace
+
 const char* StatusCodeName(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk:
-      return "OK";
-    case StatusCode::kInvalidArgument:
-      return "INVALID_ARGUMENT";
-    case StatusCode::kCostExceedsLimit:
-      return "COST_EXCEEDS_LIMIT";
-    case StatusCode::kResourceExhausted:
-      return "RESOURCE_EXHAUSTED";
-    case StatusCode::kUnavailable:
-      return "UNAVAILABLE";
-    case StatusCode::kDeadlineExceeded:
-      return "DEADLINE_EXCEEDED";
-    case StatusCode::kInternal:
-      return "INTERNAL";
-  }
-  return "UNKNOWN";
+  return core::NameOf(kStatusCodeNames, code, "UNKNOWN");
 }
 
 std::string Status::ToString() const {

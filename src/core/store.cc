@@ -1,55 +1,47 @@
 #include "sluice/store.h"
 
-#include <future>
 #include <string>
+
+#include "core/await.h"
+#include "core/names.h"
 
 namespace sluice {
 
+namespace {
+
+constexpr core::EnumName<DecisionSource> kDecisionSourceNames[] = {
+    {DecisionSource::kStore, "store"},
+    {DecisionSource::kHotKeyCache, "hot_key_cache"},
+    {DecisionSource::kFailOpen, "fail_open"},
+    {DecisionSource::kFailClosed, "fail_closed"},
+    {DecisionSource::kLocalFallback, "local_fallback"},
+};
+
+constexpr core::EnumName<FailurePolicy> kFailurePolicyNames[] = {
+    {FailurePolicy::kFailOpen, "fail_open"},
+    {FailurePolicy::kFailClosed, "fail_closed"},
+    {FailurePolicy::kLocalFallback, "local_fallback"},
+};
+
+}  // namespace
+
 const char* DecisionSourceName(DecisionSource source) {
-  switch (source) {
-    case DecisionSource::kStore:
-      return "store";
-    case DecisionSource::kHotKeyCache:
-      return "hot_key_cache";
-    case DecisionSource::kFailOpen:
-      return "fail_open";
-    case DecisionSource::kFailClosed:
-      return "fail_closed";
-    case DecisionSource::kLocalFallback:
-      return "local_fallback";
-  }
-  return "unknown";
+  return core::NameOf(kDecisionSourceNames, source);
 }
 
 const char* FailurePolicyName(FailurePolicy policy) {
-  switch (policy) {
-    case FailurePolicy::kFailOpen:
-      return "fail_open";
-    case FailurePolicy::kFailClosed:
-      return "fail_closed";
-    case FailurePolicy::kLocalFallback:
-      return "local_fallback";
-  }
-  return "unknown";
+  return core::NameOf(kFailurePolicyNames, policy);
 }
 
 Result<FailurePolicy> ParseFailurePolicy(std::string_view name) {
-  for (auto p :
-       {FailurePolicy::kFailOpen, FailurePolicy::kFailClosed, FailurePolicy::kLocalFallback}) {
-    if (name == FailurePolicyName(p)) return p;
-  }
-  return Status::InvalidArgument("unknown failure policy '" + std::string(name) +
-                                 "' (expected fail_open, fail_closed or local_fallback)");
+  if (auto policy = core::ParseName(kFailurePolicyNames, name)) return *policy;
+  return Status::InvalidArgument("unknown failure policy '" + std::string(name) + "' (expected " +
+                                 core::NameList(kFailurePolicyNames) + ")");
 }
 
 bool IsStoreOutage(const Status& status) {
   return status.code() == StatusCode::kUnavailable ||
          status.code() == StatusCode::kDeadlineExceeded;
-}
-
-bool CanReserve(Algorithm algorithm) {
-  return algorithm == Algorithm::kTokenBucket || algorithm == Algorithm::kLeakyBucket ||
-         algorithm == Algorithm::kGcra;
 }
 
 Duration MaxDelayOf(const Limit& limit) {
@@ -90,7 +82,7 @@ Status ValidateCheck(const CheckRequest& request) {
   }
   if (request.max_delay.count() != 0) {
     const Algorithm algorithm = request.limit->algorithm();
-    if (!CanReserve(algorithm)) {
+    if (!IsMeter(algorithm)) {
       return Status::InvalidArgument(
           "max_delay (booking a future slot) applies to token_bucket, leaky_bucket and gcra, "
           "not " +
@@ -171,18 +163,29 @@ void Store::ResetAsync(std::string_view scope, std::string_view key, StatusCallb
 }
 
 std::vector<Result<Decision>> Store::DoCheckBatch(std::span<const CheckRequest> requests) {
-  std::promise<std::vector<Result<Decision>>> promise;
-  auto future = promise.get_future();
-  DoCheckBatchAsync(requests, [&promise](auto results) { promise.set_value(std::move(results)); });
-  return future.get();
+  return core::Await<std::vector<Result<Decision>>>(
+      [&](auto done) { DoCheckBatchAsync(requests, std::move(done)); });
 }
 
 Status Store::DoReset(std::string_view scope, std::string_view key) {
-  std::promise<Status> promise;
-  auto future = promise.get_future();
-  DoResetAsync(scope, key, [&promise](Status s) { promise.set_value(std::move(s)); });
-  return future.get();
+  return core::Await<Status>([&](auto done) { DoResetAsync(scope, key, std::move(done)); });
 }
+
+namespace {
+
+// '#' cannot appear in a limiter name of `sluice serve` (a rule name), so no rule shares its state.
+constexpr std::string_view kProbeScope = "#sluice";
+constexpr std::string_view kProbeKey = "readyz";
+
+}  // namespace
+
+CheckRequest Store::ReadinessProbe() {
+  static const Limit limit =
+      Limit::Create(Algorithm::kFixedWindow, 1, std::chrono::seconds(1)).value();
+  return {.scope = kProbeScope, .limit = &limit, .key = kProbeKey, .cost = 0};
+}
+
+void Store::ProbeAsync(DecisionCallback done) { CheckAsync(ReadinessProbe(), std::move(done)); }
 
 Result<Decision> Store::DoCheck(const CheckRequest& request) {
   return std::move(DoCheckBatch({&request, 1}).front());

@@ -9,8 +9,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "http/rate_limit_headers.h"
-#include "http/refusal.h"
+#include "middleware/rate_limit_headers.h"
+#include "middleware/refusal.h"
 
 namespace sluice::http {
 namespace {
@@ -20,9 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::string_view kJson = "application/json";
 constexpr std::string_view kPrometheusText = "text/plain; version=0.0.4; charset=utf-8";
-// Readiness peeks here. '#' cannot appear in a rule name, so no rule shares its state.
-constexpr std::string_view kProbeScope = "#sluice";
-constexpr std::string_view kProbeKey = "readyz";
 
 int64_t CeilMillis(Duration d) { return d.count() <= 0 ? 0 : (d.count() + 999) / 1000; }
 
@@ -93,10 +90,6 @@ Result<ParsedCheck> ParseCheck(const json& item, const RuleTable& rules) {
   return ParsedCheck{rule, request};
 }
 
-Limit ProbeLimit() {
-  return Limit::Create(Algorithm::kFixedWindow, 1, std::chrono::seconds(1)).value();
-}
-
 AcquirerOptions AcquirerOptionsOf(const ServedRule& rule) {
   return {.max_waiters_per_key = rule.max_waiters_per_key, .max_waiters = rule.max_waiters};
 }
@@ -138,9 +131,12 @@ struct RuleAcquirer {
 
 // One acquire in progress, shared by its Exchange (for Abandon) and its callback.
 struct PendingAcquire {
-  std::mutex mu;
-  std::shared_ptr<RuleAcquirer> line;  // keeps the line alive; null once the acquire has ended
-  AcquireId id = 0;                    // set when AcquireAsync returns
+  explicit PendingAcquire(std::shared_ptr<RuleAcquirer> on) : line(std::move(on)) {}
+
+  core::Mutex mu;
+  // Keeps the line alive; null once the acquire has ended.
+  std::shared_ptr<RuleAcquirer> line GUARDED_BY(mu);
+  AcquireId id GUARDED_BY(mu) = 0;  // set when AcquireAsync returns
 };
 
 void Response::Reset() {
@@ -169,13 +165,14 @@ std::shared_ptr<const RuleTable> RuleTable::Build(const std::vector<config::Rule
   auto table = std::make_shared<RuleTable>();
   table->rules_.reserve(rules.size());
   for (const config::Rule& rule : rules) {
-    table->rules_.push_back(ServedRule{.name = rule.name,
-                                       .limit = rule.limit,
-                                       .on_error = rule.on_error,
-                                       .policy_header = RateLimitPolicyValue(rule.name, rule.limit),
-                                       .counters = &metrics.ForRule(rule.name),
-                                       .max_waiters_per_key = rule.max_waiters_per_key,
-                                       .max_waiters = rule.max_waiters});
+    table->rules_.push_back(
+        ServedRule{.name = rule.name,
+                   .limit = rule.limit,
+                   .on_error = rule.on_error,
+                   .policy_header = middleware::RateLimitPolicyValue(rule.name, rule.limit),
+                   .counters = &metrics.ForRule(rule.name),
+                   .max_waiters_per_key = rule.max_waiters_per_key,
+                   .max_waiters = rule.max_waiters});
   }
   std::sort(table->rules_.begin(), table->rules_.end(),
             [](const ServedRule& a, const ServedRule& b) { return a.name < b.name; });
@@ -189,22 +186,21 @@ const ServedRule* RuleTable::Find(std::string_view name) const {
 }
 
 Api::Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules,
-         ResilientStore* resilient_store, Timers* timers)
+         const StoreHealth* health, Timers* timers)
     : store_(store),
-      resilient_store_(resilient_store),
+      health_(health),
       metrics_(metrics),
-      probe_limit_(ProbeLimit()),
       rules_(std::move(rules)),
       timers_(timers),
       max_waiters_(AcquirerOptions{}.max_waiters) {}
 
 void Api::SetRules(std::shared_ptr<const RuleTable> rules) {
-  std::lock_guard lock(rules_mu_);
+  core::MutexLock lock(rules_mu_);
   rules_.swap(rules);
 }
 
 std::shared_ptr<const RuleTable> Api::rules() const {
-  std::lock_guard lock(rules_mu_);
+  core::MutexLock lock(rules_mu_);
   return rules_;
 }
 
@@ -294,8 +290,8 @@ void Api::OnDecision(Exchange& exchange, Result<Decision> decision) {
   Response& response = exchange.response;
   AppendDecision(response.body, *decision);
   response.AddHeader("RateLimit-Policy", rule.policy_header);
-  response.AddHeader("RateLimit", RateLimitValue(rule.name, *decision));
-  if (!decision->allowed) response.AddHeader("Retry-After", RetryAfterValue(*decision));
+  response.AddHeader("RateLimit", middleware::RateLimitValue(rule.name, *decision));
+  if (!decision->allowed) response.AddHeader("Retry-After", middleware::RetryAfterValue(*decision));
   Finish(exchange);
 }
 
@@ -397,22 +393,21 @@ bool Api::HandleAcquire(const Request& request, Exchange& exchange) {
     OnAcquired(exchange, std::move(refused));
     return false;
   }
-  auto pending = std::make_shared<PendingAcquire>();
-  pending->line = line;
+  auto pending = std::make_shared<PendingAcquire>(line);
   exchange.acquire_ = pending;
   const AcquireId id = line->acquirer.AcquireAsync(
       check->request.key, check->request.cost, max_wait,
       [this, &exchange, pending](Result<Acquisition> acquired) {
         std::shared_ptr<RuleAcquirer> ended;  // released after the answer, as it may be the last
         {
-          std::lock_guard lock(pending->mu);
+          core::MutexLock lock(pending->mu);
           ended = std::move(pending->line);
         }
         ReleaseWaiterPlace(*exchange.rule_);
         OnAcquired(exchange, std::move(acquired));
       });
   const auto still_waits = [&] {
-    std::lock_guard lock(pending->mu);
+    core::MutexLock lock(pending->mu);
     pending->id = id;
     return pending->line != nullptr;
   };
@@ -422,7 +417,7 @@ bool Api::HandleAcquire(const Request& request, Exchange& exchange) {
 }
 
 std::shared_ptr<RuleAcquirer> Api::AcquirerFor(const ServedRule& rule) {
-  std::lock_guard lock(acquirers_mu_);
+  core::MutexLock lock(acquirers_mu_);
   if (draining_.load()) return nullptr;
   std::shared_ptr<RuleAcquirer>& line = acquirers_[rule.name];
   if (line && line->Serves(rule)) return line;
@@ -465,11 +460,11 @@ void Api::OnAcquired(Exchange& exchange, Result<Acquisition> acquired) {
     response.body += R"(,"decision":)";
     AppendDecision(response.body, decision);
     response.AddHeader("RateLimit-Policy", rule.policy_header);
-    response.AddHeader("RateLimit", RateLimitValue(rule.name, decision));
-    if (!decision.allowed) response.AddHeader("Retry-After", RetryAfterValue(decision));
+    response.AddHeader("RateLimit", middleware::RateLimitValue(rule.name, decision));
+    if (!decision.allowed) response.AddHeader("Retry-After", middleware::RetryAfterValue(decision));
   }
   response.body += '}';
-  response.AddHeader("Server-Timing", ServerTimingValue(acquired->waited));
+  response.AddHeader("Server-Timing", middleware::ServerTimingValue(acquired->waited));
   Finish(exchange);
 }
 
@@ -479,7 +474,7 @@ void Api::Abandon(Exchange& exchange) {
   std::shared_ptr<RuleAcquirer> line;
   AcquireId id = 0;
   {
-    std::lock_guard lock(pending->mu);
+    core::MutexLock lock(pending->mu);
     line = pending->line;
     id = pending->id;
   }
@@ -490,7 +485,7 @@ void Api::Abandon(Exchange& exchange) {
 void Api::CancelWaits() {
   std::vector<std::shared_ptr<RuleAcquirer>> lines;
   {
-    std::lock_guard lock(acquirers_mu_);
+    core::MutexLock lock(acquirers_mu_);
     draining_.store(true);
     for (const auto& [name, line] : acquirers_) lines.push_back(line);
     for (const auto& retired : retired_) {
@@ -501,9 +496,7 @@ void Api::CancelWaits() {
 }
 
 void Api::HandleReady(Exchange& exchange) {
-  const CheckRequest probe{
-      .scope = kProbeScope, .limit = &probe_limit_, .key = kProbeKey, .cost = 0};
-  auto answer = [this, &exchange](Result<Decision> decision) {
+  store_.ProbeAsync([this, &exchange](Result<Decision> decision) {
     Response& response = exchange.response;
     if (!decision.ok()) {
       StoreFailed(decision.status().ToString());
@@ -514,15 +507,13 @@ void Api::HandleReady(Exchange& exchange) {
       StoreAnswered();
       response.body = R"({"status":"ready")";
     }
-    if (resilient_store_ != nullptr) {
+    if (health_ != nullptr) {
       fmt::format_to(std::back_inserter(response.body), R"(,"breaker":"{}")",
-                     BreakerStateName(resilient_store_->breaker_state()));
+                     BreakerStateName(health_->breaker_state()));
     }
     response.body += '}';
     Finish(exchange);
-  };
-  if (resilient_store_ != nullptr) return resilient_store_->ProbeAsync(probe, std::move(answer));
-  store_.CheckAsync(probe, std::move(answer));
+  });
 }
 
 void Api::Refuse(int status, std::string_view message, Response& response) {
@@ -542,7 +533,7 @@ void Api::Fail(Exchange& exchange, int status, std::string_view message) {
 
 void Api::Undecided(Exchange& exchange, const Status& error) {
   StoreFailed(error.ToString());
-  const Refusal refusal = RefusalOf(error);
+  const middleware::Refusal refusal = middleware::RefusalOf(error);
   if (!refusal.retry_after.empty()) exchange.response.AddHeader("Retry-After", refusal.retry_after);
   Fail(exchange, refusal.status, error.message());
 }

@@ -21,15 +21,15 @@
 //                    when their client leaves (Abandon). Needs the Api to be given Timers; 501
 //                    otherwise.
 //   GET /healthz     200 while the process serves
-//   GET /readyz      200 when the store answers a peek (cost 0) on an internal key, else 503;
-//                    with a ResilientStore, the peek is its ProbeAsync: the backend's own answer
-//                    (a failure policy must not make it look ready), 503 at once while the
-//                    circuit breaker is open, and the breaker's state in the body
+//   GET /readyz      200 when the store's readiness probe (Store::ProbeAsync: a peek on an
+//                    internal key) answers, else 503; through a ResilientStore, the backend's own
+//                    answer (a failure policy must not make it look ready), 503 at once while the
+//                    circuit breaker is open; with a StoreHealth, the breaker's state in the body
 //   GET /metrics     Prometheus text exposition
 //
 // Errors are {"error":"..."}: 400 bad JSON or check, 404 unknown path, 405 wrong method (with
 // Allow), 413 body over kMaxBodyBytes; for a check or an acquire the store answered with an
-// error instead of a decision (see http/refusal.h), 503 with Retry-After when it is out (no
+// error instead of a decision (see middleware/refusal.h), 503 with Retry-After when it is out (no
 // failure policy in front of it) or full, 500 for a fault (INTERNAL, e.g. a Lua script's error).
 // Such an error is never turned into an answer that admits; a batch item gets it as its
 // {"error":"..."}. Bad input changes no limiter state.
@@ -46,7 +46,6 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
@@ -54,11 +53,12 @@
 #include <vector>
 
 #include "config/config.h"
+#include "core/mutex.h"
 #include "http/metrics.h"
 #include "sluice/acquirer.h"
 #include "sluice/limit.h"
-#include "sluice/resilient_store.h"
 #include "sluice/store.h"
+#include "sluice/store_health.h"
 
 namespace sluice::http {
 
@@ -149,11 +149,11 @@ class Exchange {
 
 class Api {
  public:
-  // `store` and `metrics` (and `resilient_store`, when given) must outlive the Api.
-  // `resilient_store`, when `store` is one, lets /readyz see through it.
-  // `timers` (which must outlive the Api too) is where /v1/acquire waits.
+  // `store` and `metrics` (and `health` and `timers`, when given) must outlive the Api.
+  // `health`, the store's when it has one (a ResilientStore), adds the breaker to /readyz.
+  // `timers` is where /v1/acquire waits.
   Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules,
-      ResilientStore* resilient_store = nullptr, Timers* timers = nullptr);
+      const StoreHealth* health = nullptr, Timers* timers = nullptr);
 
   void SetRules(std::shared_ptr<const RuleTable> rules);
   std::shared_ptr<const RuleTable> rules() const;
@@ -209,20 +209,21 @@ class Api {
   void StoreFailed(std::string_view why);
 
   Store& store_;
-  ResilientStore* const resilient_store_;
+  const StoreHealth* const health_;
   Metrics& metrics_;
-  const Limit probe_limit_;
   std::atomic<bool> store_healthy_{true};
-  mutable std::mutex rules_mu_;
-  std::shared_ptr<const RuleTable> rules_;
+  mutable core::Mutex rules_mu_;
+  std::shared_ptr<const RuleTable> rules_ GUARDED_BY(rules_mu_);
   Timers* const timers_;
   std::atomic<size_t> max_waiters_;
   std::atomic<size_t> waiters_{0};     // acquires in progress, over every rule
   std::atomic<bool> draining_{false};  // set under acquirers_mu_ by CancelWaits
-  std::mutex acquirers_mu_;
-  std::unordered_map<std::string, std::shared_ptr<RuleAcquirer>> acquirers_;  // by rule name
+  core::Mutex acquirers_mu_;
+  // By rule name.
+  std::unordered_map<std::string, std::shared_ptr<RuleAcquirer>> acquirers_
+      GUARDED_BY(acquirers_mu_);
   // Lines replaced by a reload: they live as long as acquires wait on them.
-  std::vector<std::weak_ptr<RuleAcquirer>> retired_;
+  std::vector<std::weak_ptr<RuleAcquirer>> retired_ GUARDED_BY(acquirers_mu_);
 };
 
 }  // namespace sluice::http

@@ -37,7 +37,7 @@ std::string LabelValue(std::string_view text) {
 }  // namespace
 
 RuleCounters& Metrics::ForRule(std::string_view name) {
-  std::lock_guard lock(rules_mu_);
+  core::MutexLock lock(rules_mu_);
   auto it = rules_.find(name);
   if (it == rules_.end()) {
     it = rules_.emplace(std::string(name), std::make_unique<RuleCounters>()).first;
@@ -57,9 +57,11 @@ void Metrics::CountHttpResponse(int status) {
   http_[HttpSlot(status)].fetch_add(1, std::memory_order_relaxed);
 }
 
-uint64_t Metrics::http_responses(int status) const { return Load(http_[HttpSlot(status)]); }
+uint64_t Metrics::http_responses_for_testing(int status) const {
+  return Load(http_[HttpSlot(status)]);
+}
 
-uint64_t Metrics::check_duration_count() const {
+uint64_t Metrics::check_duration_count_for_testing() const {
   uint64_t total = 0;
   for (const auto& b : buckets_) total += Load(b);
   return total;
@@ -73,7 +75,7 @@ std::string Metrics::Exposition() const {
                  "# HELP sluice_checks_total Checks decided, by rule and result.\n"
                  "# TYPE sluice_checks_total counter\n");
   {
-    std::lock_guard lock(rules_mu_);
+    core::MutexLock lock(rules_mu_);
     for (const auto& [name, counters] : rules_) {
       fmt::format_to(put, "sluice_checks_total{{rule=\"{}\",result=\"allowed\"}} {}\n", name,
                      Load(counters->allowed));
@@ -141,8 +143,8 @@ std::string Metrics::Exposition() const {
   }
   fmt::format_to(put, "sluice_http_requests_total{{code=\"other\"}} {}\n", Load(http_.back()));
 
-  if (resilient_store_ != nullptr) {
-    const ResilientStoreStats stats = resilient_store_->stats();
+  if (health_ != nullptr) {
+    const StoreHealthStats stats = health_->stats();
     fmt::format_to(put,
                    "# HELP sluice_breaker_state The store's circuit breaker: 1 for its state.\n"
                    "# TYPE sluice_breaker_state gauge\n");

@@ -14,7 +14,7 @@
 //                                                       cancelled)
 //   sluice_acquire_waiters{rule}                        gauge: /v1/acquire requests in progress
 //
-// With a ResilientStore watched, also:
+// With a StoreHealth watched (a ResilientStore's), also:
 //   sluice_breaker_state{state}                         1 for the worst breaker's state
 //   sluice_breaker_opens_total                          times any breaker opened
 //   sluice_node_breaker_state{node,state}               1 for each store node's breaker state
@@ -35,13 +35,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
+#include "core/mutex.h"
 #include "sluice/acquirer.h"
 #include "sluice/decision.h"
-#include "sluice/resilient_store.h"
+#include "sluice/store_health.h"
 
 namespace sluice::http {
 
@@ -83,21 +83,22 @@ class Metrics {
   void CountHttpResponse(int status);
 
   uint64_t store_errors() const { return store_errors_.load(std::memory_order_relaxed); }
-  uint64_t http_responses(int status) const;
-  uint64_t check_duration_count() const;
+  // For tests only: the responses counted with `status`, and the checks timed.
+  uint64_t http_responses_for_testing(int status) const;
+  uint64_t check_duration_count_for_testing() const;
 
-  // Adds `store`'s breaker and hot-key cache to the exposition; it must outlive this object.
-  // Call before the metrics are served.
-  void Watch(const ResilientStore& store) { resilient_store_ = &store; }
+  // Adds the store's breakers and hot-key cache to the exposition; `health` must outlive this
+  // object. Call before the metrics are served.
+  void Watch(const StoreHealth& health) { health_ = &health; }
 
   // The text exposition format, version 0.0.4.
   std::string Exposition() const;
 
  private:
-  mutable std::mutex rules_mu_;
-  std::map<std::string, std::unique_ptr<RuleCounters>, std::less<>> rules_;
+  mutable core::Mutex rules_mu_;
+  std::map<std::string, std::unique_ptr<RuleCounters>, std::less<>> rules_ GUARDED_BY(rules_mu_);
 
-  const ResilientStore* resilient_store_ = nullptr;
+  const StoreHealth* health_ = nullptr;
   std::atomic<uint64_t> store_errors_{0};
   std::array<std::atomic<uint64_t>, kBucketBoundsNs.size() + 1> buckets_{};  // last: +Inf
   std::atomic<uint64_t> duration_sum_ns_{0};

@@ -275,7 +275,7 @@ void Server::WaitForSignal() {
   signals_.async_wait([this](beast::error_code ec, int signal) {
     if (ec) return;
     {
-      std::lock_guard lock(mu_);
+      core::MutexLock lock(mu_);
       (signal == SIGHUP ? reload_requested_ : stop_requested_) = true;
     }
     cv_.notify_all();
@@ -284,12 +284,12 @@ void Server::WaitForSignal() {
 }
 
 void Server::Register(Session* session) {
-  std::lock_guard lock(mu_);
+  core::MutexLock lock(mu_);
   sessions_.insert(session);
 }
 
 void Server::Unregister(Session* session) {
-  std::lock_guard lock(mu_);
+  core::MutexLock lock(mu_);
   sessions_.erase(session);
   if (sessions_.empty()) cv_.notify_all();
 }
@@ -307,14 +307,14 @@ void Server::Run(const std::function<void()>& on_reload) {
     threads.emplace_back([this] { ioc_.run(); });
   }
 
-  std::unique_lock lock(mu_);
+  core::MutexLock lock(mu_);
   for (;;) {
-    cv_.wait(lock, [this] { return stop_requested_ || reload_requested_; });
+    while (!stop_requested_ && !reload_requested_) lock.Wait(cv_);
     if (stop_requested_) break;
     reload_requested_ = false;
-    lock.unlock();
+    lock.Unlock();
     on_reload();
-    lock.lock();
+    lock.Lock();
   }
 
   spdlog::info("stopping: draining {} connection(s)", sessions_.size());
@@ -332,14 +332,17 @@ void Server::Run(const std::function<void()>& on_reload) {
     if (auto alive = session->weak_from_this().lock()) live.push_back(std::move(alive));
   }
   // Dropping the last reference to a session unregisters it, which takes mu_.
-  lock.unlock();
+  lock.Unlock();
   for (auto& session : live) session->Drain();
   live.clear();
   api_.CancelWaits();  // acquires waiting for a slot are answered now, not at their slot
-  lock.lock();
-  const bool drained =
-      cv_.wait_for(lock, options_.drain_timeout, [this] { return sessions_.empty(); });
-  lock.unlock();
+  lock.Lock();
+  const auto drain_deadline = std::chrono::steady_clock::now() + options_.drain_timeout;
+  while (!sessions_.empty() && std::chrono::steady_clock::now() < drain_deadline) {
+    lock.WaitUntil(cv_, drain_deadline);
+  }
+  const bool drained = sessions_.empty();
+  lock.Unlock();
   if (!drained) spdlog::warn("drain timed out; closing the remaining connections");
   work.reset();
   ioc_.stop();

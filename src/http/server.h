@@ -24,10 +24,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <unordered_set>
 
+#include "core/mutex.h"
 #include "http/api.h"
 #include "sluice/clock.h"
 #include "sluice/status.h"
@@ -75,11 +75,11 @@ class Server {
   Api& api_;
 
   // Declared before the io_context: sessions destroyed with it still unregister here.
-  std::mutex mu_;
+  core::Mutex mu_;
   std::condition_variable cv_;
-  std::unordered_set<Session*> sessions_;  // guarded by mu_
-  bool stop_requested_ = false;            // guarded by mu_
-  bool reload_requested_ = false;          // guarded by mu_
+  std::unordered_set<Session*> sessions_ GUARDED_BY(mu_);
+  bool stop_requested_ GUARDED_BY(mu_) = false;
+  bool reload_requested_ GUARDED_BY(mu_) = false;
   std::atomic<bool> draining_{false};
 
   boost::asio::io_context ioc_;

@@ -4,11 +4,11 @@
 #include <bit>
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <functional>
-#include <mutex>
 #include <string>
 
 #include "core/algorithms.h"
 #include "core/composite_key.h"
+#include "core/mutex.h"
 
 namespace sluice {
 namespace {
@@ -32,18 +32,18 @@ int64_t Ticks(Time t) { return t.time_since_epoch().count(); }
 }  // namespace
 
 struct alignas(64) MemoryStore::Shard {
-  std::mutex mu;
-  Map map;
-  size_t sweep_at_size = kMinSweepSize;
-  int64_t last_full_sweep = 0;
+  core::Mutex mu;
+  Map map GUARDED_BY(mu);
+  size_t sweep_at_size GUARDED_BY(mu) = kMinSweepSize;
+  int64_t last_full_sweep GUARDED_BY(mu) = 0;
 
-  size_t SweepLocked(int64_t now) {
+  size_t SweepLocked(int64_t now) REQUIRES(mu) {
     return boost::unordered::erase_if(
         map, [now](const auto& kv) { return kv.second.expires_at <= now; });
   }
 
   // Makes room for one more key if the bound allows; false if the shard is full.
-  bool RoomForOneMore(int64_t now, size_t max_keys) {
+  bool RoomForOneMore(int64_t now, size_t max_keys) REQUIRES(mu) {
     if (map.size() < sweep_at_size) return true;
     if (map.size() >= max_keys) {
       if (now - last_full_sweep < kFullSweepIntervalUs) return false;
@@ -56,7 +56,8 @@ struct alignas(64) MemoryStore::Shard {
   }
 };
 
-MemoryStore::MemoryStore(MemoryStoreOptions options)
+// No lock for the shards' bounds: no other thread can see them yet.
+MemoryStore::MemoryStore(MemoryStoreOptions options) NO_THREAD_SAFETY_ANALYSIS
     : clock_(options.clock ? *options.clock : SystemClock::Instance()) {
   const size_t shards = std::bit_ceil(std::max<size_t>(options.shards, 1));
   shard_mask_ = shards - 1;
@@ -79,7 +80,7 @@ Result<Decision> MemoryStore::DoCheck(const CheckRequest& request) {
   Shard& shard = ShardFor(key.hash);
   const int64_t now = Ticks(clock_.now());
 
-  std::lock_guard lock(shard.mu);
+  core::MutexLock lock(shard.mu);
   auto it = shard.map.find(key);
   if (it == shard.map.end()) {
     core::State fresh = core::FreshState(limit, now);
@@ -122,7 +123,7 @@ void MemoryStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, Batc
 Status MemoryStore::DoReset(std::string_view scope, std::string_view key) {
   const HashedKey composite = Hashed(ComposeKey(scope, key));
   Shard& shard = ShardFor(composite.hash);
-  std::lock_guard lock(shard.mu);
+  core::MutexLock lock(shard.mu);
   auto it = shard.map.find(composite);
   if (it != shard.map.end()) shard.map.erase(it);
   return Status::Ok();
@@ -135,7 +136,7 @@ void MemoryStore::DoResetAsync(std::string_view scope, std::string_view key, Sta
 size_t MemoryStore::size() const {
   size_t total = 0;
   for (size_t i = 0; i <= shard_mask_; ++i) {
-    std::lock_guard lock(shards_[i].mu);
+    core::MutexLock lock(shards_[i].mu);
     total += shards_[i].map.size();
   }
   return total;
@@ -145,7 +146,7 @@ size_t MemoryStore::Sweep() {
   const int64_t now = Ticks(clock_.now());
   size_t dropped = 0;
   for (size_t i = 0; i <= shard_mask_; ++i) {
-    std::lock_guard lock(shards_[i].mu);
+    core::MutexLock lock(shards_[i].mu);
     dropped += shards_[i].SweepLocked(now);
   }
   return dropped;

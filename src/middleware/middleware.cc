@@ -7,8 +7,8 @@
 #include <boost/asio/ip/network_v4.hpp>
 #include <boost/asio/ip/network_v6.hpp>
 
-#include "http/rate_limit_headers.h"
-#include "http/refusal.h"
+#include "middleware/rate_limit_headers.h"
+#include "middleware/refusal.h"
 
 namespace sluice::middleware {
 namespace {
@@ -244,7 +244,7 @@ RateLimiter::RateLimiter(Limiter& limiter, KeyExtractor key, std::string policy_
     : limiter_(limiter),
       key_(std::move(key)),
       policy_name_(std::move(policy_name)),
-      policy_header_(http::RateLimitPolicyValue(policy_name_, limiter.limit())),
+      policy_header_(RateLimitPolicyValue(policy_name_, limiter.limit())),
       cost_(cost),
       max_delay_(max_delay) {}
 
@@ -271,7 +271,7 @@ Result<RateLimiter> RateLimiter::Create(Limiter& limiter, KeyExtractor key, std:
   }
   Duration max_delay{0};
   if (options.delay > 0) {
-    if (!CanReserve(limit.algorithm())) {
+    if (!IsMeter(limit.algorithm())) {
       return Status::InvalidArgument("delay needs token_bucket, leaky_bucket or gcra, not " +
                                      std::string(AlgorithmName(limit.algorithm())));
     }
@@ -293,17 +293,17 @@ Verdict RateLimiter::ToVerdict(const Result<Decision>& decision) const {
   Verdict verdict;
   verdict.degraded = decision->degraded();
   verdict.headers.emplace_back("RateLimit-Policy", policy_header_);
-  verdict.headers.emplace_back("RateLimit", http::RateLimitValue(policy_name_, *decision));
+  verdict.headers.emplace_back("RateLimit", RateLimitValue(policy_name_, *decision));
   if (decision->allowed) {
     if (max_delay_.count() > 0) {
       verdict.delay = decision->delay;
-      verdict.headers.emplace_back("Server-Timing", http::ServerTimingValue(decision->delay));
+      verdict.headers.emplace_back("Server-Timing", ServerTimingValue(decision->delay));
     }
     return verdict;
   }
   verdict.allowed = false;
   verdict.status = 429;
-  verdict.headers.emplace_back("Retry-After", http::RetryAfterValue(*decision));
+  verdict.headers.emplace_back("Retry-After", RetryAfterValue(*decision));
   verdict.body = kDeniedBody;
   return verdict;
 }
@@ -316,7 +316,7 @@ Verdict RateLimiter::Undecided(Status error) const {
   verdict.degraded = IsStoreOutage(error);
   verdict.error = std::move(error);
   if (verdict.degraded && limiter_.on_error() == FailurePolicy::kFailOpen) return verdict;
-  const http::Refusal refusal = http::RefusalOf(verdict.error);
+  const Refusal refusal = RefusalOf(verdict.error);
   verdict.allowed = false;
   verdict.status = refusal.status;
   if (!refusal.retry_after.empty()) {

@@ -33,11 +33,13 @@
 #include <cstdio>
 #include <deque>
 #include <future>
-#include <mutex>
 #include <random>
 #include <thread>
 
+#include "core/await.h"
+#include "core/mutex.h"
 #include "redis/backoff.h"
+#include "redis/reply_gather.h"
 
 namespace sluice::redis {
 namespace {
@@ -142,6 +144,12 @@ Pending IgnoredReply(Steady::time_point deadline,
   return p;
 }
 
+// "host:port", or the socket's path.
+std::string ServerAddress(const ClientOptions& options) {
+  return options.unix_path.empty() ? options.host + ":" + std::to_string(options.port)
+                                   : options.unix_path;
+}
+
 class Connection {
  public:
   Connection(asio::io_context& io, const ClientOptions& options, int index)
@@ -169,7 +177,7 @@ class Connection {
   void Submit(std::string bytes, std::vector<Pending> entries) {
     Refusal refusal;
     {
-      std::lock_guard lock(mu_);
+      core::MutexLock lock(mu_);
       refusal = Admit(entries.size());
       if (refusal == Refusal::kNone) EnqueueLocked(bytes, entries);
     }
@@ -196,8 +204,7 @@ class Connection {
  private:
   enum class Refusal { kNone, kNotConnected, kTooManyPending };
 
-  // Under mu_.
-  Refusal Admit(size_t n) {
+  Refusal Admit(size_t n) REQUIRES(mu_) {
     if (!ready()) return Refusal::kNotConnected;
     if (pending_.fetch_add(n, std::memory_order_relaxed) + n >
         options_.max_pending_per_connection) {
@@ -219,15 +226,15 @@ class Connection {
                                (why.empty() ? "" : ": " + why));
   }
 
-  void Enqueue(const std::string& bytes, std::vector<Pending>& entries) {
-    std::lock_guard lock(mu_);
+  void Enqueue(const std::string& bytes, std::vector<Pending>& entries) EXCLUDES(mu_) {
+    core::MutexLock lock(mu_);
     EnqueueLocked(bytes, entries);
   }
 
   // Keeps the deadlines of the entries not marked out_of_order nondecreasing along the FIFO, as
   // ExpireCalls assumes: an entry stamped earlier than one already queued (its caller was
   // preempted between stamping and queueing) is marked.
-  void EnqueueLocked(const std::string& bytes, std::vector<Pending>& entries) {
+  void EnqueueLocked(const std::string& bytes, std::vector<Pending>& entries) REQUIRES(mu_) {
     outgoing_.append(bytes);
     for (auto& e : entries) {
       if (!e.out_of_order && !e.finished) {
@@ -245,13 +252,10 @@ class Connection {
     }
   }
 
-  std::string Address() const {
-    return options_.unix_path.empty() ? options_.host + ":" + std::to_string(options_.port)
-                                      : options_.unix_path;
-  }
+  std::string Address() const { return ServerAddress(options_); }
 
   std::string LastError() const {
-    std::lock_guard lock(error_mu_);
+    core::MutexLock lock(error_mu_);
     return last_error_;
   }
 
@@ -263,18 +267,20 @@ class Connection {
   void Flush() {
     std::vector<Pending> taken;
     bool write = false;
+    bool connected = false;
     {
-      std::lock_guard lock(mu_);
+      core::MutexLock lock(mu_);
       flush_posted_ = false;
       taken.swap(incoming_);
-      if (!connected_) {
+      connected = connected_;
+      if (!connected) {
         outgoing_.clear();
       } else if (!writing_active_) {
         writing_.swap(outgoing_);
         write = !writing_.empty();
       }
     }
-    if (!connected_) {
+    if (!connected) {
       FailAll(taken, Status::Unavailable("connection to Redis at " + Address() + " lost"));
       return;
     }
@@ -420,7 +426,7 @@ class Connection {
     socket_ = Socket(io_);
     connect_timer_.expires_after(options_.connect_timeout);
     connect_timer_.async_wait([this, gen = generation_](boost::system::error_code ec) {
-      if (ec || gen != generation_ || connected_) return;
+      if (ec || gen != generation_ || ConnectedOnIoThread()) return;
       resolver_.cancel();
       boost::system::error_code ignored;
       socket_.close(ignored);
@@ -460,7 +466,7 @@ class Connection {
       setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
     {
-      std::lock_guard lock(mu_);
+      core::MutexLock lock(mu_);
       connected_ = true;
     }
     last_read_ = Steady::now();
@@ -505,7 +511,7 @@ class Connection {
         if (last) {
           backoff_ = options_.reconnect_min;
           connects.fetch_add(1, std::memory_order_relaxed);
-          std::lock_guard lock(mu_);  // see Submit
+          core::MutexLock lock(mu_);  // see Submit
           ready_.store(true, std::memory_order_release);
         }
       };
@@ -541,7 +547,7 @@ class Connection {
     loading_.clear();
     std::vector<Pending> taken;
     {
-      std::lock_guard lock(mu_);
+      core::MutexLock lock(mu_);
       ready_.store(false, std::memory_order_release);  // see Submit
       connected_ = false;
       taken.swap(incoming_);
@@ -570,8 +576,11 @@ class Connection {
     });
   }
 
+  // Only the I/O thread writes connected_, so there it reads it without the lock.
+  bool ConnectedOnIoThread() const NO_THREAD_SAFETY_ANALYSIS { return connected_; }
+
   void SetError(const std::string& why) {
-    std::lock_guard lock(error_mu_);
+    core::MutexLock lock(error_mu_);
     last_error_ = why;
   }
 
@@ -583,17 +592,17 @@ class Connection {
   redisReader* reader_;
   std::array<char, 16 * 1024> read_buffer_;
 
-  std::mutex mu_;  // guards the five below
-  std::string outgoing_;
-  std::vector<Pending> incoming_;
-  bool flush_posted_ = false;
-  bool connected_ = false;  // written under mu_ on the I/O thread; read there without it
-  Steady::time_point last_in_order_deadline_{};
+  core::Mutex mu_;
+  std::string outgoing_ GUARDED_BY(mu_);
+  std::vector<Pending> incoming_ GUARDED_BY(mu_);
+  bool flush_posted_ GUARDED_BY(mu_) = false;
+  bool connected_ GUARDED_BY(mu_) = false;  // written on the I/O thread (ConnectedOnIoThread)
+  Steady::time_point last_in_order_deadline_ GUARDED_BY(mu_){};
 
-  std::atomic<bool> ready_{false};
+  std::atomic<bool> ready_{false};  // written under mu_ (see Submit)
   std::atomic<size_t> pending_{0};  // accepted and not yet answered or failed
-  mutable std::mutex error_mu_;
-  std::string last_error_;
+  mutable core::Mutex error_mu_;
+  std::string last_error_ GUARDED_BY(error_mu_);
 
   // I/O thread only.
   std::deque<Pending> inflight_;
@@ -676,41 +685,31 @@ class AsioClient final : public Client {
   }
 
   void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) override {
-    struct Gather {
-      std::mutex mu;
-      std::vector<Result<Reply>> results;
-      size_t left;
-      BatchReplyCallback done;
-    };
-    auto gather = std::make_shared<Gather>();
-    gather->results.assign(calls.size(), Status::Internal("no reply"));
-    gather->left = calls.size();
-    gather->done = std::move(done);
-    if (calls.empty()) return gather->done({});
+    if (calls.empty()) return done({});
+    auto gather = std::make_shared<ReplyGather>(calls.size(), std::move(done));
     std::string bytes;
     std::vector<Pending> entries;
     entries.reserve(calls.size());
     for (size_t i = 0; i < calls.size(); ++i) {
-      entries.push_back(EvalEntry(calls[i], [gather, i](Result<Reply> r) {
-        std::unique_lock lock(gather->mu);
-        gather->results[i] = std::move(r);
-        if (--gather->left > 0) return;
-        lock.unlock();
-        gather->done(std::move(gather->results));
-      }));
+      entries.push_back(EvalEntry(calls[i], ReplyGather::Slot(gather, i)));
       bytes.append(entries.back().command);
     }
     Pick().Submit(std::move(bytes), std::move(entries));
   }
 
-  bool connected() const override {
+  // One server: node 0.
+  std::string AddressOf(uint32_t id) const override {
+    return id == 0 ? ServerAddress(options_) : std::string();
+  }
+
+  bool connected_for_testing() const override {
     for (auto& c : connections_) {
       if (c->ready()) return true;
     }
     return false;
   }
 
-  ClientStats stats() const override {
+  ClientStats stats_for_testing() const override {
     ClientStats s;
     for (auto& c : connections_) {
       s.commands += c->commands.load();
@@ -806,18 +805,14 @@ Result<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
 }
 
 Result<Reply> Client::CommandSync(std::span<const std::string_view> argv) {
-  std::promise<Result<Reply>> promise;
-  auto future = promise.get_future();
-  Command(argv, [&promise](Result<Reply> r) { promise.set_value(std::move(r)); });
-  return future.get();
+  return core::Await<Result<Reply>>([&](auto done) { Command(argv, std::move(done)); });
 }
 
-Result<Reply> Client::EvalShaSync(const Script& script, std::span<const std::string_view> keys,
-                                  std::span<const std::string_view> args) {
-  std::promise<Result<Reply>> promise;
-  auto future = promise.get_future();
-  EvalSha(script, keys, args, [&promise](Result<Reply> r) { promise.set_value(std::move(r)); });
-  return future.get();
+Result<Reply> Client::EvalShaSyncForTesting(const Script& script,
+                                            std::span<const std::string_view> keys,
+                                            std::span<const std::string_view> args) {
+  return core::Await<Result<Reply>>(
+      [&](auto done) { EvalSha(script, keys, args, std::move(done)); });
 }
 
 }  // namespace sluice::redis

@@ -130,14 +130,23 @@ class Client {
   // callback gets one result per call, in order. NOSCRIPT is handled per call as above.
   virtual void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) = 0;
 
-  // True when at least one connection is up and ready for commands.
-  virtual bool connected() const = 0;
-  virtual ClientStats stats() const = 0;
-
-  // Blocking forms: wait for the callback (never longer than the deadline).
+  // A blocking form: waits for the callback (never longer than the deadline).
   Result<Reply> CommandSync(std::span<const std::string_view> argv);
-  Result<Reply> EvalShaSync(const Script& script, std::span<const std::string_view> keys,
-                            std::span<const std::string_view> args);
+
+  // Failure domains: the node serving `slot` now, as a small id that is stable (a node keeps its
+  // id, no other node gets it), and the node's address. One server is one node: id 0, and its
+  // "host:port" (or socket path) as the address of 0. A Redis Cluster has one node per master
+  // (ClusterClient).
+  virtual uint32_t NodeIdOf(uint16_t /*slot*/) const { return 0; }
+  virtual std::string AddressOf(uint32_t id) const = 0;
+
+  // For tests only. True when at least one connection is up and ready for commands.
+  virtual bool connected_for_testing() const = 0;
+  // For tests only: what was written, and how.
+  virtual ClientStats stats_for_testing() const = 0;
+  // For tests only: EvalSha, blocking.
+  Result<Reply> EvalShaSyncForTesting(const Script& script, std::span<const std::string_view> keys,
+                                      std::span<const std::string_view> args);
 };
 
 }  // namespace sluice::redis

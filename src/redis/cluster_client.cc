@@ -17,6 +17,8 @@
 #include <tuple>
 #include <utility>
 
+#include "redis/reply_gather.h"
+
 namespace sluice::redis {
 namespace {
 
@@ -183,22 +185,22 @@ ClusterClient::ClusterClient(ClusterOptions options)
       node_ids_(std::make_unique<std::atomic<uint32_t>[]>(kClusterSlots)) {}
 
 ClusterClient::~ClusterClient() {
-  std::unique_lock lock(mu_);
+  core::MutexLock lock(mu_);
   stopping_ = true;
   wake_.notify_all();
-  lock.unlock();
+  lock.Unlock();
   if (refresher_.joinable()) refresher_.join();
-  lock.lock();
-  redirected_.wait(lock, [this] { return redirecting_ == 0; });
+  lock.Lock();
+  while (redirecting_ != 0) lock.Wait(redirected_);
   std::shared_ptr<const SlotMap> last = std::move(map_);
-  lock.unlock();
+  lock.Unlock();
   // Closing the nodes fails their pending calls, whose callbacks take mu_.
   last.reset();
   retired_.clear();
 }
 
 std::shared_ptr<const ClusterClient::SlotMap> ClusterClient::Map() const {
-  std::lock_guard lock(mu_);
+  core::MutexLock lock(mu_);
   return map_;
 }
 
@@ -228,30 +230,15 @@ void ClusterClient::EvalSha(const Script& script, std::span<const std::string_vi
 }
 
 void ClusterClient::EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) {
-  struct Gather {
-    std::mutex mu;
-    std::vector<Result<Reply>> results;
-    size_t left;
-    BatchReplyCallback done;
-  };
   if (calls.empty()) return done({});
-  auto gather = std::make_shared<Gather>();
-  gather->results.assign(calls.size(), Status::Internal("no reply"));
-  gather->left = calls.size();
-  gather->done = std::move(done);
+  auto gather = std::make_shared<ReplyGather>(calls.size(), std::move(done));
   const auto deadline = Steady::now() + options_.node.timeout;
   const auto map = Map();
   // Each node's share of the batch, in the batch's order.
   std::vector<std::pair<Node*, std::vector<std::shared_ptr<Call>>>> shares;
   for (size_t i = 0; i < calls.size(); ++i) {
     auto call = std::make_shared<Call>();
-    call->done = [gather, i](Result<Reply> r) {
-      std::unique_lock lock(gather->mu);
-      gather->results[i] = std::move(r);
-      if (--gather->left > 0) return;
-      lock.unlock();
-      gather->done(std::move(gather->results));
-    };
+    call->done = ReplyGather::Slot(gather, i);
     const Result<int> slot = SlotOfKeys(calls[i].keys);
     if (!slot.ok()) {
       call->done(slot.status());
@@ -346,9 +333,9 @@ void ClusterClient::Redirected(const std::shared_ptr<Call>& call, const Redirect
     return call->done(Status::DeadlineExceeded("Redis Cluster redirected a call to " +
                                                redirect.address + " after its deadline"));
   }
-  std::unique_lock lock(mu_);
+  core::MutexLock lock(mu_);
   if (stopping_) {
-    lock.unlock();
+    lock.Unlock();
     return call->done(Status::Unavailable("Redis Cluster client shut down"));
   }
   std::shared_ptr<Node> node = map_->Find(redirect.address);
@@ -358,41 +345,41 @@ void ClusterClient::Redirected(const std::shared_ptr<Call>& call, const Redirect
     }
     refresh_requested_ = true;
     wake_.notify_all();
-    lock.unlock();
+    lock.Unlock();
     return call->done(Status::Unavailable("Redis Cluster redirected a call to " + redirect.address +
                                           ", not connected yet"));
   }
   ++redirecting_;
-  lock.unlock();
+  lock.Unlock();
   call->redirected = true;
   SendTo(*node, call, CallOptions{.deadline = call->deadline, .asking = redirect.ask});
   node.reset();
-  lock.lock();
+  lock.Lock();
   if (--redirecting_ == 0) redirected_.notify_all();
 }
 
 void ClusterClient::RequestRefresh() {
-  std::lock_guard lock(mu_);
+  core::MutexLock lock(mu_);
   if (refresh_requested_) return;
   refresh_requested_ = true;
   wake_.notify_all();
 }
 
-bool ClusterClient::connected() const {
+bool ClusterClient::connected_for_testing() const {
   const auto map = Map();
   return std::any_of(map->nodes.begin(), map->nodes.end(),
-                     [](const auto& node) { return node->client->connected(); });
+                     [](const auto& node) { return node->client->connected_for_testing(); });
 }
 
-ClientStats ClusterClient::stats() const {
+ClientStats ClusterClient::stats_for_testing() const {
   ClientStats total;
   {
-    std::lock_guard lock(stats_mu_);
+    core::MutexLock lock(stats_mu_);
     total = retired_stats_;
   }
   const auto map = Map();
   for (const auto& node : map->nodes) {
-    const ClientStats s = node->client->stats();
+    const ClientStats s = node->client->stats_for_testing();
     total.commands += s.commands;
     total.writes += s.writes;
     total.connects += s.connects;
@@ -400,14 +387,14 @@ ClientStats ClusterClient::stats() const {
   return total;
 }
 
-ClusterStats ClusterClient::cluster_stats() const {
+ClusterStats ClusterClient::cluster_stats_for_testing() const {
   return ClusterStats{.refreshes = refreshes_.load(),
                       .moved = moved_.load(),
                       .asked = asked_.load(),
                       .nodes = Map()->nodes.size()};
 }
 
-std::string ClusterClient::MasterOf(uint16_t slot) const {
+std::string ClusterClient::MasterOfForTesting(uint16_t slot) const {
   const auto map = Map();
   const Node* node = map->Serving(slot);
   return node == nullptr ? std::string() : node->address;
@@ -418,12 +405,12 @@ uint32_t ClusterClient::NodeIdOf(uint16_t slot) const {
 }
 
 std::string ClusterClient::AddressOf(uint32_t id) const {
-  std::lock_guard lock(ids_mu_);
+  core::MutexLock lock(ids_mu_);
   return id == 0 || id > addresses_.size() ? std::string() : addresses_[id - 1];
 }
 
 uint32_t ClusterClient::IdOf(const std::string& address) {
-  std::lock_guard lock(ids_mu_);
+  core::MutexLock lock(ids_mu_);
   const auto known = std::find(addresses_.begin(), addresses_.end(), address);
   if (known != addresses_.end()) return static_cast<uint32_t>(known - addresses_.begin()) + 1;
   addresses_.push_back(address);
@@ -432,20 +419,22 @@ uint32_t ClusterClient::IdOf(const std::string& address) {
 
 void ClusterClient::RefreshLoop() {
   auto last = Steady::now();
-  std::unique_lock lock(mu_);
+  core::MutexLock lock(mu_);
   while (!stopping_) {
     const auto due =
         last + (refresh_requested_ ? options_.refresh_min_gap : options_.refresh_interval);
     if (Steady::now() < due) {
-      wake_.wait_until(lock, due);
+      lock.WaitUntil(wake_, due);
       continue;
     }
     refresh_requested_ = false;
     last = Steady::now();
-    lock.unlock();
-    Refresh();
+    lock.Unlock();
+    // A cluster out of reach keeps the map it had; the next refresh tries again (bad options
+    // failed Create already).
+    (void)Refresh();
     CloseUnused();
-    lock.lock();
+    lock.Lock();
   }
 }
 
@@ -453,7 +442,7 @@ Status ClusterClient::Refresh() {
   const auto current = Map();
   std::vector<std::string> wanted;
   {
-    std::lock_guard lock(mu_);
+    core::MutexLock lock(mu_);
     wanted.swap(wanted_);
   }
   // Ask the nodes known, then the seeds; keep what was connected for the new map.
@@ -510,7 +499,7 @@ Status ClusterClient::Refresh() {
   }
   std::shared_ptr<const SlotMap> previous = next;
   {
-    std::lock_guard lock(mu_);
+    core::MutexLock lock(mu_);
     map_.swap(previous);
   }
   std::vector<uint32_t> ids;
@@ -531,8 +520,8 @@ Status ClusterClient::Refresh() {
 void ClusterClient::CloseUnused() {
   std::erase_if(retired_, [this](const std::shared_ptr<Node>& node) {
     if (node.use_count() > 1) return false;
-    const ClientStats s = node->client->stats();
-    std::lock_guard lock(stats_mu_);
+    const ClientStats s = node->client->stats_for_testing();
+    core::MutexLock lock(stats_mu_);
     retired_stats_.commands += s.commands;
     retired_stats_.writes += s.writes;
     retired_stats_.connects += s.connects;

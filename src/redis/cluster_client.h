@@ -20,12 +20,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "redis/client.h"
 #include "redis/cluster_slots.h"
 
@@ -79,18 +79,19 @@ class ClusterClient final : public Client {
                ReplyCallback done) override;
   void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) override;
 
-  bool connected() const override;
-  // Summed over the nodes' clients, those of nodes that left the cluster included.
-  ClientStats stats() const override;
-  ClusterStats cluster_stats() const;
-  // "host:port" of the master serving `slot` in the current map; empty when none is known.
-  std::string MasterOf(uint16_t slot) const;
   // A small id of the master serving `slot` in the current map, for telling masters apart
   // cheaply (one atomic load, no lock): each address gets the next id, from 1, when it first
   // appears in a map, keeps it, and no other address ever gets it. 0 while no master is known.
-  uint32_t NodeIdOf(uint16_t slot) const;
+  uint32_t NodeIdOf(uint16_t slot) const override;
   // The address `id` was given to; empty for 0 and for ids not given yet.
-  std::string AddressOf(uint32_t id) const;
+  std::string AddressOf(uint32_t id) const override;
+
+  bool connected_for_testing() const override;
+  // Summed over the nodes' clients, those of nodes that left the cluster included.
+  ClientStats stats_for_testing() const override;
+  ClusterStats cluster_stats_for_testing() const;
+  // "host:port" of the master serving `slot` in the current map; empty when none is known.
+  std::string MasterOfForTesting(uint16_t slot) const;
 
  private:
   using Node = cluster::Node;
@@ -118,26 +119,27 @@ class ClusterClient final : public Client {
 
   const ClusterOptions options_;
 
-  mutable std::mutex mu_;  // guards the four below
-  std::shared_ptr<const SlotMap> map_;
-  std::vector<std::string> wanted_;  // addresses named by redirections, to connect to
-  bool refresh_requested_ = false;
-  bool stopping_ = false;
+  mutable core::Mutex mu_;
+  std::shared_ptr<const SlotMap> map_ GUARDED_BY(mu_);
+  // Addresses named by redirections, to connect to.
+  std::vector<std::string> wanted_ GUARDED_BY(mu_);
+  bool refresh_requested_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::condition_variable wake_;
   // Redirections in progress; the destructor waits for them before closing the nodes.
-  int redirecting_ = 0;
+  int redirecting_ GUARDED_BY(mu_) = 0;
   std::condition_variable redirected_;
 
   std::atomic<uint64_t> refreshes_{0}, moved_{0}, asked_{0};
-  mutable std::mutex stats_mu_;
-  ClientStats retired_stats_;  // of nodes' clients closed since
+  mutable core::Mutex stats_mu_;
+  ClientStats retired_stats_ GUARDED_BY(stats_mu_);  // of nodes' clients closed since
 
   std::vector<std::shared_ptr<Node>> retired_;  // refresh thread only: left the map, not closed
 
   // NodeIdOf's answers, written after each new map is published.
   std::unique_ptr<std::atomic<uint32_t>[]> node_ids_;
-  mutable std::mutex ids_mu_;
-  std::vector<std::string> addresses_;  // id - 1 -> address
+  mutable core::Mutex ids_mu_;
+  std::vector<std::string> addresses_ GUARDED_BY(ids_mu_);  // id - 1 -> address
 
   std::thread refresher_;
 };

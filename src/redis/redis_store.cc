@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <future>
 #include <optional>
 #include <utility>
 
+#include "core/await.h"
 #include "redis/client.h"
 #include "redis/cluster_client.h"
 #include "redis/cluster_slots.h"
@@ -20,7 +20,7 @@ constexpr size_t kScriptArgs = 6;
 
 // The two parameters a script takes after the cost.
 std::pair<int64_t, int64_t> ScriptParameters(const Limit& limit) {
-  if (HasBurst(limit.algorithm())) return {limit.capacity(), limit.emission_interval().count()};
+  if (IsMeter(limit.algorithm())) return {limit.capacity(), limit.emission_interval().count()};
   return {limit.count(), limit.period().count()};
 }
 
@@ -86,10 +86,8 @@ void ApplyTo(const RedisStoreOptions& options, redis::ClientOptions& client) {
   client.max_pending_per_connection = options.max_pending_per_connection;
 }
 
-// A client of the URL's single Redis, whose address it sets, or of its Redis Cluster (one
-// Client per master).
-Result<std::unique_ptr<redis::Client>> Connect(const RedisStoreOptions& options,
-                                               std::string& address) {
+// A client of the URL's single Redis, or of its Redis Cluster (one Client per master).
+Result<std::unique_ptr<redis::Client>> Connect(const RedisStoreOptions& options) {
   if (options.url.starts_with(redis::kClusterScheme)) {
     auto cluster = redis::ParseRedisClusterUrl(options.url);
     if (!cluster.ok()) return cluster.status();
@@ -101,8 +99,6 @@ Result<std::unique_ptr<redis::Client>> Connect(const RedisStoreOptions& options,
   auto single = redis::ParseRedisUrl(options.url);
   if (!single.ok()) return single.status();
   ApplyTo(options, *single);
-  address = single->unix_path.empty() ? single->host + ":" + std::to_string(single->port)
-                                      : single->unix_path;
   return redis::Client::Create(std::move(*single));
 }
 
@@ -158,18 +154,13 @@ Result<std::unique_ptr<RedisStore>> RedisStore::Create(RedisStoreOptions options
   if (options.expiry_margin < std::chrono::milliseconds(1)) {
     return Status::InvalidArgument("expiry margin must be at least 1ms");
   }
-  std::string address;
-  auto client = Connect(options, address);
+  auto client = Connect(options);
   if (!client.ok()) return client.status();
-  return std::unique_ptr<RedisStore>(
-      new RedisStore(std::move(*client), std::move(address), std::move(options)));
+  return std::unique_ptr<RedisStore>(new RedisStore(std::move(*client), std::move(options)));
 }
 
-RedisStore::RedisStore(std::unique_ptr<redis::Client> client, std::string address,
-                       RedisStoreOptions options)
+RedisStore::RedisStore(std::unique_ptr<redis::Client> client, RedisStoreOptions options)
     : client_(std::move(client)),
-      cluster_(dynamic_cast<redis::ClusterClient*>(client_.get())),
-      address_(std::move(address)),
       prefix_(std::move(options.key_prefix)),
       clock_(options.clock),
       margin_ms_((options.expiry_margin.count() + 999) / 1000) {}
@@ -185,16 +176,16 @@ std::vector<std::string> RedisStore::KeysOf(std::string_view scope, std::string_
 }
 
 uint32_t RedisStore::FailureDomain(std::string_view scope, std::string_view key) const {
-  if (cluster_ == nullptr) return 0;
   // The state key's slot: the auxiliary key has the same hash tag.
   redis::KeyBuffer name;
   redis::AppendStateKey(name, prefix_, scope, key);
-  return cluster_->NodeIdOf(redis::KeySlot(name.View(0, name.size())));
+  return client_->NodeIdOf(redis::KeySlot(name.View(0, name.size())));
 }
 
 std::string RedisStore::FailureDomainName(uint32_t domain) const {
-  if (cluster_ == nullptr) return address_;
-  return domain == 0 ? "none" : cluster_->AddressOf(domain);
+  std::string name = client_->AddressOf(domain);
+  // One Redis names domain 0; on a Redis Cluster, 0 is a slot no master is known for.
+  return domain == 0 && name.empty() ? "none" : name;
 }
 
 void RedisStore::DoCheckAsync(const CheckRequest& request, DecisionCallback done) {
@@ -369,12 +360,8 @@ void RedisStore::CheckAllAsync(std::span<const CheckRequest> requests, AllCallba
 }
 
 Result<std::vector<Decision>> RedisStore::CheckAll(std::span<const CheckRequest> requests) {
-  std::promise<Result<std::vector<Decision>>> promise;
-  auto future = promise.get_future();
-  CheckAllAsync(requests, [&promise](Result<std::vector<Decision>> result) {
-    promise.set_value(std::move(result));
-  });
-  return future.get();
+  return core::Await<Result<std::vector<Decision>>>(
+      [&](auto done) { CheckAllAsync(requests, std::move(done)); });
 }
 
 }  // namespace sluice

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <boost/unordered/unordered_flat_map.hpp>
-#include <mutex>
 #include <string>
 
 #include "core/composite_key.h"
+#include "core/mutex.h"
 
 namespace sluice {
 namespace {
@@ -32,22 +32,10 @@ Result<Limit> ShareOf(const Limit& limit, int64_t instances) {
   const auto share = [instances](int64_t v) { return std::max<int64_t>(1, v / instances); };
   return Limit::Create(
       limit.algorithm(), share(limit.count()), limit.period(),
-      HasBurst(limit.algorithm()) ? std::optional(share(limit.capacity())) : std::nullopt);
+      IsMeter(limit.algorithm()) ? std::optional(share(limit.capacity())) : std::nullopt);
 }
 
 }  // namespace
-
-const char* BreakerStateName(BreakerState state) {
-  switch (state) {
-    case BreakerState::kClosed:
-      return "closed";
-    case BreakerState::kOpen:
-      return "open";
-    case BreakerState::kHalfOpen:
-      return "half_open";
-  }
-  return "unknown";
-}
 
 // What a breaker said to one call: whether it may go to the backend, and what its answer may
 // change. Only an answer to a call sent since the breaker last opened tells of the backend as it
@@ -73,7 +61,7 @@ class ResilientStore::Breaker {
     if (phase_.load(std::memory_order_acquire) == Phase::kClosed) {
       return {.domain = domain, .allowed = true, .epoch = epoch};
     }
-    std::lock_guard lock(mu_);
+    core::MutexLock lock(mu_);
     const uint64_t current = opens_.load(std::memory_order_relaxed);
     if (phase_ == Phase::kUnused) {
       domain_ = domain;
@@ -97,7 +85,7 @@ class ResilientStore::Breaker {
         failures_.load(std::memory_order_relaxed) == 0) {
       return;
     }
-    std::lock_guard lock(mu_);
+    core::MutexLock lock(mu_);
     if (!Current(pass)) return;
     if (phase_ == Phase::kClosed || (phase_ == Phase::kHalfOpen && pass.probe)) {
       failures_ = 0;
@@ -107,7 +95,7 @@ class ResilientStore::Breaker {
   }
 
   void Failed(const Pass& pass, int64_t now, int failures_to_open) {
-    std::lock_guard lock(mu_);
+    core::MutexLock lock(mu_);
     if (!Current(pass)) return;
     const bool probe_failed = phase_ == Phase::kHalfOpen && pass.probe;
     const bool too_many = phase_ == Phase::kClosed &&
@@ -125,13 +113,13 @@ class ResilientStore::Breaker {
   // error): a probe it answered lets the next call probe instead.
   void Released(const Pass& pass) {
     if (!pass.probe) return;
-    std::lock_guard lock(mu_);
+    core::MutexLock lock(mu_);
     if (Current(pass) && phase_ == Phase::kHalfOpen) probing_ = false;
   }
 
   bool used() const { return phase_.load(std::memory_order_acquire) != Phase::kUnused; }
   uint32_t domain() const {
-    std::lock_guard lock(mu_);
+    core::MutexLock lock(mu_);
     return domain_;
   }
   BreakerState state() const {
@@ -151,18 +139,19 @@ class ResilientStore::Breaker {
  private:
   enum class Phase : uint8_t { kUnused, kClosed, kOpen, kHalfOpen };
 
-  // Under the lock: whether the call was let through since the breaker last opened.
-  bool Current(const Pass& pass) const {
+  // Whether the call was let through since the breaker last opened.
+  bool Current(const Pass& pass) const REQUIRES(mu_) {
     return pass.epoch == opens_.load(std::memory_order_relaxed);
   }
 
-  mutable std::mutex mu_;
+  // The atomics are read without the lock on the fast paths, and written under it.
+  mutable core::Mutex mu_;
   std::atomic<Phase> phase_{Phase::kUnused};
   std::atomic<int> failures_{0};
   std::atomic<uint64_t> opens_{0};
-  int64_t opened_at_ = 0;
-  bool probing_ = false;
-  uint32_t domain_ = 0;
+  int64_t opened_at_ GUARDED_BY(mu_) = 0;
+  bool probing_ GUARDED_BY(mu_) = false;
+  uint32_t domain_ GUARDED_BY(mu_) = 0;
 };
 
 // Keys the backend denied, each with the limit and the cost of the request denied and until
@@ -177,7 +166,7 @@ class ResilientStore::HotKeys {
   std::optional<Decision> Deny(const CheckRequest& r, int64_t now) {
     const core::HashedKey key = core::Hashed(core::ComposeKey(r.scope, r.key));
     Shard& shard = ShardFor(key);
-    std::lock_guard lock(shard.mu);
+    core::MutexLock lock(shard.mu);
     auto it = shard.map.find(key);
     if (it == shard.map.end()) return std::nullopt;
     const Entry& e = it->second;
@@ -204,7 +193,7 @@ class ResilientStore::HotKeys {
                       .fresh_at = now + denial.reset_after.count(),
                       .remaining = denial.remaining,
                       .replenish_at = now + denial.replenish_after.count()};
-    std::lock_guard lock(shard.mu);
+    core::MutexLock lock(shard.mu);
     if (auto it = shard.map.find(key); it != shard.map.end()) {
       it->second = entry;
       return;
@@ -216,7 +205,7 @@ class ResilientStore::HotKeys {
   void Forget(std::string_view scope, std::string_view key) {
     const core::HashedKey composite = core::Hashed(core::ComposeKey(scope, key));
     Shard& shard = ShardFor(composite);
-    std::lock_guard lock(shard.mu);
+    core::MutexLock lock(shard.mu);
     if (auto it = shard.map.find(composite); it != shard.map.end()) shard.map.erase(it);
   }
 
@@ -237,12 +226,12 @@ class ResilientStore::HotKeys {
     int64_t replenish_at;
   };
   struct alignas(64) Shard {
-    std::mutex mu;
-    boost::unordered_flat_map<std::string, Entry, core::KeyHash, core::KeyEqual> map;
-    int64_t last_sweep = -kFullSweepIntervalUs;
+    core::Mutex mu;
+    boost::unordered_flat_map<std::string, Entry, core::KeyHash, core::KeyEqual> map GUARDED_BY(mu);
+    int64_t last_sweep GUARDED_BY(mu) = -kFullSweepIntervalUs;
 
     // Drops what expired, unless the last sweep was too recent; true if that made room.
-    bool SweptRoom(int64_t now, size_t bound) {
+    bool SweptRoom(int64_t now, size_t bound) REQUIRES(mu) {
       if (now - last_sweep < kFullSweepIntervalUs) return false;
       last_sweep = now;
       boost::unordered::erase_if(map,
@@ -431,6 +420,10 @@ void ResilientStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, B
   });
 }
 
+void ResilientStore::ProbeAsync(DecisionCallback done) {
+  ProbeAsync(ReadinessProbe(), std::move(done));
+}
+
 void ResilientStore::ProbeAsync(const CheckRequest& probe, DecisionCallback done) {
   const Pass pass = Allow(probe.scope, probe.key, Now());
   if (!pass.allowed) {
@@ -444,6 +437,8 @@ void ResilientStore::ProbeAsync(const CheckRequest& probe, DecisionCallback done
 
 Status ResilientStore::DoReset(std::string_view scope, std::string_view key) {
   if (hot_keys_) hot_keys_->Forget(scope, key);
+  // Best effort: the local fallback's state is this process's estimate, and the backend's answer
+  // is the reset's.
   (void)fallback_.Reset(scope, key);
   return backend_.Reset(scope, key);
 }
@@ -451,7 +446,7 @@ Status ResilientStore::DoReset(std::string_view scope, std::string_view key) {
 void ResilientStore::DoResetAsync(std::string_view scope, std::string_view key,
                                   StatusCallback done) {
   if (hot_keys_) hot_keys_->Forget(scope, key);
-  (void)fallback_.Reset(scope, key);
+  (void)fallback_.Reset(scope, key);  // best effort, as in DoReset
   backend_.ResetAsync(scope, key, std::move(done));
 }
 
@@ -463,9 +458,9 @@ std::string ResilientStore::FailureDomainName(uint32_t domain) const {
   return backend_.FailureDomainName(domain);
 }
 
-ResilientStoreStats ResilientStore::stats() const {
+StoreHealthStats ResilientStore::stats() const {
   const auto n = [this](DecisionSource s) { return by_source_[static_cast<size_t>(s)].load(); };
-  ResilientStoreStats stats;
+  StoreHealthStats stats;
   stats.store = n(DecisionSource::kStore);
   stats.hot_key_cache = n(DecisionSource::kHotKeyCache);
   stats.fail_open = n(DecisionSource::kFailOpen);

@@ -71,7 +71,6 @@ class Mapping {
     return path_.empty() ? std::string(field) : path_ + "." + std::string(field);
   }
   const Reporter& report() const { return *report_; }
-  const YAML::Node& node() const { return node_; }
 
   // The field's value; undefined when it is absent or null.
   YAML::Node Get(std::string_view field) const {

@@ -29,7 +29,7 @@ std::string ExampleTrace(const std::string& name) {
 
 // 5 per 10 s, as in docs/algorithms.md.
 Limit FivePerTenSeconds(Algorithm a, std::optional<int64_t> burst = std::nullopt) {
-  auto limit = Limit::Create(a, 5, std::chrono::seconds(10), HasBurst(a) ? burst : std::nullopt);
+  auto limit = Limit::Create(a, 5, std::chrono::seconds(10), IsMeter(a) ? burst : std::nullopt);
   EXPECT_TRUE(limit.ok()) << limit.status().message();
   return *limit;
 }
@@ -182,7 +182,7 @@ TEST(ComparePicture, OneUnitsAxisForEveryCapacity) {
   };
   for (size_t i = 0; i < panels.size(); ++i) {
     EXPECT_EQ(AxisLabels(*panels[i], "units-axis"), units);
-    const bool bucket = HasBurst(kAllAlgorithms[i]);
+    const bool bucket = IsMeter(kAllAlgorithms[i]);
     // y grows downwards: a capacity of 5 stands lower than one of 8.
     EXPECT_EQ(capacity_y(*panels[i]) > capacity_y(*panels.back()), !bucket) << i;
     EXPECT_EQ(HeaderText(*panels[i]).find(", burst 8") != std::string::npos, bucket) << i;
@@ -203,7 +203,7 @@ TEST(ComparePicture, DrawsWhatEachAlgorithmCounts) {
               a == Algorithm::kFixedWindow || a == Algorithm::kSlidingWindow);
     EXPECT_EQ(has(panels[i], "span"),
               a == Algorithm::kSlidingLog || a == Algorithm::kSlidingWindow);
-    EXPECT_EQ(has(panels[i], "bucket"), HasBurst(a));
+    EXPECT_EQ(has(panels[i], "bucket"), IsMeter(a));
     EXPECT_TRUE(has(panels[i], "remaining"));
   }
   // The span ends at the last denial; with none, there is no span.

@@ -125,7 +125,7 @@ TEST_F(SimulateCli, CompareDrawsEveryAlgorithmWithItsCsv) {
     const std::string algorithm(AlgorithmName(kAllAlgorithms[i]));
     // --burst goes to the algorithms that have one.
     const Outcome csv = Simulate("--algorithm " + algorithm + " " + kLimit +
-                                 (HasBurst(kAllAlgorithms[i]) ? " --burst 3" : ""));
+                                 (IsMeter(kAllAlgorithms[i]) ? " --burst 3" : ""));
     ASSERT_EQ(csv.code, 0) << csv.err;
     EXPECT_EQ(panels[i]->Attribute("data-algorithm"), algorithm);
     EXPECT_EQ(MarkOutcomes(*panels[i]), CsvOutcomes(csv.out)) << algorithm;

@@ -45,7 +45,7 @@ TEST(Limit, RejectsNonsenseWithAClearMessage) {
 TEST(Limit, BurstOnlyForTheBucketAlgorithms) {
   for (Algorithm a : kAllAlgorithms) {
     auto limit = Limit::Create(a, 5, seconds(1), 10);
-    if (HasBurst(a)) {
+    if (IsMeter(a)) {
       ASSERT_TRUE(limit.ok()) << AlgorithmName(a);
       EXPECT_EQ(limit->capacity(), 10);
       EXPECT_EQ(ErrorOf(Limit::Create(a, 5, seconds(1), -1)), "burst must be positive, got -1");

@@ -39,7 +39,7 @@ std::vector<Limit> LimitsOf(Algorithm a) {
     for (int64_t period : {1'000, 3'333, 10'000, 70'001}) {
       if (period < count) continue;
       limits.push_back(MakeLimit(a, count, period));
-      if (HasBurst(a)) {
+      if (IsMeter(a)) {
         for (int64_t burst : {1, 7, 30}) limits.push_back(MakeLimit(a, count, period, burst));
       }
     }

@@ -320,7 +320,7 @@ TEST_F(ApiTest, BadChecksAre400AndChangeNothing) {
   EXPECT_EQ(store_.batch_calls, 0);
   EXPECT_EQ(store_.keys(), 0u);
   EXPECT_EQ(Decisions("api"), 0u);
-  EXPECT_EQ(metrics_.http_responses(400), cases.size());
+  EXPECT_EQ(metrics_.http_responses_for_testing(400), cases.size());
   // The key a bad check named still has its whole quota.
   EXPECT_EQ(Check(R"({"rule":"api","key":"k","cost":0})").header("RateLimit"),
             R"("api";r=100;t=0)");
@@ -354,8 +354,8 @@ TEST_F(ApiTest, UnknownPathIs404AndWrongMethodIs405WithAllow) {
     EXPECT_EQ(a.response.status, 405) << path;
     EXPECT_EQ(a.header("Allow"), "GET") << path;
   }
-  EXPECT_EQ(metrics_.http_responses(404), 1u);
-  EXPECT_EQ(metrics_.http_responses(405), 4u);
+  EXPECT_EQ(metrics_.http_responses_for_testing(404), 1u);
+  EXPECT_EQ(metrics_.http_responses_for_testing(405), 4u);
 }
 
 TEST_F(ApiTest, HealthAndReadinessProbesLeaveNoState) {
@@ -418,7 +418,7 @@ TEST_F(ApiTest, RefuseCountsTheResponse) {
   api_.Refuse(431, "request header is above the maximum of 8192 bytes", response);
   EXPECT_EQ(response.status, 431);
   EXPECT_EQ(response.body, R"({"error":"request header is above the maximum of 8192 bytes"})");
-  EXPECT_EQ(metrics_.http_responses(431), 1u);
+  EXPECT_EQ(metrics_.http_responses_for_testing(431), 1u);
 }
 
 TEST_F(ApiTest, ExchangeIsReusedAcrossRequests) {
@@ -569,7 +569,7 @@ TEST_F(ResilientApiTest, StoreFaultsAreRefusedUnderEveryPolicy) {
   EXPECT_EQ(full.response.status, 503);
   EXPECT_EQ(full.header("Retry-After"), "1");
 
-  const ResilientStoreStats stats = resilient_.stats();
+  const StoreHealthStats stats = resilient_.stats();
   EXPECT_EQ(stats.fail_open + stats.fail_closed + stats.local_fallback, 0u);
   EXPECT_EQ(stats.breaker, BreakerState::kClosed);
   EXPECT_EQ(metrics_.ForRule("open").allowed.load(), 0u);

@@ -71,7 +71,7 @@ TEST(MetricsTest, HistogramBucketsAreCumulative) {
   EXPECT_TRUE(Has(text, "sluice_check_duration_seconds_bucket{le=\"+Inf\"} 4\n"));
   EXPECT_TRUE(Has(text, "sluice_check_duration_seconds_sum 3.00078\n")) << text;
   EXPECT_TRUE(Has(text, "sluice_check_duration_seconds_count 4\n"));
-  EXPECT_EQ(metrics.check_duration_count(), 4u);
+  EXPECT_EQ(metrics.check_duration_count_for_testing(), 4u);
 }
 
 TEST(MetricsTest, HttpResponsesByCodeWithOthersTogether) {
@@ -87,7 +87,7 @@ TEST(MetricsTest, HttpResponsesByCodeWithOthersTogether) {
   EXPECT_TRUE(Has(text, "sluice_http_requests_total{code=\"503\"} 1\n"));
   EXPECT_TRUE(Has(text, "sluice_http_requests_total{code=\"other\"} 2\n"));
   EXPECT_TRUE(Has(text, "sluice_store_errors_total 1\n"));
-  EXPECT_EQ(metrics.http_responses(418), 2u);  // "other"
+  EXPECT_EQ(metrics.http_responses_for_testing(418), 2u);  // "other"
 }
 
 TEST(MetricsTest, CountsFromManyThreadsAddUp) {
@@ -106,8 +106,8 @@ TEST(MetricsTest, CountsFromManyThreadsAddUp) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(rule.allowed.load(), 2000u);
   EXPECT_EQ(rule.denied.load(), 2000u);
-  EXPECT_EQ(metrics.http_responses(200), 4000u);
-  EXPECT_EQ(metrics.check_duration_count(), 4000u);
+  EXPECT_EQ(metrics.http_responses_for_testing(200), 4000u);
+  EXPECT_EQ(metrics.check_duration_count_for_testing(), 4000u);
 }
 
 }  // namespace

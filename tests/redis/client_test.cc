@@ -102,7 +102,7 @@ class ClientTest : public ::testing::Test {
     options.port = server_->port();
     auto client = Client::Create(options);
     EXPECT_TRUE(client.ok()) << client.status().ToString();
-    EXPECT_TRUE((*client)->connected());
+    EXPECT_TRUE((*client)->connected_for_testing());
     return std::move(client).value();
   }
 
@@ -164,7 +164,7 @@ TEST_F(ClientTest, ConcurrentCallsArePipelined) {
   }
   EXPECT_EQ(ok.load(), kThreads * kPerThread);
   EXPECT_EQ(Run(*c, {"GET", "counter"})->str, std::to_string(kThreads * kPerThread));
-  const ClientStats stats = c->stats();
+  const ClientStats stats = c->stats_for_testing();
   EXPECT_GE(stats.commands, uint64_t{kThreads * kPerThread});
   EXPECT_LT(stats.writes * 2, stats.commands) << "writes " << stats.writes;
 }
@@ -174,11 +174,11 @@ TEST_F(ClientTest, ScriptSurvivesScriptFlush) {
   const Script script = Script::FromSource("return redis.call('INCRBY', KEYS[1], ARGV[1])");
   const std::string_view keys[] = {"s"};
   const std::string_view args[] = {"2"};
-  auto first = c->EvalShaSync(script, keys, args);  // never loaded: NOSCRIPT, then loaded
+  auto first = c->EvalShaSyncForTesting(script, keys, args);  // never loaded: NOSCRIPT, then loaded
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(first->integer, 2);
   EXPECT_EQ(server_->Cli({"SCRIPT", "FLUSH"}), "OK");
-  auto second = c->EvalShaSync(script, keys, args);
+  auto second = c->EvalShaSyncForTesting(script, keys, args);
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(second->integer, 4);
 
@@ -331,7 +331,7 @@ TEST_F(ClientTest, CallsMeetingNoscriptShareOneScriptLoad) {
   const std::string_view keys[] = {"loaded"};
   constexpr int kCalls = 100;
   std::atomic<int> ok{0}, answered{0};
-  const ClientStats before = c->stats();
+  const ClientStats before = c->stats_for_testing();
   server_->Pause();
   for (int i = 0; i < kCalls; ++i) {
     c->EvalSha(script, keys, {}, [&](Result<Reply> r) {
@@ -344,7 +344,7 @@ TEST_F(ClientTest, CallsMeetingNoscriptShareOneScriptLoad) {
   while (answered.load() < kCalls && Steady::now() < until) std::this_thread::sleep_for(1ms);
   EXPECT_EQ(ok.load(), kCalls);
   EXPECT_EQ(Calls(*server_, "script|load"), 1);
-  EXPECT_EQ(c->stats().commands - before.commands, uint64_t{2 * kCalls + 1})
+  EXPECT_EQ(c->stats_for_testing().commands - before.commands, uint64_t{2 * kCalls + 1})
       << "each call twice, and one load";
   EXPECT_EQ(Run(*c, {"GET", "loaded"})->str, std::to_string(kCalls));
 }
@@ -367,7 +367,7 @@ TEST_F(ClientTest, ManyConnectionsOnManyThreads) {
   options.max_pending_per_connection = 16384;
   options.timeout = 5s;  // about load sharing, not speed: sanitizer builds are slow
   auto c = Connect(options);
-  EXPECT_EQ(c->stats().connects, 4u);
+  EXPECT_EQ(c->stats_for_testing().connects, 4u);
   constexpr int kThreads = 4, kPerThread = 1000;
   std::atomic<int> ok{0}, answered{0};
   std::vector<std::thread> threads;
@@ -465,7 +465,7 @@ TEST_F(ClientTest, ReconnectsAfterTheServerComesBack) {
   }
   ASSERT_TRUE(up.ok()) << up.status().ToString();
   EXPECT_LT(Steady::now() - restarted, 1s);
-  EXPECT_GE(c->stats().connects, 2u);
+  EXPECT_GE(c->stats_for_testing().connects, 2u);
 }
 
 TEST_F(ClientTest, HungConnectionIsReplaced) {
@@ -480,7 +480,7 @@ TEST_F(ClientTest, HungConnectionIsReplaced) {
   Result<Reply> up = Status::Unavailable("not tried");
   while (Steady::now() < until && !(up = Run(*c, {"PING"})).ok()) std::this_thread::sleep_for(5ms);
   ASSERT_TRUE(up.ok()) << up.status().ToString();
-  EXPECT_GE(c->stats().connects, 2u);
+  EXPECT_GE(c->stats_for_testing().connects, 2u);
 }
 
 class PasswordTest : public ClientTest {
@@ -500,7 +500,7 @@ TEST_F(PasswordTest, AuthAndSelect) {
   wrong.password = "nope";
   auto refused = Client::Create(wrong);
   ASSERT_TRUE(refused.ok());
-  EXPECT_FALSE((*refused)->connected());
+  EXPECT_FALSE((*refused)->connected_for_testing());
   auto r = (*refused)->CommandSync(std::vector<std::string_view>{"PING"});
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(r.status().message().find("AUTH failed"), std::string::npos) << r.status().message();

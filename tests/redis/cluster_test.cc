@@ -110,7 +110,7 @@ class ClusterClientTest : public ::testing::Test {
     ASSERT_NE(cluster_, nullptr);
     client_ = ConnectCluster(*cluster_, 1h);  // no refresh adds its own commands to the counts
     ASSERT_NE(client_, nullptr);
-    ASSERT_TRUE(client_->connected());
+    ASSERT_TRUE(client_->connected_for_testing());
     static std::atomic<int> tests{0};
     prefix_ = "cc" + std::to_string(tests.fetch_add(1)) + ":";
   }
@@ -141,7 +141,7 @@ TEST_F(ClusterClientTest, KeysGoToTheMasterOfTheirSlot) {
     auto r = client_->CommandSync(set);
     ASSERT_TRUE(r.ok() && !r->is_error()) << (r.ok() ? r->str : r.status().ToString());
     const int master = cluster_->MasterOfSlot(KeySlot(key));
-    EXPECT_EQ(client_->MasterOf(KeySlot(key)), "127.0.0.1:" + std::to_string(master));
+    EXPECT_EQ(client_->MasterOfForTesting(KeySlot(key)), "127.0.0.1:" + std::to_string(master));
     const std::string_view exists[] = {"EXISTS", key};
     for (auto& [port, node] : nodes) {
       EXPECT_EQ(node->CommandSync(exists)->integer, port == master ? 1 : 0) << key << " " << port;
@@ -149,7 +149,7 @@ TEST_F(ClusterClientTest, KeysGoToTheMasterOfTheirSlot) {
     ++keys_on[master];
   }
   EXPECT_EQ(keys_on.size(), 3u) << "keys spread over every master";
-  EXPECT_EQ(client_->cluster_stats().moved, 0u);
+  EXPECT_EQ(client_->cluster_stats_for_testing().moved, 0u);
 }
 
 TEST_F(ClusterClientTest, ABatchLeavesInOneWritePerNodeAndComesBackInOrder) {
@@ -163,16 +163,16 @@ TEST_F(ClusterClientTest, KeysInDifferentSlotsAreRefusedBeforeSending) {
   const std::string a = prefix_ + "a", b = prefix_ + "b";
   ASSERT_NE(KeySlot(a), KeySlot(b));
   const std::string_view keys[] = {a, b};
-  const redis::ClientStats before = client_->stats();
-  auto r = client_->EvalShaSync(script, keys, {});
+  const redis::ClientStats before = client_->stats_for_testing();
+  auto r = client_->EvalShaSyncForTesting(script, keys, {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("hash tag"), std::string::npos) << r.status().message();
-  EXPECT_EQ(client_->stats().commands, before.commands);
+  EXPECT_EQ(client_->stats_for_testing().commands, before.commands);
 
   const std::string tagged_a = "{" + prefix_ + "}a", tagged_b = "{" + prefix_ + "}b";
   const std::string_view tagged[] = {tagged_a, tagged_b};
-  auto same_slot = client_->EvalShaSync(script, tagged, {});
+  auto same_slot = client_->EvalShaSyncForTesting(script, tagged, {});
   ASSERT_TRUE(same_slot.ok()) << same_slot.status().ToString();
   EXPECT_EQ(same_slot->integer, 1);
 }
@@ -183,7 +183,7 @@ TEST_F(ClusterClientTest, UnreachableSeedsLeaveItUnavailableNotBroken) {
   options.node.connect_timeout = 20ms;
   auto client = ClusterClient::Create(options);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
-  EXPECT_FALSE((*client)->connected());
+  EXPECT_FALSE((*client)->connected_for_testing());
   const std::string_view get[] = {"GET", "k"};
   auto r = (*client)->CommandSync(get);
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
@@ -441,7 +441,7 @@ TEST_F(ClusterUnderChange, RedirectionsAreFollowedOnce) {
   const redis::Script incr = redis::Script::FromSource("return redis.call('INCR', KEYS[1])");
   auto increment = [&](const std::string& key) {
     const std::string_view keys[] = {key};
-    auto r = client->EvalShaSync(incr, keys, {});
+    auto r = client->EvalShaSyncForTesting(incr, keys, {});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? r->integer : -1;
   };
@@ -455,24 +455,26 @@ TEST_F(ClusterUnderChange, RedirectionsAreFollowedOnce) {
   ASSERT_TRUE(cluster_->BeginSlotMigration(slot, to));
   EXPECT_EQ(increment(key), 2) << "a key still on the source is served there";
   EXPECT_EQ(increment(fresh), 1) << "a key not on the source is asked of the target";
-  EXPECT_EQ(client->cluster_stats().asked, 1u);
+  EXPECT_EQ(client->cluster_stats_for_testing().asked, 1u);
   EXPECT_EQ(cluster_->Cli(to, {"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}), "1")
       << "the fresh key lives on the target";
 
   ASSERT_TRUE(cluster_->MigrateSlotKeys(slot));
   EXPECT_EQ(increment(key), 3) << "after MIGRATE, ASK to the target";
-  EXPECT_EQ(client->cluster_stats().asked, 2u);
+  EXPECT_EQ(client->cluster_stats_for_testing().asked, 2u);
 
   ASSERT_TRUE(cluster_->EndSlotMigration(slot));
   EXPECT_EQ(increment(key), 4) << "MOVED to the new owner";
-  EXPECT_EQ(client->cluster_stats().moved, 1u);
+  EXPECT_EQ(client->cluster_stats_for_testing().moved, 1u);
   const auto until = Steady::now() + 5s;
-  while (client->MasterOf(slot) != "127.0.0.1:" + std::to_string(to) && Steady::now() < until) {
+  while (client->MasterOfForTesting(slot) != "127.0.0.1:" + std::to_string(to) &&
+         Steady::now() < until) {
     std::this_thread::sleep_for(5ms);
   }
-  EXPECT_EQ(client->MasterOf(slot), "127.0.0.1:" + std::to_string(to)) << "MOVED refreshed the map";
+  EXPECT_EQ(client->MasterOfForTesting(slot), "127.0.0.1:" + std::to_string(to))
+      << "MOVED refreshed the map";
   EXPECT_EQ(increment(key), 5);
-  EXPECT_EQ(client->cluster_stats().moved, 1u) << "routed straight to the new owner";
+  EXPECT_EQ(client->cluster_stats_for_testing().moved, 1u) << "routed straight to the new owner";
 }
 
 // Without traffic there are no redirections: the periodic refresh alone follows a master that
@@ -480,20 +482,20 @@ TEST_F(ClusterUnderChange, RedirectionsAreFollowedOnce) {
 TEST_F(ClusterUnderChange, PeriodicRefreshFollowsMastersAddedAndRemoved) {
   auto client = ConnectCluster(*cluster_, 100ms);
   ASSERT_NE(client, nullptr);
-  EXPECT_EQ(client->cluster_stats().nodes, 3u);
+  EXPECT_EQ(client->cluster_stats_for_testing().nodes, 3u);
   const redis::Script incr = redis::Script::FromSource("return redis.call('INCR', KEYS[1])");
   const std::string key = "rehomed";
   const std::string_view keys[] = {key};
   const int slot = KeySlot(key);
   const int home = cluster_->MasterOfSlot(slot);
-  EXPECT_EQ(client->EvalShaSync(incr, keys, {})->integer, 1);
+  EXPECT_EQ(client->EvalShaSyncForTesting(incr, keys, {})->integer, 1);
   auto serves = [&](int port) {
     const std::string address = "127.0.0.1:" + std::to_string(port);
     const auto until = Steady::now() + 5s;
-    while (client->MasterOf(slot) != address && Steady::now() < until) {
+    while (client->MasterOfForTesting(slot) != address && Steady::now() < until) {
       std::this_thread::sleep_for(10ms);
     }
-    return client->MasterOf(slot) == address;
+    return client->MasterOfForTesting(slot) == address;
   };
   auto move = [&](int to) {
     return cluster_->BeginSlotMigration(slot, to) && cluster_->MigrateSlotKeys(slot) &&
@@ -504,20 +506,20 @@ TEST_F(ClusterUnderChange, PeriodicRefreshFollowsMastersAddedAndRemoved) {
   ASSERT_NE(added, 0);
   ASSERT_TRUE(move(added));
   EXPECT_TRUE(serves(added)) << "the new master's slot was not learned";
-  EXPECT_EQ(client->cluster_stats().nodes, 4u);
-  EXPECT_EQ(client->EvalShaSync(incr, keys, {})->integer, 2);
+  EXPECT_EQ(client->cluster_stats_for_testing().nodes, 4u);
+  EXPECT_EQ(client->EvalShaSyncForTesting(incr, keys, {})->integer, 2);
 
   ASSERT_TRUE(move(home));
   EXPECT_TRUE(serves(home));
   ASSERT_TRUE(cluster_->RemoveNode(added));
   const auto until = Steady::now() + 5s;
-  while (client->cluster_stats().nodes != 3 && Steady::now() < until) {
+  while (client->cluster_stats_for_testing().nodes != 3 && Steady::now() < until) {
     std::this_thread::sleep_for(10ms);
   }
-  EXPECT_EQ(client->cluster_stats().nodes, 3u) << "the removed master was not dropped";
-  EXPECT_EQ(client->EvalShaSync(incr, keys, {})->integer, 3);
-  EXPECT_EQ(client->cluster_stats().moved, 0u);
-  EXPECT_EQ(client->cluster_stats().asked, 0u);
+  EXPECT_EQ(client->cluster_stats_for_testing().nodes, 3u) << "the removed master was not dropped";
+  EXPECT_EQ(client->EvalShaSyncForTesting(incr, keys, {})->integer, 3);
+  EXPECT_EQ(client->cluster_stats_for_testing().moved, 0u);
+  EXPECT_EQ(client->cluster_stats_for_testing().asked, 0u);
 }
 
 // Keys of every kind in the slot being moved, under load through every step of the move, with

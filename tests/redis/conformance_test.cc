@@ -127,7 +127,7 @@ class ConformanceTest : public RedisStoreTest {
     // The largest values: sliding_window's products then exceed 2^53 and round.
     add(algorithm == Algorithm::kSlidingLog ? Limit::kMaxSlidingLogCount : Limit::kMaxCount,
         Duration(30'000'000'000'000));
-    if (HasBurst(algorithm)) {
+    if (IsMeter(algorithm)) {
       add(10, 1s, 3);
       add(2, 1s, 50);
     }
@@ -313,7 +313,7 @@ TEST_P(ParameterChangeConformance, RandomChangesOnOneKey) {
       const Limit& limit = limits[current];
       Step step = RandomStep(rng, limit);
       step.limit = &limit;
-      if (HasBurst(GetParam()) && rng() % 2 == 0) {
+      if (IsMeter(GetParam()) && rng() % 2 == 0) {
         const Duration most = std::min<Duration>(MaxDelayOf(limit), 3 * limit.period());
         step.max_delay = Duration(rng() % (most.count() + 1));
       }
@@ -323,7 +323,7 @@ TEST_P(ParameterChangeConformance, RandomChangesOnOneKey) {
     if (HasFatalFailure()) return;
   }
   EXPECT_GT(changes, 200);
-  if (HasBurst(GetParam())) {
+  if (IsMeter(GetParam())) {
     EXPECT_GT(booked_, 30);  // slots booked under one limit, then judged under others
   }
 }

@@ -84,7 +84,7 @@ class FailingStore final : public Store {
   std::deque<std::function<void()>> held_;
 };
 
-const DomainBreakerStats* BreakerNamed(const ResilientStoreStats& stats, std::string_view name) {
+const DomainBreakerStats* BreakerNamed(const StoreHealthStats& stats, std::string_view name) {
   auto it = std::find_if(stats.breakers.begin(), stats.breakers.end(),
                          [name](const auto& b) { return b.domain == name; });
   return it == stats.breakers.end() ? nullptr : &*it;
@@ -190,7 +190,7 @@ TEST_F(ResilientStoreTest, BreakerOpensProbesAndCloses) {
 TEST_F(ResilientStoreTest, ProbeAnsweredWithABadRequestLetsTheNextCallProbe) {
   Limiter limiter(store_, "api", MakeLimit(100), FailurePolicy::kFailClosed);
   backend_.failure = Status::Unavailable("down");
-  for (int i = 0; i < 3; ++i) limiter.Check("k");
+  for (int i = 0; i < 3; ++i) (void)limiter.Check("k");  // failures that open the breaker
   ASSERT_EQ(store_.breaker_state(), BreakerState::kOpen);
 
   clock_.Advance(500ms);
@@ -233,7 +233,7 @@ TEST_F(ResilientStoreTest, OnlyOutagesGoToTheFailurePolicy) {
                       [&](Result<Decision> r) { probed = std::move(r); });
     EXPECT_EQ(probed.status(), error);
   }
-  const ResilientStoreStats stats = store_.stats();
+  const StoreHealthStats stats = store_.stats();
   EXPECT_EQ(stats.store_errors, 0u);
   EXPECT_EQ(stats.fail_open + stats.fail_closed + stats.local_fallback, 0u);
   EXPECT_EQ(stats.breaker, BreakerState::kClosed);
@@ -294,7 +294,7 @@ TEST_F(ResilientStoreTest, LateFailuresFromBeforeTheOutageDoNotReopenTheBreaker)
     limiter.CheckAsync("slow", 1, [&](Result<Decision> r) { late.push_back(std::move(r)); });
   }
   backend_.hold = false;
-  for (int i = 0; i < 3; ++i) limiter.Check("k");
+  for (int i = 0; i < 3; ++i) (void)limiter.Check("k");  // failures that open the breaker
   ASSERT_EQ(store_.breaker_state(), BreakerState::kOpen);
   backend_.failure = Status();
   clock_.Advance(500ms);
@@ -321,7 +321,7 @@ TEST_F(ResilientStoreTest, EachFailureDomainHasItsOwnBreaker) {
     EXPECT_EQ(healthy->source, DecisionSource::kStore);
     EXPECT_TRUE(healthy->allowed);
   }
-  ResilientStoreStats stats = per_master_.stats();
+  StoreHealthStats stats = per_master_.stats();
   EXPECT_EQ(stats.breaker, BreakerState::kOpen);  // the worst
   EXPECT_EQ(stats.breaker_opens, 1u);
   ASSERT_EQ(stats.breakers.size(), 2u);
@@ -362,7 +362,7 @@ TEST_F(ResilientStoreTest, ProbeTellsOfItsOwnDomain) {
   Limiter limiter(per_master_, "api", limit, FailurePolicy::kFailClosed);
   masters_.failure = Status::Unavailable("node a down");
   masters_.failing_domain = 'a';
-  for (int i = 0; i < 3; ++i) limiter.Check("a1");
+  for (int i = 0; i < 3; ++i) (void)limiter.Check("a1");  // failures that open a's breaker
   const auto probe = [&](std::string_view key) {
     Result<Decision> answer = Status::Internal("no answer");
     per_master_.ProbeAsync({.scope = "probe", .limit = &limit, .key = key, .cost = 0},
@@ -624,7 +624,7 @@ TEST(ResilientStoreConcurrency, BreakerUnderAFlappingBackend) {
   }
   for (auto& thread : threads) thread.join();
   EXPECT_EQ(errors.load(), 0);
-  const ResilientStoreStats stats = store.stats();
+  const StoreHealthStats stats = store.stats();
   EXPECT_EQ(stats.store + stats.fail_closed, static_cast<uint64_t>(kThreads * kChecks));
   EXPECT_GT(stats.store, 0u);
   EXPECT_GT(stats.fail_closed, 0u);

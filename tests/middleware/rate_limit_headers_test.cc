@@ -1,8 +1,8 @@
-#include "http/rate_limit_headers.h"
+#include "middleware/rate_limit_headers.h"
 
 #include <gtest/gtest.h>
 
-namespace sluice::http {
+namespace sluice::middleware {
 namespace {
 
 using std::chrono::microseconds;
@@ -112,10 +112,9 @@ TEST(RateLimitHeadersTest, FormatsAllThreeAtOnce) {
                         .retry_after = milliseconds(2500),
                         .reset_after = seconds(10),
                         .replenish_after = milliseconds(2500)};
-  const RateLimitHeaders h = FormatRateLimitHeaders("login", MakeLimit(1, seconds(10)), denied);
-  EXPECT_EQ(h.policy, R"("login";q=1;w=10)");
-  EXPECT_EQ(h.rate_limit, R"("login";r=0;t=3)");
-  EXPECT_EQ(h.retry_after, "3");
+  EXPECT_EQ(RateLimitPolicyValue("login", MakeLimit(1, seconds(10))), R"("login";q=1;w=10)");
+  EXPECT_EQ(RateLimitValue("login", denied), R"("login";r=0;t=3)");
+  EXPECT_EQ(RetryAfterValue(denied), "3");
 }
 
 TEST(RateLimitHeadersTest, PolicyNameIsAValidStructuredFieldString) {
@@ -132,4 +131,4 @@ TEST(RateLimitHeadersTest, CeilSeconds) {
 }
 
 }  // namespace
-}  // namespace sluice::http
+}  // namespace sluice::middleware

@@ -10,7 +10,7 @@
 
 #include "sluice/status.h"
 
-namespace sluice::http {
+namespace sluice::middleware {
 
 struct Refusal {
   int status = 500;
@@ -20,4 +20,4 @@ struct Refusal {
 // `error` must not be ok.
 Refusal RefusalOf(const Status& error);
 
-}  // namespace sluice::http
+}  // namespace sluice::middleware

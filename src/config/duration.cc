@@ -1,11 +1,11 @@
-#include "cli/duration.h"
+#include "config/duration.h"
 
 #include <charconv>
 #include <iterator>
 #include <limits>
 #include <string>
 
-namespace sluice::cli {
+namespace sluice::config {
 namespace {
 
 struct Unit {
@@ -47,4 +47,4 @@ std::string FormatDuration(Duration d) {
 
 int64_t CeilMillis(Duration d) { return (d.count() + 999) / 1000; }
 
-}  // namespace sluice::cli
+}  // namespace sluice::config

@@ -1,8 +1,8 @@
-#include "cli/duration.h"
+#include "config/duration.h"
 
 #include <gtest/gtest.h>
 
-namespace sluice::cli {
+namespace sluice::config {
 namespace {
 
 TEST(ParseDuration, AcceptsEveryUnit) {
@@ -61,4 +61,4 @@ TEST(CeilMillis, RoundsUp) {
 }
 
 }  // namespace
-}  // namespace sluice::cli
+}  // namespace sluice::config

@@ -9,7 +9,7 @@
 #include "sluice/clock.h"
 #include "sluice/status.h"
 
-namespace sluice::cli {
+namespace sluice::config {
 
 Result<Duration> ParseDuration(std::string_view text);
 
@@ -20,4 +20,4 @@ std::string FormatDuration(Duration d);
 // `d` in whole milliseconds, rounded up: a wait printed this way is never too early.
 int64_t CeilMillis(Duration d);
 
-}  // namespace sluice::cli
+}  // namespace sluice::config

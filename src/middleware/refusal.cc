@@ -1,8 +1,8 @@
-#include "http/refusal.h"
+#include "middleware/refusal.h"
 
 #include "sluice/store.h"
 
-namespace sluice::http {
+namespace sluice::middleware {
 
 Refusal RefusalOf(const Status& error) {
   if (IsStoreOutage(error) || error.code() == StatusCode::kResourceExhausted) {
@@ -11,4 +11,4 @@ Refusal RefusalOf(const Status& error) {
   return {.status = 500, .retry_after = {}};
 }
 
-}  // namespace sluice::http
+}  // namespace sluice::middleware

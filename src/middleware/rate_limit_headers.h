@@ -24,19 +24,10 @@
 #include "sluice/decision.h"
 #include "sluice/limit.h"
 
-namespace sluice::http {
+namespace sluice::middleware {
 
-struct RateLimitHeaders {
-  std::string policy;       // RateLimit-Policy
-  std::string rate_limit;   // RateLimit
-  std::string retry_after;  // Retry-After; empty when the request was allowed
-};
-
-RateLimitHeaders FormatRateLimitHeaders(std::string_view policy_name, const Limit& limit,
-                                        const Decision& decision);
-
-// The pieces of FormatRateLimitHeaders. RateLimit-Policy depends on the limit only, so a caller
-// serving many requests under one policy can format it once.
+// RateLimit-Policy depends on the limit only, so a caller serving many requests under one policy
+// formats it once.
 std::string RateLimitPolicyValue(std::string_view policy_name, const Limit& limit);
 std::string RateLimitValue(std::string_view policy_name, const Decision& decision);
 std::string RetryAfterValue(const Decision& decision);
@@ -48,4 +39,4 @@ int64_t CeilSeconds(Duration d);
 // slot: `ratelimit;dur=100.000`, milliseconds with microsecond precision.
 std::string ServerTimingValue(Duration waited);
 
-}  // namespace sluice::http
+}  // namespace sluice::middleware

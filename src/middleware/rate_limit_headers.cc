@@ -1,10 +1,10 @@
-#include "http/rate_limit_headers.h"
+#include "middleware/rate_limit_headers.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-namespace sluice::http {
+namespace sluice::middleware {
 namespace {
 
 // An sf-string (RFC 9651 section 3.3.3) holds printable ASCII only, with '"' and '\' escaped;
@@ -70,10 +70,4 @@ std::string RetryAfterValue(const Decision& decision) {
   return std::to_string(CeilSeconds(std::max(decision.retry_after, decision.replenish_after)));
 }
 
-RateLimitHeaders FormatRateLimitHeaders(std::string_view policy_name, const Limit& limit,
-                                        const Decision& decision) {
-  return {RateLimitPolicyValue(policy_name, limit), RateLimitValue(policy_name, decision),
-          RetryAfterValue(decision)};
-}
-
-}  // namespace sluice::http
+}  // namespace sluice::middleware
