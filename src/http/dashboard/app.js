@@ -42,6 +42,11 @@ function duration(seconds) {
   return rest === 0 ? `${minutes} min` : `${minutes} min ${rest} s`;
 }
 
+// "1 denial", "2 denials".
+function count(n, noun) {
+  return `${integer.format(n)} ${noun}${n === 1 ? '' : 's'}`;
+}
+
 function setCount(cell, value) {
   cell.dataset.value = String(value);
   cell.textContent = integer.format(value);
@@ -168,8 +173,16 @@ function renderStore(summary) {
     breaker.replaceChildren(
       'Circuit breaker ',
       badge(summary.breaker.state),
-      ` — opened ${integer.format(summary.breaker.opens)} times`,
+      ` — opened ${count(summary.breaker.opens, 'time')}`,
     );
+    if (summary.breaker.state !== 'closed') {
+      breaker.append(
+        element('span', {
+          text: 'The store is out: each rule\'s on_error policy decides (see the degraded sources).',
+          className: 'problem block',
+        }),
+      );
+    }
   }
   const nodes = document.getElementById('nodes');
   nodes.hidden = summary.nodes.length === 0;
@@ -239,7 +252,7 @@ function renderTop(top) {
   const blocks = top.rules.filter((r) => r.tracked && r.denied > 0).map((r) => {
     const heading = element('h3', { text: r.rule }, [
       element('span', {
-        text: ` ${integer.format(r.denied)} denials; counts over by at most ${integer.format(r.max_error)}`,
+        text: ` ${count(r.denied, 'denial')}; counts over by at most ${integer.format(r.max_error)}`,
         className: 'note',
       }),
     ]);

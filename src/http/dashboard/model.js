@@ -1,5 +1,6 @@
 // What the dashboard shows, computed from two successive polls of GET /metrics: totals from the
-// latest poll, and per-second rates from the counters' increase between the two.
+// latest poll, and per-second rates from the counters' increase between the two; and how it
+// shows a key. No access to the page: node's test runner runs it too.
 import { parsePrometheus, select } from './prometheus.js';
 
 // The shadow mode (rules that report what they would deny, and deny nothing) is expected to count
@@ -7,6 +8,8 @@ import { parsePrometheus, select } from './prometheus.js';
 // dashboard shows no shadow column.
 export const SHADOW_CHECKS = 'sluice_shadow_checks_total';
 export const DEGRADED_SOURCES = ['fail_open', 'fail_closed', 'local_fallback'];
+// The paths that decide, as the dashboard lists them: the store's own first.
+const SOURCE_ORDER = ['store', 'hot_key_cache', ...DEGRADED_SOURCES];
 
 // One poll: the parsed exposition and when it was asked for and received (ms since the epoch).
 export function snapshot(text, pollStart, pollEnd) {
@@ -63,7 +66,13 @@ export function summarize(current, previous) {
     };
   });
 
-  const sources = labelValues(current.metrics, 'sluice_decisions_total', 'source').map(
+  const rank = (source) => {
+    const i = SOURCE_ORDER.indexOf(source);
+    return i < 0 ? SOURCE_ORDER.length : i;
+  };
+  const sources = labelValues(current.metrics, 'sluice_decisions_total', 'source')
+    .sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))
+    .map(
     (source) => ({
       source,
       degraded: DEGRADED_SOURCES.includes(source),
