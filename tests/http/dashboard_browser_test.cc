@@ -10,9 +10,11 @@
 //     shown as text and runs nothing;
 //   - the acquires waiting and the store's circuit breaker (closed, then open once Redis is
 //     killed, with the fail_open decisions it made) are shown as /metrics has them.
+//   - after a reload that hides the keys, the page says they are hidden.
 // Screenshots: dashboard.png (under load) and dashboard-store-down.png in the build tree.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
 
 #include <atomic>
 #include <chrono>
@@ -339,7 +341,8 @@ class DashboardBrowserTest : public ::testing::Test {
     EXPECT_EQ(std::stoll(page.at("storeErrors").get<std::string>()),
               MetricValue(metrics, "sluice_store_errors_total"));
     ASSERT_EQ(page.at("nodes").size(), 1u) << page.dump();
-    const auto& [node, shown] = *page.at("nodes").items().begin();
+    const std::string node = page.at("nodes").begin().key();
+    const json& shown = page.at("nodes").begin().value();
     const std::string state = shown.at("state");
     EXPECT_EQ(MetricValue(metrics, "sluice_node_breaker_state{node=\"" + node + "\",state=\"" +
                                        state + "\"}"),
@@ -445,6 +448,18 @@ TEST_F(DashboardBrowserTest, ShowsWhatMetricsAndTopKeysSay) {
   EXPECT_GT(Value(page["sources"]["fail_open"]), 0);
   EXPECT_EQ(Value(page["rules"]["api"]["degraded-total"]), Value(page["sources"]["fail_open"]));
   std::cout << "screenshot with the store down: " << Screenshot("dashboard-store-down.png") << "\n";
+
+  // A reload that hides the keys: the page says so and shows none.
+  std::string hidden = kConfig;
+  hidden.replace(hidden.find("true"), 4, "false");
+  service_->WriteConfig(hidden);
+  service_->process().Signal(SIGHUP);
+  ASSERT_TRUE(service_->process().WaitForLog("reloaded 2 rule(s)"));
+  page = ReadPageAfter(NowMs());
+  EXPECT_EQ(page.at("topHidden"), "true");
+  EXPECT_TRUE(page.at("top").empty());
+  const auto note = browser_->Text("#top-note");
+  EXPECT_EQ(note.value_or("").rfind("Keys are hidden", 0), 0u) << note.value_or("");
 }
 
 }  // namespace

@@ -1,5 +1,11 @@
 #include "support/browser.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -45,12 +51,39 @@ std::optional<std::string> DecodeBase64(const std::string& text) {
   return out;
 }
 
+// Starts a process that kills process group `group` once `*write_end` is closed: by this process,
+// or by the kernel when this process dies without closing it (a crash, a sanitizer's abort,
+// ctest's SIGKILL at a timeout). Returns its pid, or -1.
+pid_t StartGroupGuard(pid_t group, int* write_end) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return -1;  // no process spawned later holds the pipe open
+  const pid_t guard = fork();
+  if (guard == 0) {
+    // Only async-signal-safe calls here: the test has other threads.
+    close(fds[1]);
+    char byte;
+    while (read(fds[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    kill(-group, SIGKILL);
+    _exit(0);
+  }
+  close(fds[0]);
+  *write_end = fds[1];
+  if (guard < 0) close(fds[1]);
+  return guard;
+}
+
 }  // namespace
 
 Browser::Browser(const BrowserOptions& options) {
   const int port = FreeLoopbackPort();
   driver_ = Process::OfProgram(options.chromedriver, {"--port=" + std::to_string(port)},
                                options.dir + "/chromedriver.log");
+  if (!driver_->started()) {
+    error_ = "cannot start " + options.chromedriver;
+    return;
+  }
+  guard_ = StartGroupGuard(driver_->pid(), &guard_pipe_);
   client_ = std::make_unique<httplib::Client>("127.0.0.1", port);
   client_->set_connection_timeout(2s);
   client_->set_read_timeout(10s);
@@ -74,7 +107,8 @@ Browser::Browser(const BrowserOptions& options) {
         {"args",
          {"--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-          "--disable-dev-shm-usage", "--user-data-dir=" + options.dir + "/profile",
+          "--disable-dev-shm-usage", "--disable-crash-reporter", "--disable-breakpad",
+          "--user-data-dir=" + options.dir + "/profile",
           "--window-size=" + std::to_string(options.width) + "," +
               std::to_string(options.height)}}}}};
   client_->set_read_timeout(30s);
@@ -85,7 +119,12 @@ Browser::Browser(const BrowserOptions& options) {
 
 Browser::~Browser() {
   if (!session_.empty()) Command("DELETE", "/session/" + session_);
-  if (driver_ && driver_->started()) driver_->Stop(5s);  // else SIGKILL, as it is destroyed
+  if (driver_ && driver_->started()) driver_->Stop(5s);
+  // The guard kills whatever of the group is left (a browser that would not quit).
+  if (guard_ > 0) {
+    close(guard_pipe_);
+    waitpid(guard_, nullptr, 0);
+  }
 }
 
 std::optional<json> Browser::Command(const std::string& method, const std::string& path,

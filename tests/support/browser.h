@@ -3,11 +3,15 @@
 // port, one browser session with a fresh profile and every background connection of Chromium's
 // turned off (the machine may have no network: it must not try to reach anything but the page).
 // Every call is bounded (10 s; 30 s to start the session). Destroying the Browser ends the
-// session, which ends Chromium, then stops chromedriver (SIGTERM, SIGKILL after 5 s).
+// session, which ends Chromium, then stops chromedriver (SIGTERM, SIGKILL after 5 s), then kills
+// what is left of chromedriver's process group (Chromium is in it). A guard process does that
+// last step too if the test process dies without destroying the Browser, so no browser outlives
+// the test.
 // Not thread-safe: one owner.
 #pragma once
 
 #include <httplib.h>
+#include <sys/types.h>
 
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -54,6 +58,8 @@ class Browser {
                                         const nlohmann::json& body = nullptr);
 
   std::unique_ptr<Process> driver_;
+  pid_t guard_ = -1;  // kills chromedriver's process group once guard_pipe_ closes
+  int guard_pipe_ = -1;
   std::unique_ptr<httplib::Client> client_;
   std::string session_;
   std::string error_;

@@ -53,18 +53,18 @@ TempDir::~TempDir() {
 
 Process::Process(std::vector<std::string> args, std::string log_path, const std::string& cwd)
     : log_path_(std::move(log_path)) {
-  Spawn(g_sluice, std::move(args), cwd);
+  Spawn(g_sluice, std::move(args), cwd, false);
 }
 
 std::unique_ptr<Process> Process::OfProgram(const std::string& program,
                                             std::vector<std::string> args, std::string log_path) {
   std::unique_ptr<Process> process(new Process(std::move(log_path)));
-  process->Spawn(program, std::move(args), "");
+  process->Spawn(program, std::move(args), "", true);
   return process;
 }
 
 void Process::Spawn(const std::string& program, std::vector<std::string> args,
-                    const std::string& cwd) {
+                    const std::string& cwd, bool own_group) {
   args.insert(args.begin(), program);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -75,9 +75,16 @@ void Process::Spawn(const std::string& program, std::vector<std::string> args,
                                    0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-  if (posix_spawn(&pid_, program.c_str(), &actions, nullptr, argv.data(), environ) != 0) {
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  if (own_group) {
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attributes, 0);
+  }
+  if (posix_spawn(&pid_, program.c_str(), &actions, &attributes, argv.data(), environ) != 0) {
     pid_ = -1;
   }
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
 }
 

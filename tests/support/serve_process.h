@@ -50,7 +50,8 @@ class Process {
  public:
   Process(std::vector<std::string> args, std::string log_path, const std::string& cwd = "");
   // A process of another program (its path), e.g. a browser's driver, in this process's working
-  // directory.
+  // directory and in a process group of its own, which what it starts joins: pid() is the group's
+  // id, for signalling them all.
   static std::unique_ptr<Process> OfProgram(const std::string& program,
                                             std::vector<std::string> args, std::string log_path);
   ~Process();
@@ -75,7 +76,8 @@ class Process {
 
  private:
   explicit Process(std::string log_path) : log_path_(std::move(log_path)) {}
-  void Spawn(const std::string& program, std::vector<std::string> args, const std::string& cwd);
+  void Spawn(const std::string& program, std::vector<std::string> args, const std::string& cwd,
+             bool own_group);
 
   std::string log_path_;
   pid_t pid_ = -1;
