@@ -60,6 +60,7 @@ Time MinuteStart() { return Time(minutes(28'333'333)); }
 struct BoundCheck {
   uint64_t n = 0;                  // denials in the window
   uint64_t largest_overcount = 0;  // max over reported keys of (count - true count)
+  uint64_t top10_overcount = 0;    // the same over the 10 keys truly denied most
 };
 
 // Checks every guarantee of the sketch on `report` (which must list every key merged) against
@@ -79,6 +80,15 @@ BoundCheck ExpectGuarantees(const TopKeysReport& report, const Truth& truth, siz
     measured.largest_overcount = std::max(measured.largest_overcount, entry.denied - real);
     reported[entry.key] = &entry;
   }
+  std::vector<std::pair<uint64_t, std::string>> heaviest;
+  for (const auto& [key, count] : truth) heaviest.emplace_back(count, key);
+  std::sort(heaviest.rbegin(), heaviest.rend());
+  heaviest.resize(std::min<size_t>(heaviest.size(), 10));
+  for (const auto& [count, key] : heaviest) {
+    if (reported.contains(key)) {
+      measured.top10_overcount = std::max(measured.top10_overcount, reported[key]->denied - count);
+    }
+  }
   for (const auto& [key, count] : truth) {
     if (count > measured.n / k) {
       EXPECT_TRUE(reported.contains(key)) << key << " x" << count;
@@ -92,7 +102,8 @@ BoundCheck ExpectGuarantees(const TopKeysReport& report, const Truth& truth, siz
 
 void Print(const std::string& stream, const BoundCheck& m, size_t k) {
   std::cout << "[ measured ] " << stream << ": N=" << m.n << ", k=" << k
-            << ", bound N/k=" << m.n / k << ", largest overcount " << m.largest_overcount << "\n";
+            << ", bound N/k=" << m.n / k << ", largest overcount " << m.largest_overcount
+            << " (of the 10 keys denied most: " << m.top10_overcount << ")\n";
 }
 
 // Draws keys "z<rank>" with probability proportional to 1/rank^s.
