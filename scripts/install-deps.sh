@@ -11,6 +11,8 @@ packages=(
   python3-grpcio python3-grpc-tools python3-protobuf
   libgtest-dev libgmock-dev libbenchmark-dev libexpat1-dev libxml2-utils libfaketime
   redis-server redis-tools curl wrk
+  # The dashboard's tests: its scripts under node, its page in headless Chromium (chromedriver).
+  nodejs chromium chromium-driver
   # The Debian package and its tests (tests/package/): CPack's shlibdeps, lintian, the unit's
   # checks (systemd-analyze, strace), the man page's.
   dpkg-dev file lintian systemd strace man-db bsdextrautils procps

@@ -155,6 +155,7 @@ int RunServe(const ServeFlags& flags) {
   http::Api api(store, metrics, http::RuleTable::Build(config->rules, metrics), health,
                 &wait_timers.timers());
   api.SetMaxWaiters(config->server.max_waiters);
+  api.SetExposeKeys(config->server.expose_keys);
   http::ServerOptions options;
   options.host = config->listen.host;
   options.port = config->listen.port;
@@ -183,6 +184,7 @@ int RunServe(const ServeFlags& flags) {
     }
     api.SetRules(http::RuleTable::Build(reloaded->rules, metrics));
     api.SetMaxWaiters(reloaded->server.max_waiters);
+    api.SetExposeKeys(reloaded->server.expose_keys);
     spdlog::info("reloaded {} rule(s) from {}", reloaded->rules.size(), source);
     if (const std::string fields = FieldsNeedingRestart(flags, *config, *reloaded);
         !fields.empty()) {

@@ -101,6 +101,13 @@ class Fields {
     return value;
   }
 
+  Result<bool> ReadBool(const YAML::Node& node, std::string_view field) const {
+    if (node.IsScalar() && (node.Scalar() == "true" || node.Scalar() == "false")) {
+      return node.Scalar() == "true";
+    }
+    return report_.At(node, Path(field), "expected true or false");
+  }
+
   // A bound on /v1/acquire waiters: an integer from 1 to kMaxWaitersBound.
   Result<size_t> ReadWaitersBound(const YAML::Node& node, std::string_view field) const {
     auto n = ReadInteger(node, field);
@@ -287,8 +294,8 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
 
   if (const YAML::Node server = top.Get("server"); server.IsDefined()) {
     Fields fields(report, server, "server");
-    if (Status s = fields.Check(
-            {"io_threads", "read_timeout", "idle_timeout", "max_waiters", "max_waiters_per_key"});
+    if (Status s = fields.Check({"io_threads", "read_timeout", "idle_timeout", "max_waiters",
+                                 "max_waiters_per_key", "expose_keys"});
         !s.ok()) {
       return s;
     }
@@ -313,6 +320,11 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
       *target = *d;
     }
     if (Status s = fields.ReadWaitersBounds(config.server); !s.ok()) return s;
+    if (const YAML::Node expose = fields.Get("expose_keys"); expose.IsDefined()) {
+      auto value = fields.ReadBool(expose, "expose_keys");
+      if (!value.ok()) return value.status();
+      config.server.expose_keys = *value;
+    }
   }
 
   const YAML::Node rules = top.Get("rules");

@@ -5,7 +5,7 @@
 //   max_sliding_log_limit: 10000                                        # optional
 //   store: { url: memory://, timeout_ms: 50, instances: 1 }
 //   server: { io_threads: 2, read_timeout: 10s, idle_timeout: 60s,       # optional
-//             max_waiters: 100000, max_waiters_per_key: 1000 }
+//             max_waiters: 100000, max_waiters_per_key: 1000, expose_keys: false }
 //   rules:
 //     - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20, on_error: fail_open,
 //         max_waiters: 5000, max_waiters_per_key: 100 }                  # the last two optional
@@ -77,6 +77,8 @@ struct ServerConfig {
   size_t max_waiters = 100'000;
   // The default of each rule's max_waiters_per_key.
   size_t max_waiters_per_key = 1'000;
+  // Whether GET /v1/top (and so the dashboard) shows the keys denied most: keys identify clients.
+  bool expose_keys = false;
 };
 
 struct Config {

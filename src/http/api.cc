@@ -9,6 +9,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "http/dashboard.h"
+#include "http/top_keys_json.h"
 #include "middleware/rate_limit_headers.h"
 #include "middleware/refusal.h"
 
@@ -195,6 +197,7 @@ Api::Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules,
       max_waiters_(AcquirerOptions{}.max_waiters) {}
 
 void Api::SetRules(std::shared_ptr<const RuleTable> rules) {
+  top_keys_.Retain([&](std::string_view rule) { return rules->Find(rule) != nullptr; });
   core::MutexLock lock(rules_mu_);
   rules_.swap(rules);
 }
@@ -231,9 +234,17 @@ bool Api::Handle(const Request& request, Exchange& exchange) {
       exchange.response.body = metrics_.Exposition();
       Finish(exchange);
     }
+  } else if (path == "/v1/top") {
+    if (route("GET")) HandleTop(request, exchange);
+  } else if (const DashboardFile* file = FindDashboardFile(path)) {
+    if (route("GET")) {
+      ServeDashboardFile(*file, exchange.response);
+      Finish(exchange);
+    }
   } else {
     Fail(exchange, 404,
-         "no such path; try POST /v1/check, /v1/acquire, GET /healthz, /readyz or /metrics");
+         "no such path; try POST /v1/check, /v1/acquire, GET /healthz, /readyz, /metrics, "
+         "/v1/top or / (the dashboard)");
   }
   return false;
 }
@@ -273,6 +284,7 @@ void Api::HandleCheck(const Request& request, Exchange& exchange) {
   if (!check.ok()) return Fail(exchange, 400, check.status().message());
   exchange.rules_ = std::move(rules);
   exchange.rule_ = check->rule;
+  exchange.key_.assign(check->request.key);
   exchange.started_ = Clock::now();
   store_.CheckAsync(check->request, [this, &exchange](Result<Decision> decision) {
     OnDecision(exchange, std::move(decision));
@@ -285,7 +297,7 @@ void Api::OnDecision(Exchange& exchange, Result<Decision> decision) {
   const ServedRule& rule = *exchange.rule_;
   if (!decision.ok()) return Undecided(exchange, decision.status());
   Settled(*decision);
-  metrics_.CountDecision(*rule.counters, *decision);
+  CountDecision(rule, exchange.key_, *decision);
 
   Response& response = exchange.response;
   AppendDecision(response.body, *decision);
@@ -310,6 +322,7 @@ void Api::HandleBatch(const json& checks, std::shared_ptr<const RuleTable> rules
     Exchange::BatchItem& item = exchange.batch_[i];
     if (check.ok()) {
       item.rule = check->rule;
+      item.key.assign(check->request.key);
       exchange.requests_.push_back(check->request);
     } else {
       item.rule = nullptr;
@@ -346,7 +359,7 @@ void Api::OnBatch(Exchange& exchange, std::vector<Result<Decision>> results) {
       continue;
     }
     Settled(*result);
-    metrics_.CountDecision(*item.rule->counters, *result);
+    CountDecision(*item.rule, item.key, *result);
     AppendDecision(body, *result);
   }
   body += "]}";
@@ -387,6 +400,7 @@ bool Api::HandleAcquire(const Request& request, Exchange& exchange) {
   }
   exchange.rules_ = std::move(rules);
   exchange.rule_ = &rule;
+  exchange.key_.assign(check->request.key);
   if (!TakeWaiterPlace(rule)) {
     Acquisition refused;
     refused.outcome = AcquireOutcome::kQueueFull;
@@ -456,7 +470,7 @@ void Api::OnAcquired(Exchange& exchange, Result<Acquisition> acquired) {
   const Decision& decision = acquired->decision;
   if (decision.limit > 0) {
     Settled(decision);
-    metrics_.CountDecision(*rule.counters, decision);
+    CountDecision(rule, exchange.key_, decision);
     response.body += R"(,"decision":)";
     AppendDecision(response.body, decision);
     response.AddHeader("RateLimit-Policy", rule.policy_header);
@@ -514,6 +528,38 @@ void Api::HandleReady(Exchange& exchange) {
     response.body += '}';
     Finish(exchange);
   });
+}
+
+void Api::CountDecision(const ServedRule& rule, std::string_view key, const Decision& decision) {
+  metrics_.CountDecision(*rule.counters, decision);
+  if (!decision.allowed) top_keys_.Record(rule.name, key);
+}
+
+void Api::HandleTop(const Request& request, Exchange& exchange) {
+  if (!expose_keys_.load()) {
+    return Fail(exchange, 403, "keys are hidden: set server.expose_keys: true to show them");
+  }
+  const size_t query_at = request.target.find('?');
+  auto query =
+      ParseTopQuery(query_at == std::string_view::npos ? "" : request.target.substr(query_at + 1),
+                    top_keys_.options().counters_per_rule);
+  if (!query.ok()) return Fail(exchange, 400, query.status().message());
+  const std::shared_ptr<const RuleTable> rules = this->rules();
+  std::string& body = exchange.response.body;
+  if (query->rule) {
+    const ServedRule* rule = rules->Find(*query->rule);
+    if (rule == nullptr) return Fail(exchange, 404, "no rule '" + *query->rule + "'");
+    AppendTopJson(body, rule->name, top_keys_.Top(rule->name, query->n));
+  } else {
+    body += R"({"rules":[)";
+    for (const ServedRule& rule : rules->all()) {
+      if (&rule != &rules->all().front()) body += ',';
+      AppendTopJson(body, rule.name, top_keys_.Top(rule.name, query->n));
+    }
+    body += "]}";
+  }
+  exchange.response.AddHeader("Cache-Control", "no-store");
+  Finish(exchange);
 }
 
 void Api::Refuse(int status, std::string_view message, Response& response) {

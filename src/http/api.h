@@ -26,6 +26,10 @@
 //                    answer (a failure policy must not make it look ready), 503 at once while the
 //                    circuit breaker is open; with a StoreHealth, the breaker's state in the body
 //   GET /metrics     Prometheus text exposition
+//   GET /v1/top?rule=api&n=10  the keys denied most over the last minutes, per rule (all rules
+//                    without `rule`; see http/top_keys_json.h), when SetExposeKeys allows it:
+//                    403 otherwise, for keys are the clients' identities
+//   GET / and /ui    the dashboard (see http/dashboard.h)
 //
 // Errors are {"error":"..."}: 400 bad JSON or check, 404 unknown path, 405 wrong method (with
 // Allow), 413 body over kMaxBodyBytes; for a check or an acquire the store answered with an
@@ -55,6 +59,7 @@
 #include "config/config.h"
 #include "core/mutex.h"
 #include "http/metrics.h"
+#include "http/top_keys.h"
 #include "sluice/acquirer.h"
 #include "sluice/limit.h"
 #include "sluice/store.h"
@@ -111,6 +116,7 @@ class RuleTable {
 
   const ServedRule* Find(std::string_view name) const;
   size_t size() const { return rules_.size(); }
+  const std::vector<ServedRule>& all() const { return rules_; }
 
  private:
   std::vector<ServedRule> rules_;  // sorted by name
@@ -136,11 +142,13 @@ class Exchange {
   struct BatchItem {
     const ServedRule* rule = nullptr;  // null: `error` says why the item was not decided
     std::string error;
+    std::string key;  // for TopKeys, should it be denied
   };
 
   std::function<void()> on_done_;
   std::shared_ptr<const RuleTable> rules_;  // keeps rule_ and batch_ rules alive
   const ServedRule* rule_ = nullptr;
+  std::string key_;  // the check's or the acquire's, for TopKeys, should it be denied
   std::chrono::steady_clock::time_point started_;
   std::vector<BatchItem> batch_;
   std::vector<CheckRequest> requests_;
@@ -182,11 +190,17 @@ class Api {
   // Bounds the acquires in progress over every rule (default AcquirerOptions::max_waiters).
   void SetMaxWaiters(size_t max_waiters);
 
+  // Whether GET /v1/top shows the keys denied most (default: no, it answers 403).
+  void SetExposeKeys(bool expose) { expose_keys_.store(expose); }
+
  private:
   void HandleCheck(const Request& request, Exchange& exchange);
   void HandleBatch(const nlohmann::json& checks, std::shared_ptr<const RuleTable> rules,
                    Exchange& exchange);
   void HandleReady(Exchange& exchange);
+  void HandleTop(const Request& request, Exchange& exchange);
+  // Counts the decision in the metrics and, if it denies, the key in TopKeys.
+  void CountDecision(const ServedRule& rule, std::string_view key, const Decision& decision);
   // Returns Handle's answer: true while the acquire waits.
   bool HandleAcquire(const Request& request, Exchange& exchange);
   void OnAcquired(Exchange& exchange, Result<Acquisition> acquired);
@@ -224,6 +238,8 @@ class Api {
       GUARDED_BY(acquirers_mu_);
   // Lines replaced by a reload: they live as long as acquires wait on them.
   std::vector<std::weak_ptr<RuleAcquirer>> retired_ GUARDED_BY(acquirers_mu_);
+  TopKeys top_keys_{SystemClock::Instance()};
+  std::atomic<bool> expose_keys_{false};
 };
 
 }  // namespace sluice::http

@@ -113,6 +113,18 @@ TEST_F(AcquireTest, ASlotBeyondMaxWaitIsDeniedAtOnce) {
   EXPECT_EQ(denied->header("Server-Timing"), "ratelimit;dur=0.000");
 }
 
+TEST_F(AcquireTest, DeniedAcquiresCountTheirKeyInTheTopKeys) {
+  api_.SetExposeKeys(true);
+  Acquire(R"({"rule":"shaped","key":"k","max_wait_ms":0})");
+  Acquire(R"({"rule":"shaped","key":"k","max_wait_ms":40})");
+  Acquire(R"({"rule":"shaped","key":"k","max_wait_ms":40})");
+  Pending top;
+  api_.Handle({"GET", "/v1/top?rule=shaped", ""}, top.exchange);
+  ASSERT_TRUE(top.done);
+  EXPECT_EQ(json::parse(top.body()).at("keys"),
+            json::parse(R"([{"key":"k","denied":2,"error":0}])"));
+}
+
 TEST_F(AcquireTest, WindowRulesRetryWhenTheWindowTurns) {
   Acquire(R"({"rule":"window","key":"k","max_wait_ms":0})");
   const auto waiting = Acquire(R"({"rule":"window","key":"k","max_wait_ms":2000})");

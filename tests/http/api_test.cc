@@ -4,10 +4,12 @@
 
 #include <deque>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
+#include "http/dashboard.h"
 #include "sluice/memory_store.h"
 #include "sluice/resilient_store.h"
 #include "support/failing_store.h"
@@ -15,6 +17,7 @@
 namespace sluice::http {
 namespace {
 
+using nlohmann::json;
 using std::chrono::seconds;
 
 constexpr std::string_view kRules = R"(
@@ -431,6 +434,82 @@ TEST_F(ApiTest, ExchangeIsReusedAcrossRequests) {
   EXPECT_EQ(calls, 3);
   EXPECT_EQ(exchange.response.header_count, 3u);  // no Allow left over; Retry-After this time
   EXPECT_EQ(*exchange.response.FindHeader("Retry-After"), "10");
+}
+
+TEST_F(ApiTest, TopKeysAreHiddenUnlessExposed) {
+  Check(R"({"rule":"slow","key":"k"})");
+  Check(R"({"rule":"slow","key":"k"})");
+  for (std::string_view target : {"/v1/top", "/v1/top?rule=slow"}) {
+    const Answer hidden = Call("GET", target);
+    EXPECT_EQ(hidden.response.status, 403) << target;
+    EXPECT_EQ(hidden.response.body,
+              R"({"error":"keys are hidden: set server.expose_keys: true to show them"})");
+  }
+}
+
+TEST_F(ApiTest, TopKeysCountTheDenialsOfChecksAndBatchItems) {
+  api_.SetExposeKeys(true);
+  for (int i = 0; i < 3; ++i) Check(R"({"rule":"slow","key":"single"})");
+  Check(R"({"checks":[{"rule":"slow","key":"batched"},{"rule":"slow","key":"batched"},)"
+        R"({"rule":"nope","key":"batched"},{"rule":"api","key":"allowed"}]})");
+
+  const Answer slow = Call("GET", "/v1/top?rule=slow&n=5");
+  EXPECT_EQ(slow.response.status, 200);
+  EXPECT_EQ(slow.header("Cache-Control"), "no-store");
+  json report = json::parse(slow.response.body);
+  // The window: the four minutes before this one (on the system clock) and this one so far.
+  EXPECT_GE(report.at("window_s").get<int>(), 240);
+  EXPECT_LT(report.at("window_s").get<int>(), 300);
+  report.erase("window_s");
+  EXPECT_EQ(report, json::parse(R"({"rule":"slow","tracked":true,"denied":3,"max_error":0,)"
+                                R"("keys":[{"key":"single","denied":2,"error":0},)"
+                                R"({"key":"batched","denied":1,"error":0}]})"));
+
+  const Answer top = Call("GET", "/v1/top?n=1");
+  EXPECT_EQ(top.response.status, 200);
+  const json rules = json::parse(top.response.body).at("rules");
+  ASSERT_EQ(rules.size(), 3u);
+  EXPECT_EQ(rules[0].at("rule"), "api");
+  EXPECT_EQ(rules[0].at("denied"), 0);  // allowed checks are not recorded
+  EXPECT_EQ(rules[1].at("rule"), "slow");
+  EXPECT_EQ(rules[1].at("keys"), json::parse(R"([{"key":"single","denied":2,"error":0}])"));
+  EXPECT_EQ(rules[2].at("rule"), "window");
+
+  EXPECT_EQ(Call("GET", "/v1/top?rule=nope").response.status, 404);
+  EXPECT_EQ(Call("GET", "/v1/top?n=0").response.status, 400);
+  EXPECT_EQ(Call("GET", "/v1/top?n=65").response.status, 400);
+  const Answer post = Call("POST", "/v1/top");
+  EXPECT_EQ(post.response.status, 405);
+  EXPECT_EQ(post.header("Allow"), "GET");
+}
+
+TEST_F(ApiTest, AReloadForgetsTheTopKeysOfRulesItRemoves) {
+  api_.SetExposeKeys(true);
+  Check(R"({"rule":"slow","key":"k"})");
+  Check(R"({"rule":"slow","key":"k"})");
+  api_.SetRules(RuleTable::Build(ParseRules(R"(
+rules: [{name: fresh, algorithm: fixed_window, limit: 2, period: 1s}]
+)"),
+                                 metrics_));
+  api_.SetRules(RuleTable::Build(ParseRules(kRules), metrics_));
+  EXPECT_NE(
+      Call("GET", "/v1/top?rule=slow").response.body.find(R"("denied":0,"max_error":0,"keys":[])"),
+      std::string::npos);
+}
+
+TEST_F(ApiTest, TheDashboardIsServedAtTheRoot) {
+  for (std::string_view path : {"/", "/ui", "/ui/"}) {
+    const Answer page = Call("GET", path);
+    EXPECT_EQ(page.response.status, 200) << path;
+    EXPECT_EQ(page.response.content_type, "text/html; charset=utf-8");
+    EXPECT_NE(page.response.body.find("<title>sluice</title>"), std::string::npos);
+    EXPECT_EQ(page.header("Content-Security-Policy"), kDashboardPolicy);
+  }
+  EXPECT_EQ(Call("GET", "/ui/app.js").response.content_type, "text/javascript; charset=utf-8");
+  EXPECT_EQ(Call("GET", "/ui/nothing.js").response.status, 404);
+  const Answer post = Call("POST", "/");
+  EXPECT_EQ(post.response.status, 405);
+  EXPECT_EQ(post.header("Allow"), "GET");
 }
 
 constexpr std::string_view kPolicyRules = R"(

@@ -88,10 +88,7 @@ std::string RawPost(std::string_view target, const std::string& body) {
 int64_t MetricValue(int port, std::string_view series) {
   httplib::Client client = LocalClient(port);
   auto r = client.Get("/metrics");
-  const std::string needle = "\n" + std::string(series) + " ";
-  const size_t at = r ? r->body.find(needle) : std::string::npos;
-  if (at == std::string::npos) return -1;
-  return std::stoll(r->body.substr(at + needle.size()));
+  return r ? sluice::testing::MetricValue(r->body, series) : -1;
 }
 
 // Polls /metrics until `series` has `value` (bounded by 10 s).

@@ -53,7 +53,19 @@ TempDir::~TempDir() {
 
 Process::Process(std::vector<std::string> args, std::string log_path, const std::string& cwd)
     : log_path_(std::move(log_path)) {
-  args.insert(args.begin(), g_sluice);
+  Spawn(g_sluice, std::move(args), cwd, false);
+}
+
+std::unique_ptr<Process> Process::OfProgram(const std::string& program,
+                                            std::vector<std::string> args, std::string log_path) {
+  std::unique_ptr<Process> process(new Process(std::move(log_path)));
+  process->Spawn(program, std::move(args), "", true);
+  return process;
+}
+
+void Process::Spawn(const std::string& program, std::vector<std::string> args,
+                    const std::string& cwd, bool own_group) {
+  args.insert(args.begin(), program);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -63,9 +75,16 @@ Process::Process(std::vector<std::string> args, std::string log_path, const std:
                                    0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-  if (posix_spawn(&pid_, g_sluice.c_str(), &actions, nullptr, argv.data(), environ) != 0) {
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  if (own_group) {
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attributes, 0);
+  }
+  if (posix_spawn(&pid_, program.c_str(), &actions, &attributes, argv.data(), environ) != 0) {
     pid_ = -1;
   }
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
 }
 
@@ -105,6 +124,13 @@ bool Process::WaitForLog(std::string_view text, std::chrono::milliseconds timeou
     std::this_thread::sleep_for(10ms);
   }
   return true;
+}
+
+int64_t MetricValue(std::string_view exposition, std::string_view series) {
+  const std::string needle = "\n" + std::string(series) + " ";
+  const size_t at = exposition.find(needle);
+  if (at == std::string_view::npos) return -1;
+  return std::stoll(std::string(exposition.substr(at + needle.size(), 32)));
 }
 
 httplib::Client LocalClient(int port) {

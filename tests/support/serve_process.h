@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,6 +49,11 @@ class TempDir {
 class Process {
  public:
   Process(std::vector<std::string> args, std::string log_path, const std::string& cwd = "");
+  // A process of another program (its path), e.g. a browser's driver, in this process's working
+  // directory and in a process group of its own, which what it starts joins: pid() is the group's
+  // id, for signalling them all.
+  static std::unique_ptr<Process> OfProgram(const std::string& program,
+                                            std::vector<std::string> args, std::string log_path);
   ~Process();
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
@@ -69,10 +75,18 @@ class Process {
                   std::chrono::milliseconds timeout = std::chrono::seconds(5)) const;
 
  private:
+  explicit Process(std::string log_path) : log_path_(std::move(log_path)) {}
+  void Spawn(const std::string& program, std::vector<std::string> args, const std::string& cwd,
+             bool own_group);
+
   std::string log_path_;
   pid_t pid_ = -1;
   std::optional<int> exit_status_;
 };
+
+// The value of the line of `series` (a name and its labels, as written) in a /metrics text, or
+// -1 if it has none.
+int64_t MetricValue(std::string_view exposition, std::string_view series);
 
 // A keep-alive client to 127.0.0.1:`port`, with 5 s timeouts and TCP_NODELAY.
 httplib::Client LocalClient(int port);
