@@ -47,10 +47,15 @@ class MemoryStore final : public Store {
   Status DoReset(std::string_view scope, std::string_view key) override;
   Result<Decision> DoCheck(const CheckRequest& request) override;
   void DoCheckAsync(const CheckRequest& request, DecisionCallback done) override;
+  // Every key's shard locked at once (in one order, so no two calls wait on each other), each
+  // request decided on a copy of its state, and the copies kept only if all admit.
+  Result<std::vector<Decision>> DoCheckAll(std::span<const CheckRequest> requests) override;
+  void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override;
 
  private:
   struct Shard;
   Shard& ShardFor(size_t hash);
+  Status Full() const;
   const Clock& clock_;
   size_t max_keys_per_shard_;
   size_t shard_mask_;

@@ -66,8 +66,6 @@ struct RedisStoreOptions {
   Duration expiry_margin = std::chrono::milliseconds(1);
 };
 
-using AllCallback = std::function<void(Result<std::vector<Decision>>)>;
-
 class RedisStore final : public Store {
  public:
   // Connects (waiting up to connect_timeout; a server that is down is retried in the
@@ -76,16 +74,6 @@ class RedisStore final : public Store {
   ~RedisStore() override;
   RedisStore(const RedisStore&) = delete;
   RedisStore& operator=(const RedisStore&) = delete;
-
-  // Several limits on one request, all or nothing, in one atomic script: if every limit admits,
-  // each consumes its cost; otherwise none consumes anything. Returns one decision per request,
-  // in order; the request was admitted iff all are allowed. When some limit refuses, the others
-  // report what a peek sees (their remaining and reset_after), as not allowed with retry_after 0:
-  // the wait is the largest retry_after among those that refused.
-  // The requests must name one key (hence one hash tag) under distinct limiter names; otherwise,
-  // or if any request is malformed, the error is returned and nothing is sent.
-  Result<std::vector<Decision>> CheckAll(std::span<const CheckRequest> requests);
-  void CheckAllAsync(std::span<const CheckRequest> requests, AllCallback done);
 
   // The Redis keys that can hold (scope, key)'s state: the state key, then the auxiliary key.
   std::vector<std::string> KeysOf(std::string_view scope, std::string_view key) const;
@@ -97,6 +85,9 @@ class RedisStore final : public Store {
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override;
   void DoCheckAsync(const CheckRequest& request, DecisionCallback done) override;
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override;
+  // Store::CheckAll in one script. On a Redis Cluster the keys must share a slot (one hash tag:
+  // limits on one key do); keys in different slots are refused (INVALID_ARGUMENT).
+  void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override;
 
  private:
   RedisStore(std::unique_ptr<redis::Client> client, RedisStoreOptions options);

@@ -87,6 +87,10 @@ class ResilientStore final : public Store, public StoreHealth {
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override;
   Result<Decision> DoCheck(const CheckRequest& request) override;
   Status DoReset(std::string_view scope, std::string_view key) override;
+  // The backend's CheckAll when the breaker of every key's domain lets it through; when one does
+  // not, or the backend is out, the requests' policies decide as one (DecideAllByPolicy). The
+  // hot-key cache is neither read nor filled.
+  void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override;
 
  private:
   class Breaker;
@@ -106,6 +110,10 @@ class ResilientStore final : public Store, public StoreHealth {
   // becomes the request's failure policy, any other error is returned as it is.
   Result<Decision> Settle(const CheckRequest& request, const Pass& pass, Result<Decision> answer);
   Result<Decision> ApplyPolicy(const CheckRequest& request);
+  // CheckAll's requests decided by their failure policies, all or nothing: a fail_closed request
+  // denies them all, the local_fallback ones are decided together on the local fallback (each
+  // with its share of the limit), the fail_open ones admit.
+  std::vector<Decision> DecideAllByPolicy(std::span<const CheckRequest> requests);
   void Count(const Result<Decision>& result);
   int64_t Now() const;
 

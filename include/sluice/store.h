@@ -36,6 +36,8 @@ namespace sluice {
 // The longest key and scope accepted, in bytes.
 inline constexpr size_t kMaxKeyBytes = 512;
 inline constexpr size_t kMaxScopeBytes = 255;
+// The most checks Store::CheckAll decides together.
+inline constexpr size_t kMaxCheckAll = 256;
 
 // What a limiter does when its store is out (IsStoreOutage). Applied by ResilientStore; a store
 // on its own reports the error.
@@ -75,6 +77,7 @@ struct CheckRequest {
 using DecisionCallback = std::function<void(Result<Decision>)>;
 using BatchCallback = std::function<void(std::vector<Result<Decision>>)>;
 using StatusCallback = std::function<void(Status)>;
+using AllCallback = std::function<void(Result<std::vector<Decision>>)>;
 
 // An error if the request is malformed; ok otherwise.
 Status ValidateCheck(const CheckRequest& request);
@@ -89,6 +92,16 @@ class Store {
   // gets its error and does not stop the others.
   std::vector<Result<Decision>> CheckBatch(std::span<const CheckRequest> requests);
   void CheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done);
+  // Several checks decided together, all or nothing: if every one admits, each consumes its
+  // cost; otherwise none consumes anything. One decision per request, in order; the requests
+  // were admitted iff all are allowed. When some refuse, those that would have admitted report
+  // what a peek sees (their remaining, reset_after and replenish_after) as not allowed with
+  // retry_after 0: the wait is the largest retry_after among those that refused.
+  // The requests name distinct (scope, key) pairs and book nothing (max_delay 0); otherwise, or
+  // if any is malformed, its error comes back and nothing is decided. The step is atomic on
+  // MemoryStore and on one Redis; on a Redis Cluster, see RedisStore.
+  Result<std::vector<Decision>> CheckAll(std::span<const CheckRequest> requests);
+  void CheckAllAsync(std::span<const CheckRequest> requests, AllCallback done);
   // Forgets the key's state: its next check sees a fresh limit.
   Status Reset(std::string_view scope, std::string_view key);
   void ResetAsync(std::string_view scope, std::string_view key, StatusCallback done);
@@ -122,6 +135,8 @@ class Store {
   // overrides them.
   virtual void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) = 0;
   virtual void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) = 0;
+  virtual void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) = 0;
+  virtual Result<std::vector<Decision>> DoCheckAll(std::span<const CheckRequest> requests);
   virtual std::vector<Result<Decision>> DoCheckBatch(std::span<const CheckRequest> requests);
   virtual Result<Decision> DoCheck(const CheckRequest& request);
   virtual void DoCheckAsync(const CheckRequest& request, DecisionCallback done);

@@ -152,6 +152,48 @@ void Store::CheckBatchAsync(std::span<const CheckRequest> requests, BatchCallbac
   });
 }
 
+namespace {
+
+// What CheckAll requires beyond each request being valid.
+Status ValidateAll(std::span<const CheckRequest> requests) {
+  if (requests.empty()) return Status::InvalidArgument("CheckAll needs at least one check");
+  if (requests.size() > kMaxCheckAll) {
+    return Status::InvalidArgument("CheckAll decides at most " + std::to_string(kMaxCheckAll) +
+                                   " checks, got " + std::to_string(requests.size()));
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const CheckRequest& r = requests[i];
+    if (Status s = ValidateCheck(r); !s.ok()) return s;
+    if (r.max_delay.count() != 0) {
+      return Status::InvalidArgument("CheckAll does not book slots ahead (max_delay)");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (requests[j].scope == r.scope && requests[j].key == r.key) {
+        return Status::InvalidArgument("CheckAll got the limiter '" + std::string(r.scope) +
+                                       "' twice for one key");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<Decision>> Store::CheckAll(std::span<const CheckRequest> requests) {
+  if (Status s = ValidateAll(requests); !s.ok()) return s;
+  return DoCheckAll(requests);
+}
+
+void Store::CheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) {
+  if (Status s = ValidateAll(requests); !s.ok()) return done(std::move(s));
+  DoCheckAllAsync(requests, std::move(done));
+}
+
+Result<std::vector<Decision>> Store::DoCheckAll(std::span<const CheckRequest> requests) {
+  return core::Await<Result<std::vector<Decision>>>(
+      [&](auto done) { DoCheckAllAsync(requests, std::move(done)); });
+}
+
 Status Store::Reset(std::string_view scope, std::string_view key) {
   if (Status s = ValidateScopeAndKey(scope, key); !s.ok()) return s;
   return DoReset(scope, key);

@@ -36,23 +36,25 @@ struct alignas(64) MemoryStore::Shard {
   Map map GUARDED_BY(mu);
   size_t sweep_at_size GUARDED_BY(mu) = kMinSweepSize;
   int64_t last_full_sweep GUARDED_BY(mu) = 0;
+  // CheckAll's count of the new keys it would add here.
+  size_t pending_new GUARDED_BY(mu) = 0;
 
   size_t SweepLocked(int64_t now) REQUIRES(mu) {
     return boost::unordered::erase_if(
         map, [now](const auto& kv) { return kv.second.expires_at <= now; });
   }
 
-  // Makes room for one more key if the bound allows; false if the shard is full.
-  bool RoomForOneMore(int64_t now, size_t max_keys) REQUIRES(mu) {
-    if (map.size() < sweep_at_size) return true;
-    if (map.size() >= max_keys) {
+  // Makes room for `more` keys if the bound allows; false if the shard is too full.
+  bool RoomFor(size_t more, int64_t now, size_t max_keys) REQUIRES(mu) {
+    if (map.size() + more <= sweep_at_size) return true;
+    if (map.size() + more > max_keys) {
       if (now - last_full_sweep < kFullSweepIntervalUs) return false;
       last_full_sweep = now;
     }
     SweepLocked(now);
     // Not std::clamp: max_keys may be below kMinSweepSize, and clamp(v, lo, hi) needs lo <= hi.
     sweep_at_size = std::min(std::max(2 * map.size(), kMinSweepSize), max_keys);
-    return map.size() < max_keys;
+    return map.size() + more <= max_keys;
   }
 };
 
@@ -86,11 +88,7 @@ Result<Decision> MemoryStore::DoCheck(const CheckRequest& request) {
     core::State fresh = core::FreshState(limit, now);
     Decision decision = core::Decide(limit, fresh, now, request.cost, request.max_delay.count());
     if (decision.reset_after.count() == 0) return decision;  // nothing consumed: keep nothing
-    if (!shard.RoomForOneMore(now, max_keys_per_shard_)) {
-      return Status::ResourceExhausted("memory store is full (" +
-                                       std::to_string(max_keys_per_shard_ * (shard_mask_ + 1)) +
-                                       " keys); no new key can be tracked until some expire");
-    }
+    if (!shard.RoomFor(1, now, max_keys_per_shard_)) return Full();
     shard.map.emplace(std::string(key.key),
                       Entry{std::move(fresh), now + decision.reset_after.count()});
     return decision;
@@ -107,6 +105,100 @@ Result<Decision> MemoryStore::DoCheck(const CheckRequest& request) {
 
 void MemoryStore::DoCheckAsync(const CheckRequest& request, DecisionCallback done) {
   done(DoCheck(request));
+}
+
+Status MemoryStore::Full() const {
+  return Status::ResourceExhausted("memory store is full (" +
+                                   std::to_string(max_keys_per_shard_ * (shard_mask_ + 1)) +
+                                   " keys); no new key can be tracked until some expire");
+}
+
+// The analysis cannot follow a set of locks taken in a loop: every shard in `shards` is locked
+// from the first loop to the scope's end.
+Result<std::vector<Decision>> MemoryStore::DoCheckAll(std::span<const CheckRequest> requests)
+    NO_THREAD_SAFETY_ANALYSIS {
+  struct Item {
+    std::string key;  // ComposeKey's buffer is reused by the next call
+    size_t hash;
+    Shard* shard;
+    core::State state;  // a copy, decided on
+    bool held;          // the key has a state in its shard
+  };
+  const int64_t now = Ticks(clock_.now());
+  std::vector<Item> items;
+  items.reserve(requests.size());
+  std::vector<Shard*> shards;
+  for (const CheckRequest& r : requests) {
+    const HashedKey key = Hashed(ComposeKey(r.scope, r.key));
+    Shard* shard = &ShardFor(key.hash);
+    items.push_back({std::string(key.key), key.hash, shard, {}, false});
+    shards.push_back(shard);
+  }
+  std::sort(shards.begin(), shards.end());
+  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
+  for (Shard* shard : shards) shard->mu.Lock();
+  struct Unlock {
+    std::vector<Shard*>& shards;
+    ~Unlock() NO_THREAD_SAFETY_ANALYSIS {
+      for (Shard* shard : shards) shard->mu.Unlock();
+    }
+  } unlock{shards};
+
+  const auto find = [](Item& item) { return item.shard->map.find(HashedKey{item.key, item.hash}); };
+  std::vector<Decision> decisions;
+  decisions.reserve(requests.size());
+  bool all_allowed = true;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const CheckRequest& r = requests[i];
+    Item& item = items[i];
+    auto it = find(item);
+    item.held = it != item.shard->map.end();
+    item.state = item.held ? it->second.state : core::FreshState(*r.limit, now);
+    decisions.push_back(core::Decide(*r.limit, item.state, now, r.cost));
+    all_allowed = all_allowed && decisions.back().allowed;
+  }
+  if (!all_allowed) {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (!decisions[i].allowed) continue;
+      // What a peek sees on the state as it was (a denied Decide writes nothing).
+      auto it = find(items[i]);
+      core::State state = it != items[i].shard->map.end()
+                              ? it->second.state
+                              : core::FreshState(*requests[i].limit, now);
+      decisions[i] = core::Decide(*requests[i].limit, state, now, 0);
+      decisions[i].allowed = false;
+      decisions[i].retry_after = Duration(0);
+    }
+    return decisions;
+  }
+  // Room for every new key before anything is written.
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (!items[i].held && decisions[i].reset_after.count() > 0) ++items[i].shard->pending_new;
+  }
+  bool room = true;
+  for (Shard* shard : shards) {
+    room = room && shard->RoomFor(shard->pending_new, now, max_keys_per_shard_);
+    shard->pending_new = 0;
+  }
+  if (!room) return Full();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Item& item = items[i];
+    const int64_t reset_after = decisions[i].reset_after.count();
+    auto it = find(item);
+    if (it == item.shard->map.end()) {
+      if (reset_after > 0)
+        item.shard->map.emplace(item.key, Entry{std::move(item.state), now + reset_after});
+    } else if (reset_after == 0) {
+      item.shard->map.erase(it);
+    } else {
+      it->second = Entry{std::move(item.state), now + reset_after};
+    }
+  }
+  return decisions;
+}
+
+void MemoryStore::DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) {
+  done(DoCheckAll(requests));
 }
 
 std::vector<Result<Decision>> MemoryStore::DoCheckBatch(std::span<const CheckRequest> requests) {

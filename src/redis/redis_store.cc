@@ -285,27 +285,9 @@ void RedisStore::DoResetAsync(std::string_view scope, std::string_view key, Stat
   });
 }
 
-void RedisStore::CheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) {
-  if (requests.empty()) return done(Status::InvalidArgument("CheckAll needs at least one check"));
+void RedisStore::DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) {
   size_t reserve = 0;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const CheckRequest& r = requests[i];
-    if (Status s = ValidateCheck(r); !s.ok()) return done(std::move(s));
-    if (r.max_delay.count() != 0) {
-      return done(Status::InvalidArgument("CheckAll does not book slots ahead (max_delay)"));
-    }
-    if (r.key != requests[0].key) {
-      return done(Status::InvalidArgument(
-          "CheckAll decides limits on one key (one hash tag); got two different keys"));
-    }
-    for (size_t j = 0; j < i; ++j) {
-      if (requests[j].scope == r.scope) {
-        return done(Status::InvalidArgument("CheckAll got the limiter name '" +
-                                            std::string(r.scope) + "' twice for one key"));
-      }
-    }
-    reserve += KeyBytes(prefix_, r) * 2 + 5 * 20;
-  }
+  for (const auto& r : requests) reserve += KeyBytes(prefix_, r) * 2 + 5 * 20;
 
   Pieces pieces(reserve);
   size_t key_count = 0;
@@ -357,11 +339,6 @@ void RedisStore::CheckAllAsync(std::span<const CheckRequest> requests, AllCallba
         }
         done(std::move(decisions));
       });
-}
-
-Result<std::vector<Decision>> RedisStore::CheckAll(std::span<const CheckRequest> requests) {
-  return core::Await<Result<std::vector<Decision>>>(
-      [&](auto done) { CheckAllAsync(requests, std::move(done)); });
 }
 
 }  // namespace sluice

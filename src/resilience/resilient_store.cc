@@ -380,6 +380,105 @@ Result<Decision> ResilientStore::DoCheck(const CheckRequest& request) {
   return Settle(request, pass, backend_.Check(request));
 }
 
+void ResilientStore::DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) {
+  struct Call {
+    std::vector<OwnedRequest> requests;
+    std::vector<Pass> passes;
+    std::vector<CheckRequest> Views() const {
+      std::vector<CheckRequest> views;
+      views.reserve(requests.size());
+      for (const auto& r : requests) views.push_back(r.View());
+      return views;
+    }
+  };
+  auto call = std::make_shared<Call>();
+  const int64_t now = Now();
+  bool through = true;
+  for (const CheckRequest& r : requests) {
+    call->requests.emplace_back(r);
+    call->passes.push_back(Allow(r.scope, r.key, now));
+    through = through && call->passes.back().allowed;
+  }
+  const auto settle = [this, call](const Result<std::vector<Decision>>& answer) {
+    const Result<Decision> outcome =
+        answer.ok() ? Result<Decision>(Decision{}) : Result<Decision>(answer.status());
+    bool outage = false;
+    for (const Pass& pass : call->passes) outage = Observe(pass, outcome) || outage;
+    return outage;
+  };
+  if (!through) {
+    // Nothing sent: the passes that a breaker let through give their probe slot back.
+    for (const Pass& pass : call->passes) {
+      if (pass.allowed) BreakerOf(pass.domain).Released(pass);
+    }
+    return done(DecideAllByPolicy(call->Views()));
+  }
+  const std::vector<CheckRequest> views = call->Views();
+  backend_.CheckAllAsync(views, [this, call, settle, done = std::move(done)](auto answer) {
+    if (settle(answer)) return done(DecideAllByPolicy(call->Views()));
+    if (answer.ok()) {
+      for (const Decision& d : *answer) Count(d);
+    }
+    done(std::move(answer));
+  });
+}
+
+std::vector<Decision> ResilientStore::DecideAllByPolicy(std::span<const CheckRequest> requests) {
+  bool admitted = std::none_of(requests.begin(), requests.end(), [](const CheckRequest& r) {
+    return r.on_error == FailurePolicy::kFailClosed;
+  });
+  // The local fallback's answer for each local_fallback request, in order.
+  std::vector<Limit> shares;
+  std::vector<CheckRequest> local;
+  shares.reserve(requests.size());
+  for (const CheckRequest& r : requests) {
+    if (r.on_error != FailurePolicy::kLocalFallback) continue;
+    auto share = ShareOf(*r.limit, options_.instances);
+    if (!share.ok()) {
+      admitted = false;
+      break;
+    }
+    shares.push_back(*share);
+    local.push_back(r);
+    local.back().limit = &shares.back();
+  }
+  std::vector<Decision> local_decisions;
+  if (admitted && !local.empty()) {
+    auto decided = fallback_.CheckAll(local);  // a cost above a share never fits: denied
+    if (decided.ok()) local_decisions = std::move(*decided);
+    admitted = decided.ok() && std::all_of(local_decisions.begin(), local_decisions.end(),
+                                           [](const Decision& d) { return d.allowed; });
+  }
+  std::vector<Decision> decisions;
+  decisions.reserve(requests.size());
+  size_t next_local = 0;
+  for (const CheckRequest& r : requests) {
+    Decision d{.allowed = admitted, .limit = r.limit->count()};
+    switch (r.on_error) {
+      case FailurePolicy::kFailOpen:
+        d.source = DecisionSource::kFailOpen;
+        break;
+      case FailurePolicy::kFailClosed:
+        d.source = DecisionSource::kFailClosed;
+        d.retry_after = options_.open_for;
+        break;
+      case FailurePolicy::kLocalFallback:
+        if (next_local < local_decisions.size()) d = local_decisions[next_local++];
+        d.limit = r.limit->count();
+        d.source = DecisionSource::kLocalFallback;
+        if (d.allowed != admitted) {  // another request refused: report what a peek sees
+          d.allowed = false;
+          d.retry_after = Duration(0);
+        }
+        if (local_decisions.empty() && !admitted) d.retry_after = options_.open_for;
+        break;
+    }
+    Count(d);
+    decisions.push_back(d);
+  }
+  return decisions;
+}
+
 void ResilientStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) {
   struct Batch {
     std::vector<Result<Decision>> results;

@@ -72,6 +72,10 @@ class RecordingStore final : public Store {
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override {
     done(memory_.Reset(scope, key));
   }
+  void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override {
+    if (!failure.ok()) return done(failure);
+    memory_.CheckAllAsync(requests, std::move(done));
+  }
 
  private:
   MemoryStore memory_;

@@ -2,11 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "sluice/limiter.h"
+#include "support/all_or_nothing_model.h"
 
 namespace sluice {
 namespace {
@@ -354,6 +357,89 @@ TEST(MemoryStoreBound, ShardedStoreNeverHoldsMoreThanMaxKeys) {
   EXPECT_LE(store.size(), 64u);
   EXPECT_EQ(static_cast<size_t>(admitted), store.size());
   EXPECT_GT(admitted, 32);  // each of the 4 shards fills its 16 slots with enough keys
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+using namespace std::chrono_literals;
+
+// CheckAll over limits on one key and on several keys, against the all-or-nothing reference.
+TEST(MemoryStoreCheckAll, IsAllOrNothingAcrossKeys) {
+  ManualClock clock;
+  MemoryStore store(MemoryStoreOptions{.clock = &clock});
+  const Limit per_second = *Limit::Create(Algorithm::kGcra, 2, 1s);
+  const Limit per_ten = *Limit::Create(Algorithm::kFixedWindow, 5, 10s);
+  const Limit logged = *Limit::Create(Algorithm::kSlidingLog, 4, 3s);
+  const Limit window = *Limit::Create(Algorithm::kSlidingWindow, 6, 2s);
+  const Limit tokens = *Limit::Create(Algorithm::kTokenBucket, 3, 1s, 2);
+  const Limit leaky = *Limit::Create(Algorithm::kLeakyBucket, 3, 2s);
+  testing::AllOrNothingModel model;
+  std::mt19937_64 rng(5);
+  int admitted = 0, refused = 0;
+  for (int i = 0; i < 2000; ++i) {
+    clock.Advance(Duration(rng() % 400'000));
+    std::vector<CheckRequest> requests = {
+        {.scope = "second", .limit = &per_second, .key = "user"},
+        {.scope = "ten", .limit = &per_ten, .key = "user"},
+        {.scope = "log", .limit = &logged, .key = "user"},
+        {.scope = "window", .limit = &window, .key = "route"},
+        {.scope = "tokens", .limit = &tokens, .key = "route"},
+        {.scope = "leaky", .limit = &leaky, .key = "client"},
+    };
+    std::shuffle(requests.begin(), requests.end(), rng);
+    requests.resize(1 + rng() % requests.size());
+    for (auto& r : requests) r.cost = static_cast<int64_t>(rng() % 3);
+    const auto expected = model.CheckAll(requests, clock.now().time_since_epoch().count());
+    const auto got = store.CheckAll(requests);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(got->size(), requests.size());
+    bool all = true;
+    for (size_t j = 0; j < requests.size(); ++j) {
+      EXPECT_EQ((*got)[j], expected[j]) << "call " << i << " limit " << requests[j].scope;
+      all = all && (*got)[j].allowed;
+    }
+    (all ? admitted : refused)++;
+  }
+  EXPECT_GT(admitted, 200);
+  EXPECT_GT(refused, 200);
+}
+
+TEST(MemoryStoreCheckAll, RefusesWhatItCannotDecideAndChangesNothing) {
+  ManualClock clock;
+  MemoryStore store(MemoryStoreOptions{.clock = &clock});
+  const Limit limit = *Limit::Create(Algorithm::kGcra, 5, 1s);
+  const CheckRequest twice[] = {{.scope = "a", .limit = &limit, .key = "k"},
+                                {.scope = "a", .limit = &limit, .key = "k"}};
+  EXPECT_EQ(store.CheckAll(twice).status().code(), StatusCode::kInvalidArgument);
+  const CheckRequest booking[] = {
+      {.scope = "a", .limit = &limit, .key = "k", .max_delay = Duration(1000)}};
+  EXPECT_EQ(store.CheckAll(booking).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.CheckAll({}).status().code(), StatusCode::kInvalidArgument);
+  const CheckRequest too_costly[] = {{.scope = "a", .limit = &limit, .key = "k"},
+                                     {.scope = "b", .limit = &limit, .key = "k", .cost = 6}};
+  EXPECT_EQ(store.CheckAll(too_costly).status().code(), StatusCode::kCostExceedsLimit);
+  std::vector<CheckRequest> many(kMaxCheckAll + 1, {.scope = "a", .limit = &limit, .key = ""});
+  std::vector<std::string> keys(many.size());
+  for (size_t i = 0; i < many.size(); ++i) many[i].key = keys[i] = "k" + std::to_string(i);
+  EXPECT_EQ(store.CheckAll(many).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.size(), 0u);
+}
+
+// A full store refuses a CheckAll that would add a key, and writes none of its states.
+TEST(MemoryStoreCheckAll, AFullStoreRefusesTheWholeCall) {
+  ManualClock clock;
+  MemoryStore store(MemoryStoreOptions{.clock = &clock, .max_keys = 1, .shards = 1});
+  const Limit limit = *Limit::Create(Algorithm::kFixedWindow, 5, 1s);
+  ASSERT_TRUE(store.Check({.scope = "a", .limit = &limit, .key = "held"})->allowed);
+  const CheckRequest both[] = {{.scope = "a", .limit = &limit, .key = "held"},
+                               {.scope = "a", .limit = &limit, .key = "new"}};
+  EXPECT_EQ(store.CheckAll(both).status().code(), StatusCode::kResourceExhausted);
+  // "held" was not charged by the refused call: 4 remain after this one.
+  EXPECT_EQ(store.Check({.scope = "a", .limit = &limit, .key = "held"})->remaining, 3);
 }
 
 }  // namespace

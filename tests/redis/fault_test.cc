@@ -181,6 +181,9 @@ class ObservedStore final : public Store {
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override {
     backend_.ResetAsync(scope, key, std::move(done));
   }
+  void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override {
+    backend_.CheckAllAsync(requests, std::move(done));
+  }
 
  private:
   void Answered(size_t policy, const Status& status) {

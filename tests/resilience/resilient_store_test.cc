@@ -77,6 +77,15 @@ class FailingStore final : public Store {
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override {
     memory_.ResetAsync(scope, key, std::move(done));
   }
+  void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override {
+    calls.fetch_add(static_cast<int>(requests.size()));
+    const bool fails =
+        !failure.ok() && std::any_of(requests.begin(), requests.end(), [&](const auto& r) {
+          return !failing_domain.has_value() || FailureDomain(r.scope, r.key) == *failing_domain;
+        });
+    if (fails) return done(failure);
+    memory_.CheckAllAsync(requests, std::move(done));
+  }
 
  private:
   MemoryStore memory_;
@@ -637,6 +646,87 @@ TEST(FailurePolicy, NamesRoundTrip) {
     EXPECT_EQ(*ParseFailurePolicy(FailurePolicyName(p)), p);
   }
   EXPECT_EQ(ParseFailurePolicy("open").status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+using namespace std::chrono_literals;
+
+class ResilientCheckAllTest : public ::testing::Test {
+ protected:
+  ManualClock clock_;
+  const ResilientStoreOptions options_{
+      .clock = &clock_, .failures_to_open = 2, .open_for = 500ms, .instances = 2};
+  // The first byte of a key picks its domain.
+  FailingStore backend_{&clock_, /*domain_per_first_byte=*/true};
+  ResilientStore store_{backend_, options_};
+  const Limit limit_ = *Limit::Create(Algorithm::kFixedWindow, 4, 10s);
+
+  std::vector<CheckRequest> Requests(FailurePolicy a, FailurePolicy b) const {
+    return {{.scope = "x", .limit = &limit_, .key = "a1", .on_error = a},
+            {.scope = "y", .limit = &limit_, .key = "b1", .on_error = b}};
+  }
+};
+
+TEST_F(ResilientCheckAllTest, AHealthyBackendDecidesAllOrNothing) {
+  const auto requests = Requests(FailurePolicy::kFailOpen, FailurePolicy::kFailOpen);
+  for (int i = 0; i < 4; ++i) {
+    auto all = store_.CheckAll(requests);
+    ASSERT_TRUE(all.ok());
+    EXPECT_TRUE((*all)[0].allowed && (*all)[1].allowed);
+    EXPECT_EQ((*all)[0].source, DecisionSource::kStore);
+  }
+  auto refused = store_.CheckAll(requests);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_FALSE((*refused)[0].allowed || (*refused)[1].allowed);
+  EXPECT_EQ(store_.stats().store, 10u);
+}
+
+// An outage of one key's domain puts the whole call to the policies, as one: fail_open admits
+// with a fail_open partner, and a fail_closed partner denies both.
+TEST_F(ResilientCheckAllTest, AnOutageIsDecidedByThePoliciesTogether) {
+  backend_.failure = Status::Unavailable("master b down");
+  backend_.failing_domain = 'b';
+  auto open = store_.CheckAll(Requests(FailurePolicy::kFailOpen, FailurePolicy::kFailOpen));
+  ASSERT_TRUE(open.ok());
+  EXPECT_TRUE((*open)[0].allowed && (*open)[1].allowed);
+  EXPECT_EQ((*open)[1].source, DecisionSource::kFailOpen);
+  auto closed = store_.CheckAll(Requests(FailurePolicy::kFailOpen, FailurePolicy::kFailClosed));
+  ASSERT_TRUE(closed.ok());
+  EXPECT_FALSE((*closed)[0].allowed || (*closed)[1].allowed);
+  EXPECT_EQ((*closed)[0].source, DecisionSource::kFailOpen);
+  EXPECT_EQ((*closed)[1].source, DecisionSource::kFailClosed);
+  EXPECT_EQ((*closed)[1].retry_after, 500ms);
+  // Two failures opened the breakers of the call's domains: nothing reaches the backend now.
+  const int calls = backend_.calls.load();
+  auto local =
+      store_.CheckAll(Requests(FailurePolicy::kLocalFallback, FailurePolicy::kLocalFallback));
+  ASSERT_TRUE(local.ok());
+  EXPECT_EQ(backend_.calls.load(), calls);
+  EXPECT_TRUE((*local)[0].allowed && (*local)[1].allowed);
+  EXPECT_EQ((*local)[0].source, DecisionSource::kLocalFallback);
+  EXPECT_EQ((*local)[0].limit, 4);
+  // Each instance's share is 2: the third call is refused by the local fallback, both of them.
+  EXPECT_TRUE(
+      store_.CheckAll(Requests(FailurePolicy::kLocalFallback, FailurePolicy::kLocalFallback))
+          ->at(1)
+          .allowed);
+  auto third =
+      store_.CheckAll(Requests(FailurePolicy::kLocalFallback, FailurePolicy::kLocalFallback));
+  ASSERT_TRUE(third.ok());
+  EXPECT_FALSE((*third)[0].allowed || (*third)[1].allowed);
+}
+
+TEST_F(ResilientCheckAllTest, ErrorsThatAreNotOutagesAreReturned) {
+  backend_.failure = Status::Internal("ERR user_script:1: boom");
+  auto all = store_.CheckAll(Requests(FailurePolicy::kFailOpen, FailurePolicy::kFailOpen));
+  EXPECT_EQ(all.status(), backend_.failure);
+  EXPECT_EQ(store_.stats().store_errors, 0u);
+  EXPECT_EQ(store_.breaker_state(), BreakerState::kClosed);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// FailingStore: a Store that answers every check and reset with one error, UNAVAILABLE unless
-// set otherwise (a store that cannot be reached), for the tests of what the front ends make of a
-// store's errors. It implements the Store interface and stands in for no part a user runs.
+// FailingStore: a Store that answers every check, CheckAll and reset with one error, UNAVAILABLE
+// unless set otherwise (a store that cannot be reached), for the tests of what the front ends make
+// of a store's errors. It implements the Store interface and stands in for no part a user runs.
 //
 // Thread safety: set `error` before the calls that should see it, not during them.
 #pragma once
@@ -24,6 +24,7 @@ class FailingStore final : public Store {
   void DoResetAsync(std::string_view, std::string_view, StatusCallback done) override {
     done(error);
   }
+  void DoCheckAllAsync(std::span<const CheckRequest>, AllCallback done) override { done(error); }
 };
 
 }  // namespace sluice::testing
