@@ -1,10 +1,7 @@
 #include "sluice/acquirer.h"
 
 #include <algorithm>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <deque>
-#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -16,110 +13,6 @@
 #include "core/names.h"
 
 namespace sluice {
-
-// --- AsioTimers ---------------------------------------------------------------------------------
-
-struct AsioTimers::Impl {
-  explicit Impl(boost::asio::io_context& context) : io(context) {}
-  boost::asio::io_context& io;
-  core::Mutex mu;
-  Id next_id GUARDED_BY(mu) = 1;
-  // A timer is here until it fires or is cancelled; destroying it cancels its wait.
-  std::unordered_map<Id, std::unique_ptr<boost::asio::steady_timer>> timers GUARDED_BY(mu);
-};
-
-AsioTimers::AsioTimers(boost::asio::io_context& io) : impl_(std::make_shared<Impl>(io)) {}
-
-AsioTimers::~AsioTimers() {
-  core::MutexLock lock(impl_->mu);
-  impl_->timers.clear();
-}
-
-Time AsioTimers::now() const { return SystemClock::Instance().now(); }
-
-Timers::Id AsioTimers::Start(Duration after, std::function<void()> fire) {
-  core::MutexLock lock(impl_->mu);
-  const Id id = impl_->next_id++;
-  auto timer = std::make_unique<boost::asio::steady_timer>(impl_->io);
-  timer->expires_after(std::max(after, Duration(0)));
-  // The handler takes the lock, so it cannot run before the timer is registered below.
-  timer->async_wait([impl = impl_, id, fire = std::move(fire)](const boost::system::error_code&) {
-    {
-      core::MutexLock handler_lock(impl->mu);
-      auto it = impl->timers.find(id);
-      if (it == impl->timers.end()) return;  // cancelled
-      impl->timers.erase(it);
-    }
-    fire();
-  });
-  impl_->timers.emplace(id, std::move(timer));
-  return id;
-}
-
-void AsioTimers::Cancel(Id id) {
-  core::MutexLock lock(impl_->mu);
-  impl_->timers.erase(id);
-}
-
-// --- ManualTimers -------------------------------------------------------------------------------
-
-struct ManualTimers::Impl {
-  explicit Impl(ManualClock& c) : clock(c) {}
-  ManualClock& clock;
-  mutable core::Mutex mu;
-  Id next_id GUARDED_BY(mu) = 1;
-  // By deadline, then start order.
-  std::map<std::pair<Time, Id>, std::function<void()>> due GUARDED_BY(mu);
-  std::unordered_map<Id, Time> deadline_of GUARDED_BY(mu);
-};
-
-ManualTimers::ManualTimers(ManualClock& clock) : impl_(std::make_unique<Impl>(clock)) {}
-ManualTimers::~ManualTimers() = default;
-
-Time ManualTimers::now() const { return impl_->clock.now(); }
-
-Timers::Id ManualTimers::Start(Duration after, std::function<void()> fire) {
-  core::MutexLock lock(impl_->mu);
-  const Id id = impl_->next_id++;
-  const Time at = impl_->clock.now() + std::max(after, Duration(0));
-  impl_->due.emplace(std::make_pair(at, id), std::move(fire));
-  impl_->deadline_of.emplace(id, at);
-  return id;
-}
-
-void ManualTimers::Cancel(Id id) {
-  core::MutexLock lock(impl_->mu);
-  auto it = impl_->deadline_of.find(id);
-  if (it == impl_->deadline_of.end()) return;
-  impl_->due.erase(std::make_pair(it->second, id));
-  impl_->deadline_of.erase(it);
-}
-
-void ManualTimers::Advance(Duration by) {
-  const Time target = impl_->clock.now() + by;
-  while (true) {
-    std::function<void()> fire;
-    {
-      core::MutexLock lock(impl_->mu);
-      if (impl_->due.empty() || impl_->due.begin()->first.first > target) break;
-      auto first = impl_->due.begin();
-      const auto [at, id] = first->first;
-      fire = std::move(first->second);
-      impl_->due.erase(first);
-      impl_->deadline_of.erase(id);
-      if (impl_->clock.now() < at) impl_->clock.Set(at);
-    }
-    fire();
-  }
-  if (impl_->clock.now() < target) impl_->clock.Set(target);
-}
-
-size_t ManualTimers::pending() const {
-  core::MutexLock lock(impl_->mu);
-  return impl_->due.size();
-}
-
-// --- Acquirer -----------------------------------------------------------------------------------
 
 namespace {
 
