@@ -16,6 +16,7 @@
 #include "config/example_config.h"
 #include "http/api.h"
 #include "http/metrics.h"
+#include "http/rule_table.h"
 #include "http/server.h"
 #include "sluice/acquirer.h"
 #include "sluice/open_store.h"
@@ -152,7 +153,7 @@ int RunServe(const ServeFlags& flags) {
   }
   Store& store = resilient ? *resilient : **backend;
   WaitTimers wait_timers;
-  http::Api api(store, metrics, http::RuleTable::Build(config->rules, metrics), health,
+  http::Api api(store, metrics, http::RuleTable::Build(config->rules, store, metrics), health,
                 &wait_timers.timers());
   api.SetMaxWaiters(config->server.max_waiters);
   api.SetExposeKeys(config->server.expose_keys);
@@ -182,7 +183,7 @@ int RunServe(const ServeFlags& flags) {
                     reloaded.status().message());
       return;
     }
-    api.SetRules(http::RuleTable::Build(reloaded->rules, metrics));
+    api.SetRules(http::RuleTable::Build(reloaded->rules, store, metrics));
     api.SetMaxWaiters(reloaded->server.max_waiters);
     api.SetExposeKeys(reloaded->server.expose_keys);
     spdlog::info("reloaded {} rule(s) from {}", reloaded->rules.size(), source);
