@@ -88,7 +88,8 @@ end
 local replenish_after = remaining < count and wait_for(remaining + 1) or 0
 if allowed and cost > 0 then
   redis.call('SET', key, 'w' .. struct.pack('<I7I4I4I7', start, previous, current,
-    math.max(now, latest)), 'PX', string.format('%d', math.floor((reset_after + 999) / 1000) + margin))
+    math.max(now, latest)), 'PX',
+    string.format('%d', math.floor((reset_after + 999) / 1000) + margin))
 elseif reset_after == 0 and stored then
   redis.call('DEL', key)
 end
