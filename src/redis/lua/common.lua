@@ -1,17 +1,16 @@
 -- The scripts are built from sections of Lua: a "--@section NAME" line starts one, and an
 -- "--@insert NAME" line is replaced by that section, first the algorithm's, else this file's
--- (cmake/embed_lua.cmake). check.lua, the driver of one check, and check_all.lua, whose part per
--- limit is repeated for each algorithm, insert them into straight-line code: every EVALSHA runs
--- the whole script body, so a function or table defined there would be built again on every call,
--- and the scripts define none but what a call needs (the reply, sliding_log's and
--- sliding_window's searches).
+-- (cmake/embed_lua.cmake). check.lua, the driver of one check, inserts them into straight-line
+-- code: every EVALSHA runs the whole script body, so a function or table defined there is built
+-- again on every call, and a check builds none but its reply and the searches of sliding_log and
+-- sliding_window. check_all.lua, rarer, repeats its part per limit for each algorithm.
 --
 -- Each algorithm mirrors src/core/algorithms.cc operation for operation. Lua numbers are doubles;
 -- every value stays below 2^53, so the integer arithmetic is exact (math.floor(x / y) is C++'s
--- x / y for x, y >= 0 below 2^53; `%` is floored, C++'s for x >= 0), and sliding_window's double
--- expression is evaluated in the same order. Integers passed to Redis are formatted with
+-- x / y for x, y >= 0 with x + y below 2^53; `%` is floored, C++'s for x >= 0), and
+-- sliding_window's double expression is evaluated in the same order. Integers passed to Redis are formatted with
 -- string.format('%d'): tostring() gives 1.7e+15, and Redis 7.2.0-7.2.4 turn a Lua number into
--- the shortest string that reads back the same, 1e+08 for 100000000.
+-- the shortest string that reads back the same, 1e+8 for 100000000.
 --
 -- The locals the sections share (times in microseconds):
 --   the driver's: key, aux (sliding_log's auxiliary key, else nil), now, margin (ms), then per
@@ -21,7 +20,7 @@
 --     algorithm's own, as for a fresh state when the key is absent or holds another algorithm's;
 --   decide (reads only, and leaves load's locals as they were: check_all decides twice):
 --     allowed, remaining (>= 0), retry_after, reset_after, replenish_after, delay (the wait of a
---     booking; meters only);
+--     booking, 0 but for the meters);
 --   save (after an admission with cost > 0): writes the state with `ttl`;
 --   tidy (optional, after a decision that consumed nothing on a state that reset_after does not
 --     find fresh): rewrites the state into an equivalent, smaller one.

@@ -18,6 +18,7 @@ local fits_now = wait <= 0
 if allowed then
   tat = tat + cost * interval
 end
+-- Negative past a booking: floored or truncated, the maximum is 0.
 local remaining = math.max(math.floor((now + tolerance - tat) / interval), 0)
 local reset_after = tat - now
 local replenish_after = 0
