@@ -40,6 +40,7 @@ namespace sluice {
 
 namespace redis {
 class Client;
+struct CheckContext;
 }  // namespace redis
 
 struct RedisStoreOptions {
@@ -91,11 +92,14 @@ class RedisStore final : public Store {
 
  private:
   RedisStore(std::unique_ptr<redis::Client> client, RedisStoreOptions options);
+  // What every check sends alike; `now` read from `clock` when set.
+  redis::CheckContext Context() const;
 
   std::unique_ptr<redis::Client> client_;  // of one Redis, or a redis::ClusterClient
   const std::string prefix_;
   const Clock* const clock_;
   const int64_t margin_ms_;
+  const Duration timeout_;
 };
 
 }  // namespace sluice

@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <charconv>
 #include <optional>
-#include <tuple>
 #include <utility>
 
 #include "redis/reply_gather.h"
@@ -25,8 +24,6 @@ namespace {
 using Steady = std::chrono::steady_clock;
 
 constexpr uint16_t kNoNode = UINT16_MAX;
-
-std::string_view HostOf(std::string_view address) { return address.substr(0, address.rfind(':')); }
 
 // The one slot of `keys` (-1 when there are none); an error when they span several.
 Result<int> SlotOfKeys(std::span<const std::string_view> keys) {
@@ -81,6 +78,7 @@ struct Call {
   size_t key_count = 0;
   int slot = -1;  // -1: any master will do
   Steady::time_point deadline;
+  bool cross_slot = false;  // CallOptions::cross_slot: ASK is not followed
   bool redirected = false;
   ReplyCallback done;
 
@@ -106,47 +104,9 @@ struct Call {
   }
 };
 
-struct Redirect {
-  bool ask = false;
-  std::string address;  // host:port
-};
-
 }  // namespace cluster
 
 namespace {
-
-// MOVED <slot> <host>:<port> or ASK <slot> <host>:<port>; an empty host is the replying node's.
-std::optional<cluster::Redirect> ParseRedirect(const Reply& reply, std::string_view from) {
-  if (!reply.is_error()) return std::nullopt;
-  const bool ask = reply.str.starts_with("ASK ");
-  if (!ask && !reply.str.starts_with("MOVED ")) return std::nullopt;
-  std::string address = reply.str.substr(reply.str.rfind(' ') + 1);
-  if (address.starts_with(':')) address.insert(0, HostOf(from));
-  return cluster::Redirect{.ask = ask, .address = std::move(address)};
-}
-
-// The masters of CLUSTER SLOTS' reply as (first slot, last slot, host:port); empty if the reply
-// is not one. An empty host is the one of the node asked.
-std::vector<std::tuple<int64_t, int64_t, std::string>> ParseSlots(const Reply& reply,
-                                                                  std::string_view asked) {
-  std::vector<std::tuple<int64_t, int64_t, std::string>> ranges;
-  if (reply.type != Reply::Type::kArray) return ranges;
-  for (const Reply& range : reply.elements) {
-    const auto& e = range.elements;
-    if (range.type != Reply::Type::kArray || e.size() < 3 || e[0].type != Reply::Type::kInteger ||
-        e[1].type != Reply::Type::kInteger || e[2].type != Reply::Type::kArray ||
-        e[2].elements.size() < 2 || e[2].elements[0].type != Reply::Type::kString ||
-        e[2].elements[1].type != Reply::Type::kInteger || e[0].integer < 0 ||
-        e[1].integer >= kClusterSlots || e[0].integer > e[1].integer) {
-      return {};
-    }
-    const std::string& host = e[2].elements[0].str;
-    ranges.emplace_back(e[0].integer, e[1].integer,
-                        (host.empty() ? std::string(HostOf(asked)) : host) + ":" +
-                            std::to_string(e[2].elements[1].integer));
-  }
-  return ranges;
-}
 
 Result<std::shared_ptr<cluster::Node>> Connect(const ClientOptions& node_options,
                                                const std::string& address) {
@@ -225,6 +185,7 @@ void ClusterClient::EvalSha(const Script& script, std::span<const std::string_vi
   call->key_count = keys.size();
   call->slot = *slot;
   call->deadline = options.deadline.value_or(Steady::now() + options_.node.timeout);
+  call->cross_slot = options.cross_slot;
   call->done = std::move(done);
   Send(std::move(call), options);
 }
@@ -310,16 +271,25 @@ void ClusterClient::OnReply(const Node& from, const std::shared_ptr<Call>& call,
     return call->done(std::move(reply));
   }
   if (auto redirect = ParseRedirect(*reply, from.address)) {
+    if (redirect->ask && call->cross_slot) {
+      return call->done(Status::Unavailable(
+          "Redis Cluster asked a script that reaches keys of several slots to " +
+          redirect->address + " while a slot migrates: " + reply->str));
+    }
     if (!call->redirected) return Redirected(call, *redirect);
     return call->done(Status::Unavailable("Redis Cluster redirected a call twice, last to " +
                                           redirect->address + ": " + reply->str));
   }
-  if (reply->is_error() &&
-      (reply->str.starts_with("TRYAGAIN") || reply->str.starts_with("CLUSTERDOWN"))) {
-    if (reply->str.starts_with("CLUSTERDOWN")) RequestRefresh();
-    return call->done(Status::Unavailable("Redis Cluster at " + from.address + ": " + reply->str));
+  switch (ParseClusterRefusal(*reply)) {
+    case ClusterRefusal::kNone:
+      return call->done(std::move(reply));
+    case ClusterRefusal::kMapStale:
+      RequestRefresh();
+      [[fallthrough]];
+    case ClusterRefusal::kTryAgain:
+      return call->done(
+          Status::Unavailable("Redis Cluster at " + from.address + ": " + reply->str));
   }
-  call->done(std::move(reply));
 }
 
 void ClusterClient::Redirected(const std::shared_ptr<Call>& call, const Redirect& redirect) {
@@ -378,12 +348,7 @@ ClientStats ClusterClient::stats_for_testing() const {
     total = retired_stats_;
   }
   const auto map = Map();
-  for (const auto& node : map->nodes) {
-    const ClientStats s = node->client->stats_for_testing();
-    total.commands += s.commands;
-    total.writes += s.writes;
-    total.connects += s.connects;
-  }
+  for (const auto& node : map->nodes) total += node->client->stats_for_testing();
   return total;
 }
 
@@ -447,7 +412,7 @@ Status ClusterClient::Refresh() {
   }
   // Ask the nodes known, then the seeds; keep what was connected for the new map.
   std::vector<std::shared_ptr<Node>> connected;
-  std::vector<std::tuple<int64_t, int64_t, std::string>> ranges;
+  std::vector<SlotRange> ranges;
   std::vector<std::string> candidates;
   for (const auto& node : current->nodes) candidates.push_back(node->address);
   for (const auto& seed : options_.seeds) {
@@ -466,7 +431,7 @@ Status ClusterClient::Refresh() {
     const std::string_view cluster_slots[] = {"CLUSTER", "SLOTS"};
     auto reply = node->client->CommandSync(cluster_slots);
     if (!reply.ok()) continue;
-    ranges = ParseSlots(*reply, address);
+    ranges = ParseSlotRanges(*reply, address);
     if (!ranges.empty()) break;
   }
   if (ranges.empty()) return Status::Unavailable("no Redis Cluster node answered CLUSTER SLOTS");
@@ -489,10 +454,10 @@ Status ClusterClient::Refresh() {
     next->nodes.push_back(std::move(node));
     return static_cast<uint16_t>(next->nodes.size() - 1);
   };
-  for (const auto& [first, last, address] : ranges) {
-    auto i = index_of(address);
+  for (const auto& range : ranges) {
+    auto i = index_of(range.address);
     if (!i.ok()) return i.status();
-    std::fill(next->master.begin() + first, next->master.begin() + last + 1, *i);
+    std::fill(next->master.begin() + range.first, next->master.begin() + range.last + 1, *i);
   }
   for (const auto& address : wanted) {
     if (auto i = index_of(address); !i.ok()) return i.status();
@@ -522,9 +487,7 @@ void ClusterClient::CloseUnused() {
     if (node.use_count() > 1) return false;
     const ClientStats s = node->client->stats_for_testing();
     core::MutexLock lock(stats_mu_);
-    retired_stats_.commands += s.commands;
-    retired_stats_.writes += s.writes;
-    retired_stats_.connects += s.connects;
+    retired_stats_ += s;
     return true;
   });
 }

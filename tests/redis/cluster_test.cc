@@ -23,6 +23,7 @@
 #include "cluster_target.h"
 #include "redis/cluster_client.h"
 #include "redis/cluster_slots.h"
+#include "redis/url.h"
 #include "sluice/redis_store.h"
 #include "store_test_support.h"
 
