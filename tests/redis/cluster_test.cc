@@ -21,6 +21,7 @@
 
 #include "batch_test_support.h"
 #include "cluster_target.h"
+#include "core/await.h"
 #include "redis/cluster_client.h"
 #include "redis/cluster_slots.h"
 #include "redis/url.h"
@@ -796,6 +797,114 @@ TEST_F(ClusterUnderChange, LiveResharding) {
     if (cluster_->Cli(from, {"EXISTS", key}) == "1") ADD_FAILURE() << key << " left behind";
   }
   EXPECT_EQ(cluster_->Cli(to, {"EXISTS", store->KeysOf("load", singles.keys().front())[0]}), "1");
+}
+
+// CheckAll on keys of two slots of one master while one slot moves to another master. While the
+// moving slot's keys are on the source, the source decides them in one script. Once they left,
+// the source answers ASK when the moving slot's keys are the declared ones, and the script meets a
+// key its node no longer holds when they are not: either way the call fails with UNAVAILABLE
+// having written nothing (following ASK would let the target read the other slot's keys as its
+// own, absent). Once the slot is assigned, the keys are on two masters: a peek and a charge each.
+TEST_F(ClusterUnderChange, CheckAllAcrossSlotsDuringAMigration) {
+  auto store = MakeStore();
+  ASSERT_NE(store, nullptr);
+  const std::string moving = "moving";
+  const int slot = KeySlot(moving);
+  const int from = cluster_->MasterOfSlot(slot);
+  std::string steady;
+  for (int i = 0; steady.empty() && i < 100'000; ++i) {
+    const std::string candidate = "steady-" + std::to_string(i);
+    const int s = KeySlot(candidate);
+    if (s != slot && cluster_->MasterOfSlot(s) == from) steady = candidate;
+  }
+  ASSERT_FALSE(steady.empty());
+  const auto masters = cluster_->MasterPorts();
+  const int to = masters[0] != from ? masters[0] : masters[1];
+  const Limit limit = *Limit::Create(Algorithm::kFixedWindow, 100, 24h);
+  const std::vector<CheckRequest> moving_first = {{.scope = "s", .limit = &limit, .key = moving},
+                                                  {.scope = "s", .limit = &limit, .key = steady}};
+  const std::vector<CheckRequest> steady_first = {moving_first[1], moving_first[0]};
+  int admitted = 0;
+  auto expect_admitted = [&](const std::vector<CheckRequest>& requests, const char* when) {
+    auto all = store->CheckAll(requests);
+    ASSERT_TRUE(all.ok()) << when << ": " << all.status().ToString();
+    EXPECT_TRUE((*all)[0].allowed && (*all)[1].allowed) << when;
+    ++admitted;
+  };
+  auto expect_unavailable = [&](const std::vector<CheckRequest>& requests, const char* when) {
+    auto all = store->CheckAll(requests);
+    ASSERT_FALSE(all.ok()) << when;
+    EXPECT_EQ(all.status().code(), StatusCode::kUnavailable)
+        << when << ": " << all.status().ToString();
+  };
+  auto expect_used = [&](const std::string& key) {
+    auto d = store->Check({.scope = "s", .limit = &limit, .key = key, .cost = 0});
+    ASSERT_TRUE(d.ok()) << key << ": " << d.status().ToString();
+    EXPECT_EQ(limit.count() - d->remaining, admitted) << key;
+  };
+
+  expect_admitted(moving_first, "before the move");
+  ASSERT_TRUE(cluster_->BeginSlotMigration(slot, to));
+  expect_admitted(moving_first, "the slot migrating, its key on the source");
+  expect_admitted(steady_first, "the slot migrating, its key on the source");
+  ASSERT_TRUE(cluster_->MigrateSlotKeys(slot));
+  expect_unavailable(moving_first, "ASK, not followed");
+  expect_unavailable(steady_first, "the moved key out of the source's reach");
+  expect_used(moving);  // a single check follows ASK
+  expect_used(steady);
+  ASSERT_TRUE(cluster_->EndSlotMigration(slot));
+  // MOVED refreshes the map; until then a call may meet a key out of its node's reach.
+  ASSERT_TRUE(WaitFor([&] { return store->CheckAll(moving_first).ok(); }, 10s));
+  ++admitted;
+  expect_admitted(steady_first, "on two masters");
+  expect_used(moving);
+  expect_used(steady);
+}
+
+// Two slots of one master migrating to the same target, the keys of one already moved: the
+// source answers a CheckAll on both with ASK, which is not followed. With ASKING the target would
+// serve the script the other slot's key, still on the source, as absent, and charge a fresh state.
+TEST_F(ClusterUnderChange, CheckAllAcrossSlotsDoesNotFollowAsk) {
+  auto store = MakeStore();
+  ASSERT_NE(store, nullptr);
+  const std::string moved = "moving";
+  const int moved_slot = KeySlot(moved);
+  const int from = cluster_->MasterOfSlot(moved_slot);
+  std::string staying;
+  for (int i = 0; staying.empty() && i < 100'000; ++i) {
+    const std::string candidate = "staying-" + std::to_string(i);
+    const int s = KeySlot(candidate);
+    if (s != moved_slot && cluster_->MasterOfSlot(s) == from) staying = candidate;
+  }
+  ASSERT_FALSE(staying.empty());
+  const auto masters = cluster_->MasterPorts();
+  const int to = masters[0] != from ? masters[0] : masters[1];
+  const Limit limit = *Limit::Create(Algorithm::kFixedWindow, 100, 24h);
+  const std::vector<CheckRequest> both = {{.scope = "s", .limit = &limit, .key = moved},
+                                          {.scope = "s", .limit = &limit, .key = staying}};
+  auto all = store->CheckAll(both);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  // The harness follows one migration, the last begun: the moved slot's.
+  ASSERT_TRUE(cluster_->BeginSlotMigration(KeySlot(staying), to));
+  ASSERT_TRUE(cluster_->BeginSlotMigration(moved_slot, to));
+  ASSERT_TRUE(cluster_->MigrateSlotKeys(moved_slot));
+  all = store->CheckAll(both);
+  ASSERT_FALSE(all.ok());
+  EXPECT_EQ(all.status().code(), StatusCode::kUnavailable) << all.status().ToString();
+  // On the target, asking: the state is not there.
+  auto target = Inspector(to);
+  ASSERT_NE(target, nullptr);
+  const std::string staying_key = store->KeysOf("s", staying)[0];
+  const std::string_view exists[] = {"EXISTS", staying_key};
+  const auto there = core::Await<Result<redis::Reply>>([&](auto done) {
+    target->Command(exists, redis::CallOptions{.asking = true}, std::move(done));
+  });
+  ASSERT_TRUE(there.ok()) << there.status().ToString();
+  EXPECT_EQ(there->integer, 0) << "a fresh state charged on the target";
+  // On the source, its one admission.
+  auto d = store->Check({.scope = "s", .limit = &limit, .key = staying, .cost = 0});
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->remaining, limit.count() - 1);
 }
 
 TEST_F(ClusterUnderChange, ManualFailover) {
