@@ -570,6 +570,24 @@ class ClusterUnderChange : public ::testing::Test {
     return keys;
   }
 
+  // A master other than `port`.
+  int AnotherMaster(int port) const {
+    const auto masters = cluster_->MasterPorts();
+    return masters[0] != port ? masters[0] : masters[1];
+  }
+
+  // A key "<stem><n>" on the master of `key`, in another slot; empty if none of 100 000 is.
+  std::string KeyBesides(const std::string& key, const std::string& stem) const {
+    const int slot = KeySlot(key);
+    const int master = cluster_->MasterOfSlot(slot);
+    for (int i = 0; i < 100'000; ++i) {
+      const std::string candidate = stem + std::to_string(i);
+      const int s = KeySlot(candidate);
+      if (s != slot && cluster_->MasterOfSlot(s) == master) return candidate;
+    }
+    return {};
+  }
+
   std::unique_ptr<RedisCluster> cluster_;
 };
 
@@ -811,15 +829,9 @@ TEST_F(ClusterUnderChange, CheckAllAcrossSlotsDuringAMigration) {
   const std::string moving = "moving";
   const int slot = KeySlot(moving);
   const int from = cluster_->MasterOfSlot(slot);
-  std::string steady;
-  for (int i = 0; steady.empty() && i < 100'000; ++i) {
-    const std::string candidate = "steady-" + std::to_string(i);
-    const int s = KeySlot(candidate);
-    if (s != slot && cluster_->MasterOfSlot(s) == from) steady = candidate;
-  }
+  const int to = AnotherMaster(from);
+  const std::string steady = KeyBesides(moving, "steady-");
   ASSERT_FALSE(steady.empty());
-  const auto masters = cluster_->MasterPorts();
-  const int to = masters[0] != from ? masters[0] : masters[1];
   const Limit limit = *Limit::Create(Algorithm::kFixedWindow, 100, 24h);
   const std::vector<CheckRequest> moving_first = {{.scope = "s", .limit = &limit, .key = moving},
                                                   {.scope = "s", .limit = &limit, .key = steady}};
@@ -870,15 +882,9 @@ TEST_F(ClusterUnderChange, CheckAllAcrossSlotsDoesNotFollowAsk) {
   const std::string moved = "moving";
   const int moved_slot = KeySlot(moved);
   const int from = cluster_->MasterOfSlot(moved_slot);
-  std::string staying;
-  for (int i = 0; staying.empty() && i < 100'000; ++i) {
-    const std::string candidate = "staying-" + std::to_string(i);
-    const int s = KeySlot(candidate);
-    if (s != moved_slot && cluster_->MasterOfSlot(s) == from) staying = candidate;
-  }
+  const int to = AnotherMaster(from);
+  const std::string staying = KeyBesides(moved, "staying-");
   ASSERT_FALSE(staying.empty());
-  const auto masters = cluster_->MasterPorts();
-  const int to = masters[0] != from ? masters[0] : masters[1];
   const Limit limit = *Limit::Create(Algorithm::kFixedWindow, 100, 24h);
   const std::vector<CheckRequest> both = {{.scope = "s", .limit = &limit, .key = moved},
                                           {.scope = "s", .limit = &limit, .key = staying}};
