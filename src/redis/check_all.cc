@@ -22,7 +22,7 @@ struct NodeCall {
   std::vector<size_t> checks;          // indexes of its requests
   std::vector<int64_t> counts;         // their limits' counts
   std::vector<std::string_view> keys;  // the keys in `slot`
-  std::vector<std::string_view> args;  // the mode, then the checks
+  std::vector<std::string_view> args;  // now, margin, mode, then the checks
   bool cross_slot = false;             // some of its keys are in other slots
 };
 
@@ -32,6 +32,7 @@ class AllOrNothing : public std::enable_shared_from_this<AllOrNothing> {
       : client_(client), checks_(checks), done_(std::move(done)) {}
 
   void Build(const CheckContext& context, std::span<const CheckRequest> requests) {
+    words_.AddClock(context);
     std::vector<size_t> starts;
     starts.reserve(requests.size() + 1);
     for (const auto& r : requests) {
@@ -41,7 +42,7 @@ class AllOrNothing : public std::enable_shared_from_this<AllOrNothing> {
     starts.push_back(words_.size());
     views_ = words_.views();
     for (size_t i = 0; i < requests.size(); ++i) {
-      // The words of check i: algorithm name, key count, keys, ARGV.
+      // The words of check i: algorithm name, key count, keys, cost, parameters.
       const auto first = views_.begin() + static_cast<std::ptrdiff_t>(starts[i]);
       const auto last = views_.begin() + static_cast<std::ptrdiff_t>(starts[i + 1]);
       const auto keys = std::span(first + 2, CheckKeyCount(*requests[i].limit));
@@ -53,7 +54,7 @@ class AllOrNothing : public std::enable_shared_from_this<AllOrNothing> {
         call = calls_.emplace(calls_.end());
         call->node = node;
         call->slot = slot;
-        call->args.push_back(kChargeMode);
+        call->args = {views_[0], views_[1], kChargeMode};  // now, margin, mode
       }
       call->checks.push_back(i);
       call->counts.push_back(requests[i].limit->count());
@@ -84,7 +85,7 @@ class AllOrNothing : public std::enable_shared_from_this<AllOrNothing> {
     // The calls' views are copied or formatted before EvalSha returns: `args` may change after.
     for (size_t n = 0; n < calls_.size(); ++n) {
       NodeCall& call = calls_[n];
-      call.args.front() = mode;
+      call.args[kCheckAllModeArg] = mode;
       client_.EvalSha(CheckAllScript(), call.keys, call.args,
                       CallOptions{.deadline = deadline_, .cross_slot = call.cross_slot},
                       ReplyGather::Slot(gather, n));

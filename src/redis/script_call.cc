@@ -6,7 +6,7 @@
 namespace sluice::redis {
 namespace {
 
-// The algorithm's two parameters, ARGV 4 and 5.
+// The algorithm's two parameters.
 std::pair<int64_t, int64_t> Parameters(const Limit& limit) {
   if (IsMeter(limit.algorithm())) return {limit.capacity(), limit.emission_interval().count()};
   return {limit.count(), limit.period().count()};
@@ -36,7 +36,7 @@ void ScriptWords::AddNumber(int64_t n) {
   AddText(std::string_view(buffer, static_cast<size_t>(end - buffer)));
 }
 
-void ScriptWords::AddCheck(const CheckContext& context, const CheckRequest& request) {
+void ScriptWords::AddKeys(const CheckContext& context, const CheckRequest& request) {
   // The auxiliary key is the state key and a suffix: two views of the same bytes.
   const size_t begin = bytes_.size();
   AppendStateKey(bytes_, context.prefix, request.scope, request.key);
@@ -45,23 +45,37 @@ void ScriptWords::AddCheck(const CheckContext& context, const CheckRequest& requ
     bytes_.append(kAuxSuffix);
     Mark(begin);
   }
+}
+
+void ScriptWords::AddClock(const CheckContext& context) {
   if (context.now) {
     AddNumber(*context.now);
   } else {
     AddText("");
   }
   AddNumber(context.margin_ms);
-  AddNumber(request.cost);
-  const auto [a, b] = Parameters(*request.limit);
+}
+
+void ScriptWords::AddParameters(const Limit& limit) {
+  const auto [a, b] = Parameters(limit);
   AddNumber(a);
   AddNumber(b);
+}
+
+void ScriptWords::AddCheck(const CheckContext& context, const CheckRequest& request) {
+  AddKeys(context, request);
+  AddClock(context);
+  AddNumber(request.cost);
+  AddParameters(*request.limit);
   AddNumber(request.max_delay.count());
 }
 
 void ScriptWords::AddCheckOfAll(const CheckContext& context, const CheckRequest& request) {
   AddText(AlgorithmName(request.limit->algorithm()));
   AddNumber(static_cast<int64_t>(CheckKeyCount(*request.limit)));
-  AddCheck(context, request);
+  AddKeys(context, request);
+  AddNumber(request.cost);
+  AddParameters(*request.limit);
 }
 
 ScriptWords::Views ScriptWords::views() const {

@@ -18,9 +18,11 @@
 //         and refuses keys of several slots declared together; the script is loaded with the
 //         flag allow-cross-slot-keys (scripts.cc) and reaches the other keys, which the node must
 //         hold too, by their names in ARGV.
-//   ARGV  1  mode: 'charge' or 'peek'
-//         then per check: its algorithm's name, its key count, its keys, and its six ARGV as
-//         above (max_delay 0; the first check's now and margin hold for all)
+//   ARGV  1  now in µs ('' for Redis TIME), as above
+//         2  expiry margin in ms, as above
+//         3  mode: 'charge' or 'peek'
+//         then per check: its algorithm's name, its key count, its keys, its cost, and its
+//         two parameters as ARGV 4 and 5 above (nothing is booked ahead: max_delay is 0)
 //   Reply one reply as above per check, in order.
 //         charge: every check consumes its cost if every one admits, otherwise none does, and a
 //           check that would have admitted reports what a peek sees (cost 0), as refused with
@@ -52,6 +54,7 @@ inline constexpr size_t kCheckArgs = 6;
 inline constexpr size_t kCheckReplyFields = 6;
 inline constexpr std::string_view kChargeMode = "charge";
 inline constexpr std::string_view kPeekMode = "peek";
+inline constexpr size_t kCheckAllModeArg = 2;  // the mode's index in check_all.lua's ARGV
 
 // What every check of a store sends alike.
 struct CheckContext {
@@ -78,7 +81,9 @@ class ScriptWords {
   void AddNumber(int64_t n);
   // One check's keys, then its six ARGV.
   void AddCheck(const CheckContext& context, const CheckRequest& request);
-  // One check as check_all.lua's ARGV has it: algorithm name and key count, then AddCheck.
+  // The first two ARGV of both scripts: now and the expiry margin.
+  void AddClock(const CheckContext& context);
+  // One check as check_all.lua's ARGV has it: algorithm name, key count, keys, cost, parameters.
   void AddCheckOfAll(const CheckContext& context, const CheckRequest& request);
 
   size_t size() const { return spans_.size(); }
@@ -87,6 +92,8 @@ class ScriptWords {
 
  private:
   void Mark(size_t begin) { spans_.emplace_back(begin, bytes_.size() - begin); }
+  void AddKeys(const CheckContext& context, const CheckRequest& request);
+  void AddParameters(const Limit& limit);
 
   KeyBuffer bytes_;
   boost::container::small_vector<std::pair<size_t, size_t>, 8> spans_;  // offset, length

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace sluice::http {
@@ -35,6 +38,20 @@ TEST(MetricsTest, RuleCountersAreCreatedOnceAndKept) {
   EXPECT_TRUE(Has(text, "sluice_checks_total{rule=\"login\",result=\"allowed\"} 0\n"));
 }
 
+// Counts of acquires in progress, as the acquire lines keep them.
+class FixedWaiters final : public WaiterCounts {
+ public:
+  explicit FixedWaiters(std::map<std::string, size_t, std::less<>> counts)
+      : counts_(std::move(counts)) {}
+  size_t Waiters(std::string_view rule) const override {
+    const auto it = counts_.find(rule);
+    return it == counts_.end() ? 0 : it->second;
+  }
+
+ private:
+  std::map<std::string, size_t, std::less<>> counts_;
+};
+
 TEST(MetricsTest, AcquireOutcomesAndWaitersPerRule) {
   Metrics metrics;
   RuleCounters& shaped = metrics.ForRule("shaped");
@@ -43,7 +60,8 @@ TEST(MetricsTest, AcquireOutcomesAndWaitersPerRule) {
   metrics.CountAcquire(shaped, AcquireOutcome::kAdmitted);
   metrics.CountAcquire(shaped, AcquireOutcome::kQueueFull);
   metrics.CountAcquire(shaped, AcquireOutcome::kCancelled);
-  shaped.waiters = 3;
+  const FixedWaiters waiters({{"shaped", 3}});
+  metrics.Watch(waiters);
   const std::string text = metrics.Exposition();
   EXPECT_TRUE(Has(text, "# TYPE sluice_acquires_total counter\n"));
   EXPECT_TRUE(Has(text, "sluice_acquires_total{rule=\"shaped\",outcome=\"admitted\"} 2\n"));
@@ -54,6 +72,22 @@ TEST(MetricsTest, AcquireOutcomesAndWaitersPerRule) {
   EXPECT_TRUE(Has(text, "# TYPE sluice_acquire_waiters gauge\n"));
   EXPECT_TRUE(Has(text, "sluice_acquire_waiters{rule=\"shaped\"} 3\n")) << text;
   EXPECT_TRUE(Has(text, "sluice_acquire_waiters{rule=\"other\"} 0\n"));
+  metrics.StopWatching(waiters);
+}
+
+TEST(MetricsTest, WaitersOfSeveralCountsAddUpWhileWatched) {
+  Metrics metrics;
+  metrics.ForRule("shaped");
+  const FixedWaiters first({{"shaped", 2}});
+  const FixedWaiters second({{"shaped", 5}, {"unknown", 1}});
+  metrics.Watch(first);
+  metrics.Watch(second);
+  EXPECT_TRUE(Has(metrics.Exposition(), "sluice_acquire_waiters{rule=\"shaped\"} 7\n"));
+  EXPECT_FALSE(Has(metrics.Exposition(), "unknown"));  // rules come from the Metrics
+  metrics.StopWatching(first);
+  EXPECT_TRUE(Has(metrics.Exposition(), "sluice_acquire_waiters{rule=\"shaped\"} 5\n"));
+  metrics.StopWatching(second);
+  EXPECT_TRUE(Has(metrics.Exposition(), "sluice_acquire_waiters{rule=\"shaped\"} 0\n"));
 }
 
 TEST(MetricsTest, HistogramBucketsAreCumulative) {

@@ -53,17 +53,18 @@ TEST(ScriptWords, MetersSendCapacityEmissionIntervalAndMaxDelay) {
                               std::to_string(kBucket.emission_interval().count()), "750000"}));
 }
 
-TEST(ScriptWords, CheckAllPutsNameAndKeyCountBeforeEachCheck) {
+TEST(ScriptWords, CheckAllPutsTheClockFirstAndNameAndKeyCountBeforeEachCheck) {
   const CheckContext context{.prefix = "p:", .now = 9, .margin_ms = 2};
   ScriptWords words;
+  words.AddClock(context);
   words.AddText(kChargeMode);
   words.AddCheckOfAll(context, {.scope = "a", .limit = &kLog, .key = "k1", .cost = 1});
   words.AddCheckOfAll(context, {.scope = "b", .limit = &kWindow, .key = "k2", .cost = 3});
   EXPECT_EQ(Words(words),
-            (std::vector<std::string>{
-                "charge", "sliding_log", "2",       "p:a:{k1}", "p:a:{k1}:n",   "9", "2",
-                "1",      "7",           "3000000", "0",        "fixed_window", "1", "p:b:{k2}",
-                "9",      "2",           "3",       "10",       "2000000",      "0"}));
+            (std::vector<std::string>{"9", "2", "charge", "sliding_log", "2", "p:a:{k1}",
+                                      "p:a:{k1}:n", "1", "7", "3000000", "fixed_window", "1",
+                                      "p:b:{k2}", "3", "10", "2000000"}));
+  EXPECT_EQ(Words(words)[kCheckAllModeArg], "charge");
 }
 
 TEST(ScriptWords, ABatchOutgrowingTheInlineSpaceKeepsEveryWord) {
