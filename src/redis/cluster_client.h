@@ -31,8 +31,6 @@
 
 namespace sluice::redis {
 
-inline constexpr std::string_view kClusterScheme = "redis+cluster://";
-
 struct ClusterOptions {
   // "host:port" of nodes to learn the cluster from; any one that answers is enough.
   std::vector<std::string> seeds;
@@ -43,14 +41,10 @@ struct ClusterOptions {
   Duration refresh_min_gap = std::chrono::milliseconds(100);
 };
 
-// redis+cluster://[user:password@]host:port,host:port,...
-Result<ClusterOptions> ParseRedisClusterUrl(std::string_view url);
-
 namespace cluster {
 struct Node;
 struct SlotMap;
 struct Call;
-struct Redirect;
 }  // namespace cluster
 
 struct ClusterStats {
@@ -73,7 +67,9 @@ class ClusterClient final : public Client {
   void Command(std::span<const std::string_view> argv, const CallOptions& options,
                ReplyCallback done) override;
   // Sent to the master of the keys' slot. Keys in different slots are refused
-  // (INVALID_ARGUMENT) before anything is sent: no script can touch them atomically.
+  // (INVALID_ARGUMENT) before anything is sent: Redis Cluster refuses them too. A script that
+  // reaches other keys by name (CallOptions::cross_slot) fails with UNAVAILABLE when one is not on
+  // that master, as on TRYAGAIN.
   void EvalSha(const Script& script, std::span<const std::string_view> keys,
                std::span<const std::string_view> args, const CallOptions& options,
                ReplyCallback done) override;
@@ -97,7 +93,6 @@ class ClusterClient final : public Client {
   using Node = cluster::Node;
   using SlotMap = cluster::SlotMap;
   using Call = cluster::Call;
-  using Redirect = cluster::Redirect;
 
   explicit ClusterClient(ClusterOptions options);
 

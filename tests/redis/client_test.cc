@@ -13,6 +13,7 @@
 
 #include "batch_test_support.h"
 #include "redis/backoff.h"
+#include "redis/url.h"
 #include "support/redis_server.h"
 
 namespace sluice::redis {
