@@ -65,6 +65,7 @@ struct RedisStoreOptions {
   // Deadline of each call (a check, a batch, a reset).
   Duration timeout = std::chrono::milliseconds(50);
   Duration connect_timeout = std::chrono::milliseconds(50);
+  // The client's I/O threads; on a Redis Cluster, shared by the clients of all the masters.
   int io_threads = 1;
   // Two keep Redis busy while the client handles a batch of replies (src/redis/client.h).
   int connections_per_thread = 2;

@@ -1,5 +1,5 @@
-// The client and its pool: AsioClient runs the I/O threads, owns their connections
-// (connection.h) and picks the connection each call goes out on.
+// The client and its pool: AsioClient owns its connections (connection.h) on its I/O threads
+// (io_threads.h: its own, or shared) and picks the connection each call goes out on.
 #include "redis/client.h"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 
 #include "core/await.h"
 #include "redis/connection.h"
+#include "redis/io_threads.h"
 #include "redis/reply_gather.h"
 
 namespace sluice::redis {
@@ -16,35 +17,31 @@ namespace {
 
 class AsioClient final : public Client {
  public:
-  explicit AsioClient(ClientOptions options) : options_(std::move(options)) {
-    const int threads = options_.io_threads;
-    for (int t = 0; t < threads; ++t) {
-      auto& io = ios_.emplace_back(std::make_unique<asio::io_context>(1));
-      guards_.emplace_back(asio::make_work_guard(*io));
+  AsioClient(ClientOptions options, std::shared_ptr<IoThreads> threads)
+      : options_(std::move(options)), threads_(std::move(threads)) {
+    for (int t = 0; t < threads_->size(); ++t) {
       for (int c = 0; c < options_.connections_per_thread; ++c) {
-        connections_.push_back(
-            std::make_unique<Connection>(*io, options_, static_cast<int>(connections_.size())));
+        connections_.push_back(std::make_shared<Connection>(threads_->at(t), options_,
+                                                            static_cast<int>(connections_.size())));
       }
     }
     for (auto& c : connections_) c->Start();
-    for (auto& io : ios_) threads_.emplace_back([&io = *io] { io.run(); });
   }
 
+  // Shuts every connection down on its thread; a connection lives on until its last handler has
+  // run there, and the threads stop with the last client that shares them.
   ~AsioClient() override {
     std::vector<std::future<void>> done;
     for (size_t i = 0; i < connections_.size(); ++i) {
-      auto& io = *ios_[i / options_.connections_per_thread];
+      auto& io = threads_->at(static_cast<int>(i) / options_.connections_per_thread);
       auto stopped = std::make_shared<std::promise<void>>();
       done.push_back(stopped->get_future());
-      asio::post(io, [c = connections_[i].get(), stopped] {
+      asio::post(io, [c = connections_[i], stopped] {
         c->Shutdown();
         stopped->set_value();
       });
     }
     for (auto& f : done) f.wait();
-    guards_.clear();
-    for (auto& io : ios_) io->stop();
-    for (auto& t : threads_) t.join();
   }
 
   void WaitReady() {
@@ -154,23 +151,27 @@ class AsioClient final : public Client {
   }
 
   const ClientOptions options_;
-  std::vector<std::unique_ptr<asio::io_context>> ios_;
-  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
-  std::vector<std::unique_ptr<Connection>> connections_;
-  std::vector<std::thread> threads_;
+  const std::shared_ptr<IoThreads> threads_;
+  std::vector<std::shared_ptr<Connection>> connections_;
   std::atomic<size_t> next_{0};
 };
 
 }  // namespace
 
 Result<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
+  const int threads = options.io_threads;
+  return Create(std::move(options), threads < 1 ? nullptr : std::make_shared<IoThreads>(threads));
+}
+
+Result<std::unique_ptr<Client>> Client::Create(ClientOptions options,
+                                               std::shared_ptr<IoThreads> threads) {
   if (options.unix_path.empty() && (options.port <= 0 || options.port > 65535)) {
     return Status::InvalidArgument("Redis port must be from 1 to 65535");
   }
   if (options.timeout.count() <= 0 || options.connect_timeout.count() <= 0) {
     return Status::InvalidArgument("Redis timeouts must be positive");
   }
-  if (options.io_threads < 1 || options.connections_per_thread < 1) {
+  if (threads == nullptr || options.connections_per_thread < 1) {
     return Status::InvalidArgument("a Redis client needs at least one thread and connection");
   }
   if (options.max_pending_per_connection < 1) {
@@ -179,7 +180,7 @@ Result<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
   if (options.reconnect_min.count() <= 0 || options.reconnect_max < options.reconnect_min) {
     return Status::InvalidArgument("reconnect_min must be positive and at most reconnect_max");
   }
-  auto client = std::make_unique<AsioClient>(std::move(options));
+  auto client = std::make_unique<AsioClient>(std::move(options), std::move(threads));
   client->WaitReady();
   return std::unique_ptr<Client>(std::move(client));
 }

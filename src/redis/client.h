@@ -29,6 +29,8 @@
 
 namespace sluice::redis {
 
+class IoThreads;
+
 struct ClientOptions {
   // TCP
   std::string host = "127.0.0.1";
@@ -93,6 +95,10 @@ class Client {
   // Starts the I/O threads and connects, waiting up to connect_timeout for the connections to be
   // ready; a server that is down then is retried in the background. Fails only on bad options.
   static Result<std::unique_ptr<Client>> Create(ClientOptions options);
+  // The same on `threads`, shared with other clients, instead of io_threads threads of its own;
+  // connections_per_thread connections on each of them. Destroy the client on none of them.
+  static Result<std::unique_ptr<Client>> Create(ClientOptions options,
+                                                std::shared_ptr<IoThreads> threads);
   virtual ~Client() = default;
 
   // One command; `argv` need only live during the call.

@@ -80,6 +80,9 @@ Result<std::unique_ptr<ClusterClient>> ClusterClient::Create(ClusterOptions opti
   if (options.node.db != 0 || !options.node.unix_path.empty()) {
     return Status::InvalidArgument("Redis Cluster nodes are reached over TCP, on database 0");
   }
+  if (options.node.io_threads < 1) {
+    return Status::InvalidArgument("a Redis Cluster client needs at least one I/O thread");
+  }
   if (options.refresh_interval.count() <= 0 || options.refresh_min_gap.count() < 0) {
     return Status::InvalidArgument(
         "the slot map refresh interval must be positive and its minimum gap not negative");
@@ -93,6 +96,7 @@ Result<std::unique_ptr<ClusterClient>> ClusterClient::Create(ClusterOptions opti
 
 ClusterClient::ClusterClient(ClusterOptions options)
     : options_(std::move(options)),
+      io_threads_(std::make_shared<IoThreads>(options_.node.io_threads)),
       map_(std::make_shared<SlotMap>()),
       node_ids_(std::make_unique<std::atomic<uint32_t>[]>(kClusterSlots)) {}
 

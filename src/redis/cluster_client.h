@@ -1,7 +1,8 @@
 // ClusterClient: the redis::Client interface over a Redis Cluster. It learns the slot map
 // (CLUSTER SLOTS) from the seed nodes, keeps one single-node Client (Client::Create: multiplexed,
-// auto-pipelined) per master, and sends each call to the master of its keys' slot; a batch
-// leaves as one write per node and its results come back in the caller's order.
+// auto-pipelined) per master, all on one set of I/O threads (io_threads.h), and sends each call to
+// the master of its keys' slot; a batch leaves as one write per node and its results come back in
+// the caller's order.
 //
 // Redirections: MOVED refreshes the slot map (at most one refresh at a time, and not more often
 // than every refresh_min_gap) and sends the call once more to the node named; ASK sends ASKING
@@ -28,14 +29,15 @@
 #include "core/mutex.h"
 #include "redis/client.h"
 #include "redis/cluster_slots.h"
+#include "redis/io_threads.h"
 
 namespace sluice::redis {
 
 struct ClusterOptions {
   // "host:port" of nodes to learn the cluster from; any one that answers is enough.
   std::vector<std::string> seeds;
-  // For each node's Client: credentials, deadlines, threads, bounds (host and port are the
-  // node's; db must be 0).
+  // For each node's Client: credentials, deadlines, connections, bounds (host and port are the
+  // node's; db must be 0). io_threads is the number of I/O threads all the nodes share.
   ClientOptions node;
   Duration refresh_interval = std::chrono::seconds(2);
   Duration refresh_min_gap = std::chrono::milliseconds(100);
@@ -113,6 +115,8 @@ class ClusterClient final : public Client {
   uint32_t IdOf(const std::string& address);
 
   const ClusterOptions options_;
+  // The nodes' clients' I/O threads (node.io_threads of them), shared; destroyed after the nodes.
+  const std::shared_ptr<IoThreads> io_threads_;
 
   mutable core::Mutex mu_;
   std::shared_ptr<const SlotMap> map_ GUARDED_BY(mu_);

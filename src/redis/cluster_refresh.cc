@@ -18,12 +18,13 @@ using Steady = std::chrono::steady_clock;
 using cluster::kNoNode;
 
 Result<std::shared_ptr<cluster::Node>> Connect(const ClientOptions& node_options,
+                                               std::shared_ptr<IoThreads> threads,
                                                const std::string& address) {
   ClientOptions options = node_options;
   options.host = std::string(HostOf(address));
   const auto port = std::string_view(address).substr(address.rfind(':') + 1);
   std::from_chars(port.data(), port.data() + port.size(), options.port);
-  auto client = Client::Create(std::move(options));
+  auto client = Client::Create(std::move(options), std::move(threads));
   if (!client.ok()) return client.status();
   return std::make_shared<cluster::Node>(cluster::Node{address, std::move(*client)});
 }
@@ -88,7 +89,7 @@ Status ClusterClient::Refresh() {
   for (const auto& address : candidates) {
     std::shared_ptr<Node> node = current->Find(address);
     if (node == nullptr) {
-      auto fresh = Connect(options_.node, address);
+      auto fresh = Connect(options_.node, io_threads_, address);
       if (!fresh.ok()) return fresh.status();
       node = *fresh;
       connected.push_back(node);
@@ -112,7 +113,7 @@ Status ClusterClient::Refresh() {
       if (node == nullptr && c->address == address) node = c;
     }
     if (node == nullptr) {
-      auto fresh = Connect(options_.node, address);
+      auto fresh = Connect(options_.node, io_threads_, address);
       if (!fresh.ok()) return fresh.status();
       node = *fresh;
     }

@@ -45,20 +45,20 @@ std::string ServerAddress(const ClientOptions& options) {
                                    : options.unix_path;
 }
 
-Connection::Connection(asio::io_context& io, const ClientOptions& options, int index)
+Connection::Connection(asio::io_context& io, ClientOptions options, int index)
     : io_(io),
-      options_(options),
+      options_(std::move(options)),
       socket_(io),
       resolver_(io),
       deadline_timer_(io),
       reconnect_timer_(io),
       connect_timer_(io),
       reader_(std::make_unique<ReplyReader>()),
-      backoff_(options.reconnect_min),
+      backoff_(options_.reconnect_min),
       jitter_(static_cast<uint32_t>(std::random_device{}() + index)) {}
 
 void Connection::Start() {
-  asio::post(io_, [this] { Connect(); });
+  asio::post(io_, [this, self = shared_from_this()] { Connect(); });
 }
 
 // On any thread. Fails the entries inline when they can't be taken. Admission and queueing
@@ -131,7 +131,7 @@ void Connection::EnqueueLocked(const std::string& bytes, std::vector<Pending>& e
   }
   if (!flush_posted_) {
     flush_posted_ = true;
-    asio::post(io_, [this] { Flush(); });
+    asio::post(io_, [this, self = shared_from_this()] { Flush(); });
   }
 }
 
@@ -177,38 +177,40 @@ void Connection::Flush() {
 void Connection::Write() {
   writing_active_ = true;
   writes_.fetch_add(1, std::memory_order_relaxed);
-  asio::async_write(socket_, asio::buffer(writing_),
-                    [this, gen = generation_](boost::system::error_code ec, size_t) {
-                      if (gen != generation_) return;
-                      writing_active_ = false;
-                      writing_.clear();
-                      if (ec) return Disconnect("write failed: " + ec.message());
-                      Flush();
-                    });
+  asio::async_write(
+      socket_, asio::buffer(writing_),
+      [this, self = shared_from_this(), gen = generation_](boost::system::error_code ec, size_t) {
+        if (gen != generation_) return;
+        writing_active_ = false;
+        writing_.clear();
+        if (ec) return Disconnect("write failed: " + ec.message());
+        Flush();
+      });
 }
 
 void Connection::Read() {
-  socket_.async_read_some(asio::buffer(read_buffer_), [this, gen = generation_](
-                                                          boost::system::error_code ec, size_t n) {
-    if (gen != generation_) return;
-    if (ec) {
-      return Disconnect(ec == asio::error::eof ? "Redis closed the connection"
-                                               : "read failed: " + ec.message());
-    }
-    last_read_ = Steady::now();
-    if (!reader_->Feed(read_buffer_.data(), n)) return Disconnect("bad reply from Redis");
-    while (true) {
-      Result<std::optional<Reply>> reply = reader_->Next();
-      if (!reply.ok()) return Disconnect("bad reply from Redis");
-      if (!reply->has_value()) break;
-      if (inflight_.empty()) return Disconnect("reply from Redis without a request");
-      Pending entry = std::move(inflight_.front());
-      inflight_.pop_front();
-      HandleReply(entry, std::move(**reply));
-      if (gen != generation_) return;  // the reply's handler dropped the connection
-    }
-    Read();
-  });
+  socket_.async_read_some(
+      asio::buffer(read_buffer_),
+      [this, self = shared_from_this(), gen = generation_](boost::system::error_code ec, size_t n) {
+        if (gen != generation_) return;
+        if (ec) {
+          return Disconnect(ec == asio::error::eof ? "Redis closed the connection"
+                                                   : "read failed: " + ec.message());
+        }
+        last_read_ = Steady::now();
+        if (!reader_->Feed(read_buffer_.data(), n)) return Disconnect("bad reply from Redis");
+        while (true) {
+          Result<std::optional<Reply>> reply = reader_->Next();
+          if (!reply.ok()) return Disconnect("bad reply from Redis");
+          if (!reply->has_value()) break;
+          if (inflight_.empty()) return Disconnect("reply from Redis without a request");
+          Pending entry = std::move(inflight_.front());
+          inflight_.pop_front();
+          HandleReply(entry, std::move(**reply));
+          if (gen != generation_) return;  // the reply's handler dropped the connection
+        }
+        Read();
+      });
 }
 
 // Frees the entry's pending slot, before its callback runs, unless it is re-sent.
@@ -256,12 +258,13 @@ void Connection::ArmDeadlineTimer(Steady::time_point at) {
   timer_armed_ = true;
   timer_at_ = at;
   deadline_timer_.expires_at(at);  // a wait armed for later completes as aborted and is ignored
-  deadline_timer_.async_wait([this, gen = ++timer_generation_](boost::system::error_code ec) {
-    if (gen != timer_generation_) return;
-    timer_armed_ = false;
-    if (ec || stopping_) return;
-    ExpireCalls();
-  });
+  deadline_timer_.async_wait(
+      [this, self = shared_from_this(), gen = ++timer_generation_](boost::system::error_code ec) {
+        if (gen != timer_generation_) return;
+        timer_armed_ = false;
+        if (ec || stopping_) return;
+        ExpireCalls();
+      });
 }
 
 void Connection::ExpireCalls() {
@@ -293,19 +296,20 @@ void Connection::Connect() {
   ++generation_;
   socket_ = Socket(io_);
   connect_timer_.expires_after(options_.connect_timeout);
-  connect_timer_.async_wait([this, gen = generation_](boost::system::error_code ec) {
-    if (ec || gen != generation_ || ConnectedOnIoThread()) return;
-    resolver_.cancel();
-    boost::system::error_code ignored;
-    socket_.close(ignored);
-  });
+  connect_timer_.async_wait(
+      [this, self = shared_from_this(), gen = generation_](boost::system::error_code ec) {
+        if (ec || gen != generation_ || ConnectedOnIoThread()) return;
+        resolver_.cancel();
+        boost::system::error_code ignored;
+        socket_.close(ignored);
+      });
   if (!options_.unix_path.empty()) {
     return ConnectTo({Endpoint(asio::local::stream_protocol::endpoint(options_.unix_path))});
   }
   resolver_.async_resolve(
       options_.host, std::to_string(options_.port),
-      [this, gen = generation_](boost::system::error_code ec,
-                                asio::ip::tcp::resolver::results_type results) {
+      [this, self = shared_from_this(), gen = generation_](
+          boost::system::error_code ec, asio::ip::tcp::resolver::results_type results) {
         if (gen != generation_) return;
         if (ec) return ConnectFailed("cannot resolve " + options_.host + ": " + ec.message());
         std::vector<Endpoint> endpoints;
@@ -317,8 +321,8 @@ void Connection::Connect() {
 void Connection::ConnectTo(std::vector<Endpoint> endpoints, size_t next) {
   if (next >= endpoints.size()) return ConnectFailed("cannot connect to " + Address());
   socket_ = Socket(io_);
-  socket_.async_connect(endpoints[next], [this, gen = generation_, endpoints,
-                                          next](boost::system::error_code ec) mutable {
+  socket_.async_connect(endpoints[next], [this, self = shared_from_this(), gen = generation_,
+                                          endpoints, next](boost::system::error_code ec) mutable {
     if (gen != generation_) return;
     if (ec == asio::error::operation_aborted) {
       return ConnectFailed("connecting to " + Address() + " timed out");
@@ -371,7 +375,7 @@ void Connection::Handshake() {
         *failed = true;
         const std::string why = r.ok() ? r->str : r.status().message();
         // Not from inside the reply loop: drop the connection on the next turn.
-        asio::post(io_, [this, gen, why, what] {
+        asio::post(io_, [this, self = shared_from_this(), gen, why, what] {
           if (gen == generation_) Disconnect(what + " failed: " + why);
         });
         return;
@@ -438,7 +442,7 @@ void Connection::ScheduleReconnect() {
       NextReconnectWait(backoff_, options_.reconnect_min, options_.reconnect_max, jitter_);
   reconnect_timer_.expires_after(wait.delay);
   backoff_ = wait.backoff;
-  reconnect_timer_.async_wait([this](boost::system::error_code ec) {
+  reconnect_timer_.async_wait([this, self = shared_from_this()](boost::system::error_code ec) {
     if (!ec) Connect();
   });
 }

@@ -50,10 +50,13 @@ Pending IgnoredReply(Steady::time_point deadline, Pending::Kind kind = Pending::
 // "host:port", or the socket's path.
 std::string ServerAddress(const ClientOptions& options);
 
-class Connection {
+// Owned by shared_ptr: every handler it gives the io_context holds it, so it outlives its
+// client until its last handler has run (the io_context may be shared with other clients and
+// keep running, see io_threads.h).
+class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  // `options` must outlive the connection; `index` seeds its reconnection jitter.
-  Connection(asio::io_context& io, const ClientOptions& options, int index);
+  // `io` must outlive the connection; `index` seeds its reconnection jitter.
+  Connection(asio::io_context& io, ClientOptions options, int index);
 
   void Start();
 
@@ -125,7 +128,7 @@ class Connection {
 
   void SetError(const std::string& why);
   asio::io_context& io_;
-  const ClientOptions& options_;
+  const ClientOptions options_;
   Socket socket_;
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer deadline_timer_, reconnect_timer_, connect_timer_;

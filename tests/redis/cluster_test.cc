@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <map>
@@ -152,6 +153,37 @@ TEST_F(ClusterClientTest, KeysGoToTheMasterOfTheirSlot) {
   }
   EXPECT_EQ(keys_on.size(), 3u) << "keys spread over every master";
   EXPECT_EQ(client_->cluster_stats_for_testing().moved, 0u);
+}
+
+// The threads of this process (Linux: /proc/self/status).
+int ThreadsOfThisProcess() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("Threads:")) return std::stoi(line.substr(8));
+  }
+  return -1;
+}
+
+// The node clients of the 3 masters share the I/O threads: a client with io_threads = 2 adds
+// those 2, each with the resolver thread Asio starts for its io_context, and its refresh thread;
+// not 2 of each per master.
+TEST_F(ClusterClientTest, NodeClientsShareTheIoThreads) {
+  auto options = redis::ParseRedisClusterUrl(cluster_->url());
+  ASSERT_TRUE(options.ok()) << options.status().ToString();
+  options->node.io_threads = 2;
+  options->node.connect_timeout = 5s;
+  const int before = ThreadsOfThisProcess();
+  auto client = ClusterClient::Create(*options);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  EXPECT_EQ((*client)->cluster_stats_for_testing().nodes, 3u);
+  EXPECT_EQ(ThreadsOfThisProcess() - before, 2 * 2 + 1);
+  const std::string_view ping[] = {"PING"};
+  EXPECT_EQ((*client)->CommandSync(ping)->str, "PONG");
+  // Two connections per thread to each master.
+  EXPECT_EQ((*client)->stats_for_testing().connects, 3u * 2 * 2);
+  options->node.io_threads = 0;
+  EXPECT_EQ(ClusterClient::Create(*options).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(ClusterClientTest, ABatchLeavesInOneWritePerNodeAndComesBackInOrder) {
