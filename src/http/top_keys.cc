@@ -167,9 +167,9 @@ class TopKeys::RuleSketch {
       uint64_t error = 0;
       uint64_t slots_holding = 0;  // bit i: slot i holds the key
     };
-    const auto slots = static_cast<int64_t>(ring_.size());
     TopKeysReport report;
     core::MutexLock lock(mu_);
+    const auto slots = static_cast<int64_t>(ring_.size());
     const int64_t current = std::max(latest_, SlotOf(now, options_.slot_length));
     const int64_t oldest = current - slots + 1;
     report.window = WindowAt(now, current, options_);
