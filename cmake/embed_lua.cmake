@@ -1,8 +1,14 @@
 # Builds the Redis store's scripts from src/redis/lua/*.lua into a C++ source of raw string
 # literals. Run at build time: cmake -DLUA_DIR=<dir> -DOUTPUT=<file.cc> -P embed_lua.cmake
 #
-# Each check script is common.lua, one algorithm, then check.lua; the all-or-nothing script is
-# common.lua, all six algorithms, then check_all.lua. kCheckSources follows the Algorithm enum.
+# The sources are sections of Lua (common.lua says why): in common.lua and each algorithm's file,
+# a "--@section NAME" line starts a section, which ends where the next one starts (the text before
+# the first is the file's comment, in no script). In a script, an "--@insert NAME" line is
+# replaced by the section NAME of its algorithm, else of common.lua, indented as the line, until
+# none is left; only `tidy` may be missing. Each check script is check.lua so filled in for one
+# algorithm. The all-or-nothing script is check_all.lua, whose lines from "--@for_each_algorithm"
+# to "--@end_for_each" are repeated for each algorithm, with its name in place of ALGORITHM and
+# its sections inserted. kCheckSources follows the Algorithm enum.
 set(algorithms fixed_window sliding_log sliding_window token_bucket leaky_bucket gcra)
 include(${CMAKE_CURRENT_LIST_DIR}/raw_literal.cmake)
 set(delimiter "sluice_lua")
@@ -12,19 +18,88 @@ function(read_lua name out)
   set(${out} "${text}" PARENT_SCOPE)
 endfunction()
 
-read_lua(common common)
+# Sets <name>_<section> in the caller to each section of the source <name>.lua.
+function(read_sections name)
+  read_lua(${name} text)
+  set(text "\n${text}")
+  string(REGEX MATCHALL "\n--@section [a-z_]+\n" markers "${text}")
+  foreach(marker IN LISTS markers)
+    string(FIND "${text}" "${marker}" begin)
+    string(LENGTH "${marker}" marker_length)
+    math(EXPR begin "${begin} + ${marker_length}")
+    string(SUBSTRING "${text}" ${begin} -1 body)
+    string(FIND "${body}" "\n--@section " end)
+    string(SUBSTRING "${body}" 0 ${end} body)
+    string(REGEX REPLACE "\n+$" "" body "${body}")
+    string(STRIP "${marker}" marker)
+    string(REPLACE "--@section " "" section "${marker}")
+    set(${name}_${section} "${body}" PARENT_SCOPE)
+  endforeach()
+endfunction()
+
+# Replaces the "--@insert NAME" lines of the variable `var` with the sections of `algorithm`.
+function(insert_sections var algorithm)
+  set(text "\n${${var}}")
+  string(REGEX MATCH "\n( *)--@insert ([a-z_]+)\n" line "${text}")
+  while(NOT line STREQUAL "")
+    set(indent "${CMAKE_MATCH_1}")
+    set(name "${CMAKE_MATCH_2}")
+    if(DEFINED ${algorithm}_${name})
+      set(section "${${algorithm}_${name}}")
+    elseif(DEFINED common_${name})
+      set(section "${common_${name}}")
+    elseif(name STREQUAL "tidy")
+      set(section "")
+    else()
+      message(FATAL_ERROR "${algorithm}: no section `${name}` in ${algorithm}.lua or common.lua")
+    endif()
+    if(section STREQUAL "")
+      set(lines "\n")
+    else()
+      string(REPLACE "\n" "\n${indent}" section "${section}")
+      string(REGEX REPLACE "\n +\n" "\n\n" section "${section}")
+      set(lines "\n${indent}${section}\n")
+    endif()
+    string(REPLACE "\n${indent}--@insert ${name}\n" "${lines}" text "${text}")
+    string(REGEX MATCH "\n( *)--@insert ([a-z_]+)\n" line "${text}")
+  endwhile()
+  string(SUBSTRING "${text}" 1 -1 text)
+  if(text MATCHES "--@")
+    message(FATAL_ERROR "${algorithm}: a --@ line is left in the script:\n${text}")
+  endif()
+  set(${var} "${text}" PARENT_SCOPE)
+endfunction()
+
+read_sections(common)
 read_lua(check check)
 read_lua(check_all check_all)
+string(FIND "${check_all}" "--@for_each_algorithm\n" for_each)
+string(FIND "${check_all}" "--@end_for_each\n" end_for_each)
+if(for_each EQUAL -1 OR end_for_each LESS for_each)
+  message(FATAL_ERROR "check_all.lua: no --@for_each_algorithm ... --@end_for_each block")
+endif()
+string(SUBSTRING "${check_all}" 0 ${for_each} check_all_head)
+math(EXPR block_begin "${for_each} + 22")
+math(EXPR block_length "${end_for_each} - ${block_begin}")
+string(SUBSTRING "${check_all}" ${block_begin} ${block_length} check_all_block)
+math(EXPR tail_begin "${end_for_each} + 16")
+string(SUBSTRING "${check_all}" ${tail_begin} -1 check_all_tail)
 
 set(check_sources "")
 set(every_algorithm "")
 foreach(algorithm IN LISTS algorithms)
-  read_lua(${algorithm} text)
-  raw_literal("${common}${text}${check}" ${delimiter} source)
+  read_sections(${algorithm})
+  set(script "${check}")
+  insert_sections(script ${algorithm})
+  raw_literal("${script}" ${delimiter} source)
   string(APPEND check_sources "    ${source},\n")
-  string(APPEND every_algorithm "${text}")
+  string(REPLACE "ALGORITHM" "${algorithm}" instance "${check_all_block}")
+  insert_sections(instance ${algorithm})
+  string(APPEND every_algorithm "${instance}")
 endforeach()
-raw_literal("${common}${every_algorithm}${check_all}" ${delimiter} check_all_source)
+set(check_all_script "${check_all_head}${every_algorithm}${check_all_tail}")
+insert_sections(check_all_script common)
+raw_literal("${check_all_script}" ${delimiter} check_all_source)
 
 write_if_changed("${OUTPUT}"
 "// Generated by cmake/embed_lua.cmake from src/redis/lua/*.lua: edit those, not this.

@@ -46,7 +46,7 @@ struct Service {
   sluice::http::Metrics metrics;
   Api api{store, metrics,
           sluice::http::RuleTable::Build(
-              sluice::config::ParseConfig(kRules, "fuzz.yaml").value().rules, metrics),
+              sluice::config::ParseConfig(kRules, "fuzz.yaml").value().rules, store, metrics),
           nullptr, &timers};
 };
 

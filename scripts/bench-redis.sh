@@ -17,6 +17,7 @@ redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$d
   --daemonize yes --logfile "$dir/redis.log" --pidfile "$dir/redis.pid"
 trap 'kill "$(cat "$dir/redis.pid")" 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+scripts/lua-scripts.sh . "$dir/scripts"
 
 keys=100000
 requests=1000000
@@ -26,9 +27,8 @@ client=(--io-threads "${IO_THREADS:-1}" --connections "${CONNECTIONS:-2}"
 median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 field() { grep -oE "\"$1\":[0-9.]+" | cut -d: -f2; }
 for algorithm in "${algorithms[@]}"; do
-  # The script exactly as sluice embeds it: common.lua, the algorithm, check.lua.
-  sha=$(cat src/redis/lua/common.lua "src/redis/lua/$algorithm.lua" src/redis/lua/check.lua |
-    redis-cli -p "$port" -x script load | tr -d '\r')
+  # The script exactly as sluice embeds it.
+  sha=$(redis-cli -p "$port" -x script load <"$dir/scripts/$algorithm.lua" | tr -d '\r')
   # check.lua's ARGV: now ('' = Redis TIME), expiry margin ms, cost, then (count, period µs) for
   # the window algorithms or (capacity, emission interval µs) for the bucket ones: 1M per second;
   # then max_delay µs, 0: no reservation.

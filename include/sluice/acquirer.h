@@ -12,8 +12,8 @@
 // key's line checks the store (on the meters, the whole line books in one batch, in order).
 // max_wait bounds the wait for the slot; a store call in flight for the key comes on top.
 //
-// Waiting costs a timer, never a thread or a polling loop: Timers is where waiters sleep,
-// AsioTimers on an io_context in production, ManualTimers on a ManualClock in tests.
+// Waiting costs a timer, never a thread or a polling loop: Timers (sluice/timers.h) is where
+// waiters sleep, AsioTimers on an io_context in production, ManualTimers on a ManualClock in tests.
 //
 // Bounds: `max_waiters_per_key` and `max_waiters` count the acquires in progress (in line, in a
 // store call, or sleeping until their slot or their next check). Beyond either bound an acquire
@@ -42,68 +42,9 @@
 #include "sluice/decision.h"
 #include "sluice/limiter.h"
 #include "sluice/status.h"
-
-namespace boost::asio {
-class io_context;
-}
+#include "sluice/timers.h"
 
 namespace sluice {
-
-// Runs callbacks after a delay. Thread safety: all methods may be called from any thread.
-class Timers {
- public:
-  using Id = uint64_t;
-  virtual ~Timers() = default;
-  // The time the delays are counted from.
-  virtual Time now() const = 0;
-  // Runs `fire` once, `after` from now (never inline). Returns an id for Cancel.
-  virtual Id Start(Duration after, std::function<void()> fire) = 0;
-  // Makes sure `fire` does not run if it has not started yet.
-  virtual void Cancel(Id id) = 0;
-};
-
-// Timers on an Asio io_context: callbacks run on the threads that run it. The context must
-// outlive this object, and this object the timers it started.
-class AsioTimers final : public Timers {
- public:
-  explicit AsioTimers(boost::asio::io_context& io);
-  ~AsioTimers() override;
-  AsioTimers(const AsioTimers&) = delete;
-  AsioTimers& operator=(const AsioTimers&) = delete;
-
-  Time now() const override;  // the system clock's
-  Id Start(Duration after, std::function<void()> fire) override;
-  void Cancel(Id id) override;
-
- private:
-  struct Impl;
-  std::shared_ptr<Impl> impl_;
-};
-
-// Timers on a ManualClock, for tests: nothing fires until Advance, which moves the clock and
-// runs the due callbacks in time order (ties in start order), each with the clock set to its
-// deadline, on the thread calling Advance.
-class ManualTimers final : public Timers {
- public:
-  explicit ManualTimers(ManualClock& clock);
-  ~ManualTimers() override;
-  ManualTimers(const ManualTimers&) = delete;
-  ManualTimers& operator=(const ManualTimers&) = delete;
-
-  Time now() const override;
-  Id Start(Duration after, std::function<void()> fire) override;
-  void Cancel(Id id) override;
-
-  // Moves the clock `by` forward, firing what falls due on the way (Advance(0) fires what is due
-  // now, including timers started by the callbacks it runs).
-  void Advance(Duration by);
-  // Timers started and neither fired nor cancelled.
-  size_t pending() const;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
 
 enum class AcquireOutcome : uint8_t {
   kAdmitted,   // the request may proceed now

@@ -36,28 +36,36 @@ class Limiter {
   Limiter(Store& store, std::string name, Limit limit,
           FailurePolicy on_error = FailurePolicy::kFailOpen);
 
+  // The request this limiter's checks make for `key`: its name as the scope, its limit and its
+  // failure policy, with `cost` and `max_delay` (see CheckRequest). Every check of a limit is
+  // built here, the methods below and the callers that hand requests to a Store themselves
+  // alike: several limiters' requests in one Store::CheckBatch or Store::CheckAll. Nothing is
+  // validated (the store does, as ValidateCheck). The request points into this limiter and
+  // `key`: both must outlive its use.
+  CheckRequest Request(std::string_view key, int64_t cost, Duration max_delay = Duration(0)) const;
+
   // Admits `cost` units for `key` if the limit allows, consuming them; a denial consumes
   // nothing. Cost 0 peeks. Errors: INVALID_ARGUMENT (empty or over-long key, negative cost),
   // COST_EXCEEDS_LIMIT (cost above capacity()), and the store's own (e.g. UNAVAILABLE).
-  Result<Decision> Check(std::string_view key, int64_t cost = 1);
-  void CheckAsync(std::string_view key, int64_t cost, DecisionCallback done);
+  Result<Decision> Check(std::string_view key, int64_t cost = 1) const;
+  void CheckAsync(std::string_view key, int64_t cost, DecisionCallback done) const;
   // As Check, but a request that does not fit now and would within `max_delay` books its slot
   // and is allowed with Decision::delay, the wait before it may proceed (store.h, Reservations).
   // token_bucket, leaky_bucket and gcra only (IsMeter); INVALID_ARGUMENT for the others.
-  Result<Decision> Reserve(std::string_view key, int64_t cost, Duration max_delay);
-  void ReserveAsync(std::string_view key, int64_t cost, Duration max_delay, DecisionCallback done);
+  Result<Decision> Reserve(std::string_view key, int64_t cost, Duration max_delay) const;
+  void ReserveAsync(std::string_view key, int64_t cost, Duration max_delay,
+                    DecisionCallback done) const;
   // Several keys at once, decided in order; one round trip on a remote store.
-  std::vector<Result<Decision>> CheckBatch(std::span<const KeyCost> checks);
-  void CheckBatchAsync(std::span<const KeyCost> checks, BatchCallback done);
+  std::vector<Result<Decision>> CheckBatch(std::span<const KeyCost> checks) const;
+  void CheckBatchAsync(std::span<const KeyCost> checks, BatchCallback done) const;
   // Forgets the key's state.
-  Status Reset(std::string_view key);
+  Status Reset(std::string_view key) const;
 
   const std::string& name() const { return name_; }
   const Limit& limit() const { return limit_; }
   FailurePolicy on_error() const { return on_error_; }
 
  private:
-  CheckRequest Request(std::string_view key, int64_t cost, Duration max_delay = Duration(0)) const;
   std::vector<CheckRequest> Requests(std::span<const KeyCost> checks) const;
 
   Store& store_;

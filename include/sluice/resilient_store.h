@@ -37,6 +37,12 @@
 #include "sluice/store_health.h"
 
 namespace sluice {
+namespace resilience {
+struct BreakerPass;
+class DomainBreakers;
+class FailurePolicies;
+class HotKeyCache;
+}  // namespace resilience
 
 struct ResilientStoreOptions {
   // Time for the breaker, the hot-key cache and the local fallback; the system clock when null.
@@ -45,10 +51,10 @@ struct ResilientStoreOptions {
   Duration open_for = std::chrono::milliseconds(200);
   // How many processes share the limits: local_fallback gives each limit/instances (at least 1).
   int64_t instances = 1;
-  // Keys the hot-key cache may hold; 0 turns it off. The bound holds per shard (the cache has
-  // 16): when a key's shard is full, its denial is remembered only if a sweep of the expired
-  // entries makes room, and a full shard is swept at most once every 10 ms. A key not
-  // remembered is simply decided by the backend each time.
+  // Keys the hot-key cache may hold; 0 turns it off. Its memory is bounded by 320 bytes per key
+  // (HotKeyMap::kBytesPerKey); the bounds hold per shard (the cache has 16). When a key's shard
+  // is full, expired denials make room first, then those not looked up lately are evicted; a
+  // key not remembered is simply decided by the backend each time.
   size_t hot_key_capacity = 100'000;
   // Keys the local fallback may hold.
   size_t fallback_max_keys = 1'000'000;
@@ -59,7 +65,7 @@ class ResilientStore final : public Store, public StoreHealth {
   ResilientStore(Store& backend, ResilientStoreOptions options = {});
   ~ResilientStore() override;
 
-  // Breakers with their own slot; domain ids at or above it share one.
+  // Breakers with their own slot; domain ids at or above it share one (DomainBreakers::kSlots).
   static constexpr size_t kBreakerSlots = 256;
 
   // StoreHealth: decisions by source, backend errors, and the breakers.
@@ -88,41 +94,35 @@ class ResilientStore final : public Store, public StoreHealth {
   Result<Decision> DoCheck(const CheckRequest& request) override;
   Status DoReset(std::string_view scope, std::string_view key) override;
   // The backend's CheckAll when the breaker of every key's domain lets it through; when one does
-  // not, or the backend is out, the requests' policies decide as one (DecideAllByPolicy). The
-  // hot-key cache is neither read nor filled.
+  // not, or the backend is out, the requests' policies decide as one (FailurePolicies::DecideAll).
+  // The hot-key cache is neither read nor filled.
   void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override;
 
  private:
-  class Breaker;
-  class HotKeys;
-  struct OwnedRequest;
-  struct Pass;
-
-  bool UsesCache(const CheckRequest& request) const;
-  std::optional<Decision> FromCache(const CheckRequest& request, int64_t now);
-  Breaker& BreakerOf(uint32_t domain);
+  // The decision made here for `request`, without the backend: the hot-key cache's denial, or
+  // the failure policy's while the breaker of the key's domain is open (both counted). nullopt
+  // when the request goes to the backend, with `pass` the breaker's pass for the call.
+  std::optional<Decision> DecideHere(const CheckRequest& request, Time now,
+                                     resilience::BreakerPass& pass);
   // Whether the breaker of the key's domain lets a call through now, and as what.
-  Pass Allow(std::string_view scope, std::string_view key, int64_t now);
+  resilience::BreakerPass Allow(std::string_view scope, std::string_view key, Time now);
   // Updates the call's breaker and the error count with the backend's answer to it; true if it
   // is an outage (IsStoreOutage), for the failure policy to decide.
-  bool Observe(const Pass& pass, const Result<Decision>& answer);
+  bool Observe(const resilience::BreakerPass& pass, const Result<Decision>& answer);
   // The backend's answer to one request, with the breaker and the cache updated; an outage
   // becomes the request's failure policy, any other error is returned as it is.
-  Result<Decision> Settle(const CheckRequest& request, const Pass& pass, Result<Decision> answer);
-  Result<Decision> ApplyPolicy(const CheckRequest& request);
-  // CheckAll's requests decided by their failure policies, all or nothing: a fail_closed request
-  // denies them all, the local_fallback ones are decided together on the local fallback (each
-  // with its share of the limit), the fail_open ones admit.
-  std::vector<Decision> DecideAllByPolicy(std::span<const CheckRequest> requests);
-  void Count(const Result<Decision>& result);
-  int64_t Now() const;
+  Result<Decision> Settle(const CheckRequest& request, const resilience::BreakerPass& pass,
+                          Result<Decision> answer);
+  bool UsesCache(const CheckRequest& request) const;
+  // Forgets the key in this process: the hot-key cache's denial and the local fallback's state.
+  void ForgetHere(std::string_view scope, std::string_view key);
+  void Count(const Decision& decision);
 
   Store& backend_;
-  const ResilientStoreOptions options_;
   const Clock& clock_;
-  std::unique_ptr<Breaker[]> breakers_;  // kBreakerSlots
-  std::unique_ptr<HotKeys> hot_keys_;
-  MemoryStore fallback_;
+  const std::unique_ptr<resilience::DomainBreakers> breakers_;
+  const std::unique_ptr<resilience::HotKeyCache> hot_keys_;  // null when off
+  const std::unique_ptr<resilience::FailurePolicies> policies_;
   std::atomic<uint64_t> by_source_[5] = {};
   std::atomic<uint64_t> store_errors_{0};
 };

@@ -12,10 +12,12 @@
 #include <thread>
 #include <vector>
 
+#include "cli/signals.h"
 #include "config/config.h"
 #include "config/example_config.h"
 #include "http/api.h"
 #include "http/metrics.h"
+#include "http/rule_table.h"
 #include "http/server.h"
 #include "sluice/acquirer.h"
 #include "sluice/open_store.h"
@@ -81,6 +83,30 @@ int IoThreads(const ServeFlags& flags, const config::Config& config) {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
+// SIGHUP: the rules from the same file, atomically; the previous rules stay if the file is bad.
+// `running` is the config the service started with.
+void Reload(const ServeFlags& flags, const config::Config& running, std::string_view source,
+            Store& store, http::Metrics& metrics, http::Api& api) {
+  if (flags.config_path.empty()) {
+    spdlog::warn("nothing to reload: the rules are the built-in example (no --config)");
+    return;
+  }
+  auto reloaded = config::LoadConfigFile(flags.config_path);
+  if (!reloaded.ok()) {
+    spdlog::error("reload rejected, the previous rules stay in force: {}",
+                  reloaded.status().message());
+    return;
+  }
+  api.SetRules(http::RuleTable::Build(reloaded->rules, store, metrics));
+  api.SetMaxWaiters(reloaded->server.max_waiters);
+  api.SetExposeKeys(reloaded->server.expose_keys);
+  spdlog::info("reloaded {} rule(s) from {}", reloaded->rules.size(), source);
+  if (const std::string fields = FieldsNeedingRestart(flags, running, *reloaded); !fields.empty()) {
+    spdlog::warn("changed in {} but only applied on restart, still running the old values: {}",
+                 source, fields);
+  }
+}
+
 // Where /v1/acquire waits: timers on one thread of their own, so waiting never takes an I/O
 // thread. Declared before the Api, which must not outlive it.
 class WaitTimers {
@@ -123,6 +149,7 @@ CLI::App* AddServeCommand(CLI::App& app, ServeFlags& flags) {
 
 int RunServe(const ServeFlags& flags) {
   if (!flags.check_config_path.empty()) return CheckConfig(flags.check_config_path);
+  ServiceSignals signals;  // before any thread starts, so that none is interrupted by one
 
   spdlog::set_default_logger(spdlog::stderr_color_mt("sluice"));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
@@ -157,7 +184,7 @@ int RunServe(const ServeFlags& flags) {
   }
   Store& store = resilient ? *resilient : **backend;
   WaitTimers wait_timers;
-  http::Api api(store, metrics, http::RuleTable::Build(config->rules, metrics), health,
+  http::Api api(store, metrics, http::RuleTable::Build(config->rules, store, metrics), health,
                 &wait_timers.timers());
   api.SetMaxWaiters(config->server.max_waiters);
   api.SetExposeKeys(config->server.expose_keys);
@@ -176,27 +203,11 @@ int RunServe(const ServeFlags& flags) {
                config->listen.host, server.port(), config->rules.size(), source, config->store.url,
                options.io_threads);
 
-  server.Run([&] {
-    if (flags.config_path.empty()) {
-      spdlog::warn("nothing to reload: the rules are the built-in example (no --config)");
-      return;
-    }
-    auto reloaded = config::LoadConfigFile(flags.config_path);
-    if (!reloaded.ok()) {
-      spdlog::error("reload rejected, the previous rules stay in force: {}",
-                    reloaded.status().message());
-      return;
-    }
-    api.SetRules(http::RuleTable::Build(reloaded->rules, metrics));
-    api.SetMaxWaiters(reloaded->server.max_waiters);
-    api.SetExposeKeys(reloaded->server.expose_keys);
-    spdlog::info("reloaded {} rule(s) from {}", reloaded->rules.size(), source);
-    if (const std::string fields = FieldsNeedingRestart(flags, *config, *reloaded);
-        !fields.empty()) {
-      spdlog::warn("changed in {} but only applied on restart, still running the old values: {}",
-                   source, fields);
-    }
-  });
+  server.Start();
+  while (signals.Next() == ServiceSignal::kReload) {
+    Reload(flags, *config, source, store, metrics, api);
+  }
+  server.Drain();
   return 0;
 }
 

@@ -1,6 +1,8 @@
 // `sluice serve`: the standalone decision service. Loads a YAML rule set (config/config.h), opens
-// the store and serves the HTTP API (http/api.h) until SIGTERM or SIGINT; SIGHUP reloads the
-// rules from the same file, atomically, keeping the old ones if the new file is bad.
+// the store and serves the HTTP API (http/api.h) until SIGTERM or SIGINT, then drains; SIGHUP
+// reloads the rules from the same file, atomically, keeping the old ones if the new file is bad
+// (cli/signals.h: SIGHUPs that come during a reload are one more reload, and a signal that comes
+// while the service starts is taken once it serves).
 // `sluice serve --check-config FILE` only validates FILE, as a service manager runs it before a
 // start.
 #pragma once

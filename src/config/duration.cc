@@ -45,6 +45,6 @@ std::string FormatDuration(Duration d) {
   return std::to_string(d.count() / unit->micros) + std::string(unit->suffix);
 }
 
-int64_t CeilMillis(Duration d) { return (d.count() + 999) / 1000; }
+int64_t CeilMillis(Duration d) { return d.count() <= 0 ? 0 : (d.count() + 999) / 1000; }
 
 }  // namespace sluice::config

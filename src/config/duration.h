@@ -17,7 +17,8 @@ Result<Duration> ParseDuration(std::string_view text);
 // "1500ms", "2h".
 std::string FormatDuration(Duration d);
 
-// `d` in whole milliseconds, rounded up: a wait printed this way is never too early.
+// `d` in whole milliseconds, rounded up: a wait printed this way is never too early. 0 for a
+// negative `d` (a wait measured on a clock that stepped back).
 int64_t CeilMillis(Duration d);
 
 }  // namespace sluice::config

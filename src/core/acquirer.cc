@@ -1,125 +1,16 @@
 #include "sluice/acquirer.h"
 
 #include <algorithm>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <deque>
-#include <map>
-#include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "core/acquire_lines.h"
 #include "core/await.h"
 #include "core/mutex.h"
 #include "core/names.h"
 
 namespace sluice {
-
-// --- AsioTimers ---------------------------------------------------------------------------------
-
-struct AsioTimers::Impl {
-  explicit Impl(boost::asio::io_context& context) : io(context) {}
-  boost::asio::io_context& io;
-  core::Mutex mu;
-  Id next_id GUARDED_BY(mu) = 1;
-  // A timer is here until it fires or is cancelled; destroying it cancels its wait.
-  std::unordered_map<Id, std::unique_ptr<boost::asio::steady_timer>> timers GUARDED_BY(mu);
-};
-
-AsioTimers::AsioTimers(boost::asio::io_context& io) : impl_(std::make_shared<Impl>(io)) {}
-
-AsioTimers::~AsioTimers() {
-  core::MutexLock lock(impl_->mu);
-  impl_->timers.clear();
-}
-
-Time AsioTimers::now() const { return SystemClock::Instance().now(); }
-
-Timers::Id AsioTimers::Start(Duration after, std::function<void()> fire) {
-  core::MutexLock lock(impl_->mu);
-  const Id id = impl_->next_id++;
-  auto timer = std::make_unique<boost::asio::steady_timer>(impl_->io);
-  timer->expires_after(std::max(after, Duration(0)));
-  // The handler takes the lock, so it cannot run before the timer is registered below.
-  timer->async_wait([impl = impl_, id, fire = std::move(fire)](const boost::system::error_code&) {
-    {
-      core::MutexLock handler_lock(impl->mu);
-      auto it = impl->timers.find(id);
-      if (it == impl->timers.end()) return;  // cancelled
-      impl->timers.erase(it);
-    }
-    fire();
-  });
-  impl_->timers.emplace(id, std::move(timer));
-  return id;
-}
-
-void AsioTimers::Cancel(Id id) {
-  core::MutexLock lock(impl_->mu);
-  impl_->timers.erase(id);
-}
-
-// --- ManualTimers -------------------------------------------------------------------------------
-
-struct ManualTimers::Impl {
-  explicit Impl(ManualClock& c) : clock(c) {}
-  ManualClock& clock;
-  mutable core::Mutex mu;
-  Id next_id GUARDED_BY(mu) = 1;
-  // By deadline, then start order.
-  std::map<std::pair<Time, Id>, std::function<void()>> due GUARDED_BY(mu);
-  std::unordered_map<Id, Time> deadline_of GUARDED_BY(mu);
-};
-
-ManualTimers::ManualTimers(ManualClock& clock) : impl_(std::make_unique<Impl>(clock)) {}
-ManualTimers::~ManualTimers() = default;
-
-Time ManualTimers::now() const { return impl_->clock.now(); }
-
-Timers::Id ManualTimers::Start(Duration after, std::function<void()> fire) {
-  core::MutexLock lock(impl_->mu);
-  const Id id = impl_->next_id++;
-  const Time at = impl_->clock.now() + std::max(after, Duration(0));
-  impl_->due.emplace(std::make_pair(at, id), std::move(fire));
-  impl_->deadline_of.emplace(id, at);
-  return id;
-}
-
-void ManualTimers::Cancel(Id id) {
-  core::MutexLock lock(impl_->mu);
-  auto it = impl_->deadline_of.find(id);
-  if (it == impl_->deadline_of.end()) return;
-  impl_->due.erase(std::make_pair(it->second, id));
-  impl_->deadline_of.erase(it);
-}
-
-void ManualTimers::Advance(Duration by) {
-  const Time target = impl_->clock.now() + by;
-  while (true) {
-    std::function<void()> fire;
-    {
-      core::MutexLock lock(impl_->mu);
-      if (impl_->due.empty() || impl_->due.begin()->first.first > target) break;
-      auto first = impl_->due.begin();
-      const auto [at, id] = first->first;
-      fire = std::move(first->second);
-      impl_->due.erase(first);
-      impl_->deadline_of.erase(id);
-      if (impl_->clock.now() < at) impl_->clock.Set(at);
-    }
-    fire();
-  }
-  if (impl_->clock.now() < target) impl_->clock.Set(target);
-}
-
-size_t ManualTimers::pending() const {
-  core::MutexLock lock(impl_->mu);
-  return impl_->due.size();
-}
-
-// --- Acquirer -----------------------------------------------------------------------------------
 
 namespace {
 
@@ -136,13 +27,17 @@ const char* AcquireOutcomeName(AcquireOutcome outcome) {
   return core::NameOf(kAcquireOutcomeNames, outcome);
 }
 
+// The acquires' state machine: an acquire waits in its key's line (kInLine), checks the store
+// when its turn comes (kChecking), and then is admitted, denied, booked until its slot
+// (kBooked, on a meter) or, at the head of its line, sleeps until its retry (kSleeping, on a
+// window algorithm).
 class Acquirer::State : public std::enable_shared_from_this<State> {
  public:
   State(Limiter& limiter, Timers& timers, AcquirerOptions options)
       : limiter_(limiter),
         timers_(timers),
-        options_(options),
-        books_slots_(IsMeter(limiter.limit().algorithm())) {}
+        books_slots_(IsMeter(limiter.limit().algorithm())),
+        lines_(options) {}
 
   Limiter& limiter() const { return limiter_; }
 
@@ -160,67 +55,53 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
       return 0;
     }
     core::MutexLock lock(mu_);
-    auto line_it = lines_.try_emplace(std::string(key)).first;
-    Line& line = line_it->second;
-    if (waiters_.size() >= options_.max_waiters ||
-        line.in_progress >= options_.max_waiters_per_key) {
+    const WaiterPtr waiter = lines_.Join(key);
+    if (!waiter) {
       ++stats_.queue_full;
-      if (line.in_progress == 0) lines_.erase(line_it);
       lock.Unlock();
       Acquisition refused;
       refused.outcome = AcquireOutcome::kQueueFull;
       done(std::move(refused));
       return 0;
     }
-    auto waiter = std::make_shared<Waiter>();
-    waiter->id = next_id_++;
-    waiter->key = line_it->first;
     waiter->cost = cost;
     waiter->start = timers_.now();
     waiter->deadline = waiter->start + max_wait;
     waiter->done = std::move(done);
-    waiters_.emplace(waiter->id, waiter);
-    ++line.in_progress;
-    line.waiting.push_back(waiter);
     const AcquireId id = waiter->id;
-    Batch batch = TakeBatch(line);
+    std::vector<WaiterPtr> turn = TakeTurn(waiter->key);
     // Behind a head that sleeps between checks, a waiter may run out of time in line (at once,
     // with no max_wait).
-    if (waiter->phase == Phase::kInLine && !books_slots_) {
+    if (waiter->phase == WaitPhase::kInLine && !books_slots_) {
       waiter->timer = timers_.Start(max_wait, [self, id] { self->OnDeadline(id); });
     }
     lock.Unlock();
-    Send(std::move(batch));
+    Send(std::move(turn));
     return id;
   }
 
   bool Cancel(AcquireId id) {
     const auto self = shared_from_this();  // as in Start
     Completions completions;
-    Batch next;
+    std::vector<WaiterPtr> next;
     {
       core::MutexLock lock(mu_);
-      auto it = waiters_.find(id);
-      if (it == waiters_.end()) return false;
-      WaiterPtr w = it->second;
-      Line& line = lines_.at(w->key);
+      const WaiterPtr w = lines_.Find(id);
+      if (!w) return false;
       switch (w->phase) {
-        case Phase::kInLine:
-          std::erase(line.waiting, w);
-          break;
-        case Phase::kChecking:
+        case WaitPhase::kChecking:
           if (w->cancelled) return false;
           w->cancelled = true;  // ends when the store answers
           return true;
-        case Phase::kSleeping:
-          line.busy = false;
+        case WaitPhase::kSleeping:
+          lines_.PassTurn(w->key);
           break;
-        case Phase::kBooked:
-          break;  // the slot stays consumed
+        case WaitPhase::kInLine:
+        case WaitPhase::kBooked:  // the slot stays consumed
+          break;
       }
       Finish(w, AcquireOutcome::kCancelled, w->last, completions);
-      next = TakeBatch(line);
-      EraseLineIfIdle(w->key);
+      next = TakeTurn(w->key);
     }
     Run(completions);
     Send(std::move(next));
@@ -231,7 +112,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
     std::vector<AcquireId> ids;
     {
       core::MutexLock lock(mu_);
-      for (const auto& [id, w] : waiters_) ids.push_back(id);
+      ids = lines_.ids();
     }
     for (AcquireId id : ids) Cancel(id);
   }
@@ -241,16 +122,10 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
     {
       core::MutexLock lock(mu_);
       shut_down_ = true;
-      for (auto& [id, w] : waiters_) {
-        if (w->timer) timers_.Cancel(*w->timer);
-        ++stats_.cancelled;
-        completions.push_back(
-            {std::move(w->done), Acquisition{.outcome = AcquireOutcome::kCancelled,
-                                             .decision = w->last,
-                                             .waited = timers_.now() - w->start}});
+      for (const WaiterPtr& w : lines_.RemoveAll()) {
+        StopTimer(*w);
+        Complete(*w, AcquireOutcome::kCancelled, w->last, completions);
       }
-      waiters_.clear();
-      lines_.clear();
     }
     Run(completions);
   }
@@ -258,37 +133,13 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   AcquirerStats stats() const {
     core::MutexLock lock(mu_);
     AcquirerStats s = stats_;
-    s.in_progress = waiters_.size();
+    s.in_progress = lines_.size();
     return s;
   }
 
  private:
-  enum class Phase {
-    kInLine,    // waiting for its turn to check
-    kChecking,  // in a store call
-    kSleeping,  // the head of its line, denied, until its retry_after
-    kBooked,    // its slot is booked, until the slot comes
-  };
-
-  struct Waiter {
-    AcquireId id = 0;
-    std::string key;
-    int64_t cost = 0;
-    Time start, deadline;
-    AcquireCallback done;
-    Phase phase = Phase::kInLine;
-    std::optional<Timers::Id> timer;
-    bool cancelled = false;  // while kChecking
-    Decision last;           // the store's last decision for it
-  };
-  using WaiterPtr = std::shared_ptr<Waiter>;
-
-  struct Line {
-    std::deque<WaiterPtr> waiting;  // kInLine, first come first
-    bool busy = false;              // a store call, or a head sleeping before its next check
-    size_t in_progress = 0;         // the key's acquires, whatever their phase
-    Decision last_denial;
-  };
+  using WaitPhase = core::WaitPhase;
+  using WaiterPtr = core::WaiterPtr;
 
   struct Completion {
     AcquireCallback done;
@@ -296,119 +147,98 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   };
   using Completions = std::vector<Completion>;
 
-  struct Batch {
-    std::vector<WaiterPtr> waiters;  // of one key, in line order
-  };
-
-  // The next waiters of `line` to check, if it is its turn to check.
-  Batch TakeBatch(Line& line) REQUIRES(mu_) {
-    Batch batch;
-    if (line.busy || line.waiting.empty() || shut_down_) return batch;
-    line.busy = true;
-    // Meters book in one batch, decided in order; otherwise the head alone checks.
-    const size_t n = books_slots_ ? line.waiting.size() : 1;
-    for (size_t i = 0; i < n; ++i) {
-      WaiterPtr w = std::move(line.waiting.front());
-      line.waiting.pop_front();
-      w->phase = Phase::kChecking;
-      if (w->timer) {
-        timers_.Cancel(*w->timer);
-        w->timer.reset();
-      }
-      batch.waiters.push_back(std::move(w));
-    }
-    return batch;
+  // The acquires of `key` whose turn it is to check the store, if it is their turn: on a meter
+  // the whole line books in one batch, decided in order; otherwise the head alone checks.
+  std::vector<WaiterPtr> TakeTurn(const std::string& key) REQUIRES(mu_) {
+    if (shut_down_) return {};
+    std::vector<WaiterPtr> turn = lines_.TakeTurn(key, books_slots_);
+    for (const WaiterPtr& w : turn) StopTimer(*w);
+    return turn;
   }
 
-  void Send(Batch batch) EXCLUDES(mu_) {
-    if (batch.waiters.empty()) return;
+  void Send(std::vector<WaiterPtr> turn) EXCLUDES(mu_) {
+    if (turn.empty()) return;
     const Time now = timers_.now();
     const Duration most = MaxDelayOf(limiter_.limit());
     std::vector<KeyCost> checks;
-    checks.reserve(batch.waiters.size());
-    for (const WaiterPtr& w : batch.waiters) {
+    checks.reserve(turn.size());
+    for (const WaiterPtr& w : turn) {
       const Duration left = std::clamp(w->deadline - now, Duration(0), most);
       checks.push_back(
           {.key = w->key, .cost = w->cost, .max_delay = books_slots_ ? left : Duration(0)});
     }
-    limiter_.CheckBatchAsync(checks, [self = shared_from_this(), batch = std::move(batch)](
+    limiter_.CheckBatchAsync(checks, [self = shared_from_this(), turn = std::move(turn)](
                                          std::vector<Result<Decision>> results) {
-      self->OnResults(batch, std::move(results));
+      self->OnResults(turn, std::move(results));
     });
   }
 
-  void OnResults(const Batch& batch, std::vector<Result<Decision>> results) {
+  void OnResults(const std::vector<WaiterPtr>& turn, std::vector<Result<Decision>> results) {
     Completions completions;
-    Batch next;
+    std::vector<WaiterPtr> next;
     {
       core::MutexLock lock(mu_);
       if (shut_down_) return;
-      const std::string& key = batch.waiters.front()->key;
-      Line& line = lines_.at(key);
+      const std::string& key = turn.front()->key;
       const Time now = timers_.now();
       bool head_sleeps = false;
-      for (size_t i = 0; i < batch.waiters.size(); ++i) {
-        const WaiterPtr& w = batch.waiters[i];
+      for (size_t i = 0; i < turn.size(); ++i) {
+        const WaiterPtr& w = turn[i];
         Result<Decision>& r = results[i];
         if (r.ok()) w->last = *r;
         if (w->cancelled) {
           Finish(w, AcquireOutcome::kCancelled, w->last, completions);
         } else if (!r.ok()) {
-          Fail(w, r.status(), completions);
+          ++stats_.errors;
+          completions.push_back({std::move(w->done), r.status()});
+          Remove(w);
         } else if (r->allowed && r->delay.count() == 0) {
           Finish(w, AcquireOutcome::kAdmitted, *r, completions);
         } else if (r->allowed) {
-          w->phase = Phase::kBooked;
+          w->phase = WaitPhase::kBooked;
           w->timer = timers_.Start(
               r->delay, [self = shared_from_this(), id = w->id] { self->OnSlotCame(id); });
         } else {
-          line.last_denial = *r;
+          lines_.NoteDenial(key, *r);
           // The wait cannot come sooner than retry_after, nor a slot be booked closer.
           if (books_slots_ || now + r->retry_after > w->deadline) {
             Finish(w, AcquireOutcome::kDenied, *r, completions);
           } else {
-            w->phase = Phase::kSleeping;
+            w->phase = WaitPhase::kSleeping;
             w->timer = timers_.Start(
                 r->retry_after, [self = shared_from_this(), id = w->id] { self->OnRetry(id); });
             head_sleeps = true;
           }
         }
       }
-      line.busy = head_sleeps;
-      next = TakeBatch(line);
-      EraseLineIfIdle(key);
+      if (!head_sleeps) lines_.PassTurn(key);
+      next = TakeTurn(key);
     }
     Run(completions);
     Send(std::move(next));
   }
 
+  // The timers' callbacks: each acts only on an acquire still in the phase its timer was for.
+
   void OnSlotCame(AcquireId id) {
     Completions completions;
     {
       core::MutexLock lock(mu_);
-      auto it = waiters_.find(id);
-      if (it == waiters_.end() || it->second->phase != Phase::kBooked) return;
-      WaiterPtr w = it->second;
-      w->timer.reset();
+      const WaiterPtr w = TimerFired(id, WaitPhase::kBooked);
+      if (!w) return;
       Finish(w, AcquireOutcome::kAdmitted, w->last, completions);
-      EraseLineIfIdle(w->key);
     }
     Run(completions);
   }
 
   void OnRetry(AcquireId id) {
-    Batch next;
+    std::vector<WaiterPtr> next;
     {
       core::MutexLock lock(mu_);
-      auto it = waiters_.find(id);
-      if (it == waiters_.end() || it->second->phase != Phase::kSleeping) return;
-      WaiterPtr w = it->second;
-      w->timer.reset();
-      w->phase = Phase::kInLine;
-      Line& line = lines_.at(w->key);
-      line.waiting.push_front(w);  // still the head
-      line.busy = false;
-      next = TakeBatch(line);
+      const WaiterPtr w = TimerFired(id, WaitPhase::kSleeping);
+      if (!w) return;
+      lines_.ReturnToFront(w);  // still the head
+      next = TakeTurn(w->key);
     }
     Send(std::move(next));
   }
@@ -417,21 +247,31 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
     Completions completions;
     {
       core::MutexLock lock(mu_);
-      auto it = waiters_.find(id);
-      if (it == waiters_.end() || it->second->phase != Phase::kInLine) return;
-      WaiterPtr w = it->second;
-      w->timer.reset();
-      Line& line = lines_.at(w->key);
-      std::erase(line.waiting, w);
-      Finish(w, AcquireOutcome::kDenied, line.last_denial, completions);
-      EraseLineIfIdle(w->key);
+      const WaiterPtr w = TimerFired(id, WaitPhase::kInLine);
+      if (!w) return;
+      Finish(w, AcquireOutcome::kDenied, lines_.LastDenial(w->key), completions);
     }
     Run(completions);
+  }
+
+  // The acquire `id`, if it is still in `phase`, with its timer spent; null otherwise.
+  WaiterPtr TimerFired(AcquireId id, WaitPhase phase) REQUIRES(mu_) {
+    WaiterPtr w = lines_.Find(id);
+    if (!w || w->phase != phase) return nullptr;
+    w->timer.reset();
+    return w;
   }
 
   // Ends `w` with `outcome`.
   void Finish(const WaiterPtr& w, AcquireOutcome outcome, const Decision& decision,
               Completions& completions) REQUIRES(mu_) {
+    Complete(*w, outcome, decision, completions);
+    Remove(w);
+  }
+
+  // Counts `outcome` and queues the callback that reports it.
+  void Complete(core::Waiter& w, AcquireOutcome outcome, const Decision& decision,
+                Completions& completions) REQUIRES(mu_) {
     switch (outcome) {
       case AcquireOutcome::kAdmitted:
         ++stats_.admitted;
@@ -446,30 +286,20 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
         ++stats_.cancelled;
         break;
     }
-    completions.push_back({std::move(w->done), Acquisition{.outcome = outcome,
-                                                           .decision = decision,
-                                                           .waited = timers_.now() - w->start}});
-    Remove(w);
-  }
-
-  void Fail(const WaiterPtr& w, Status status, Completions& completions) REQUIRES(mu_) {
-    ++stats_.errors;
-    completions.push_back({std::move(w->done), std::move(status)});
-    Remove(w);
+    completions.push_back(
+        {std::move(w.done),
+         Acquisition{.outcome = outcome, .decision = decision, .waited = timers_.now() - w.start}});
   }
 
   void Remove(const WaiterPtr& w) REQUIRES(mu_) {
-    if (w->timer) {
-      timers_.Cancel(*w->timer);
-      w->timer.reset();
-    }
-    --lines_.at(w->key).in_progress;
-    waiters_.erase(w->id);
+    StopTimer(*w);
+    lines_.Remove(w);
   }
 
-  void EraseLineIfIdle(const std::string& key) REQUIRES(mu_) {
-    auto it = lines_.find(key);
-    if (it != lines_.end() && it->second.in_progress == 0 && !it->second.busy) lines_.erase(it);
+  void StopTimer(core::Waiter& w) REQUIRES(mu_) {
+    if (!w.timer) return;
+    timers_.Cancel(*w.timer);
+    w.timer.reset();
   }
 
   static void Run(Completions& completions) {
@@ -478,16 +308,13 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
 
   Limiter& limiter_;
   Timers& timers_;
-  const AcquirerOptions options_;
   const bool books_slots_;
 
-  // Also guards the Waiters (held by waiters_ and the lines) but what is fixed when they start:
-  // their id, key, cost, start and deadline.
+  // Also guards the Waiters but what is fixed when they start: their id, key, cost, start and
+  // deadline.
   mutable core::Mutex mu_;
   bool shut_down_ GUARDED_BY(mu_) = false;
-  AcquireId next_id_ GUARDED_BY(mu_) = 1;
-  std::unordered_map<AcquireId, WaiterPtr> waiters_ GUARDED_BY(mu_);
-  std::unordered_map<std::string, Line> lines_ GUARDED_BY(mu_);
+  core::AcquireLines lines_ GUARDED_BY(mu_);
   AcquirerStats stats_ GUARDED_BY(mu_);
 };
 

@@ -1,8 +1,8 @@
-// A (scope, key) pair as one map key, for the in-process maps keyed by both: MemoryStore's state
-// and ResilientStore's hot-key cache. The lookup on every decision allocates nothing: a ScopedKey
-// is hashed from the two parts, and the hash both picks a shard and probes the shard's table,
-// which stores the composite form. (HashedKey, KeyHash and KeyEqual serve maps of composite
-// std::string keys, with the same hash.)
+// A (scope, key) pair as one map key, for the in-process tables keyed by both (memory::SweptTable:
+// MemoryStore's state and ResilientStore's hot-key cache). The lookup on every decision allocates
+// nothing: a ScopedKey is hashed from the two parts, and the hash both picks a shard and probes
+// the shard's table, which stores the composite form: the scope's length (one byte: at most
+// kMaxScopeBytes, 255), the scope, then the key, so that no two pairs collide.
 //
 // The hash is keyed with a random seed drawn once per process, so that no one outside can
 // compute which keys share a slot of a table and send many of them to lengthen its probes.
@@ -12,24 +12,11 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
-#include <string>
 #include <string_view>
 
 #include "sluice/store.h"
 
 namespace sluice::core {
-
-// scope and key in one string, the scope's length (at most kMaxScopeBytes, 255) first so no two
-// pairs collide. Valid until the next call on the same thread.
-inline std::string_view ComposeKey(std::string_view scope, std::string_view key) {
-  static_assert(kMaxScopeBytes <= 255, "the scope's length takes one byte");
-  thread_local std::string composite;
-  composite.clear();
-  composite.push_back(static_cast<char>(scope.size()));
-  composite.append(scope);
-  composite.append(key);
-  return composite;
-}
 
 namespace hash_detail {
 
@@ -116,7 +103,7 @@ inline uint64_t HashPair(std::string_view scope, std::string_view key) {
   return HashBytes(key, HashBytes(scope, hash_detail::Seed()));
 }
 
-// The pair's hash from its composite form (ComposeKey's bytes).
+// The pair's hash from its composite form (ScopedKey::WriteComposite's bytes).
 inline uint64_t HashComposite(std::string_view composite) {
   const size_t scope_size = static_cast<uint8_t>(composite[0]);
   return HashPair(composite.substr(1, scope_size), composite.substr(1 + scope_size));
@@ -125,6 +112,8 @@ inline uint64_t HashComposite(std::string_view composite) {
 // A (scope, key) pair with its hash, as the in-process tables take it: looking it up composes
 // and copies nothing. A table stores the pair's composite form, whose HashComposite is `hash`.
 struct ScopedKey {
+  static_assert(kMaxScopeBytes <= 255, "the scope's length takes one byte");
+
   std::string_view scope;
   std::string_view key;
   size_t hash;
@@ -145,31 +134,7 @@ struct ScopedKey {
   }
 };
 
-// A key with its hash computed once.
-struct HashedKey {
-  std::string_view key;
-  size_t hash;
-};
-
-inline HashedKey Hashed(std::string_view composite) {
-  return {composite, HashComposite(composite)};
-}
-
 // The shard of `shards` (a power of two) a hash picks: bits that a table's slot index (the low 32)
 // and fingerprint (the top 8) do not use.
 inline size_t ShardIndex(size_t hash, size_t shards) { return (hash >> 32) & (shards - 1); }
-
-struct KeyHash {
-  using is_transparent = void;
-  size_t operator()(const std::string& s) const noexcept { return HashComposite(s); }
-  size_t operator()(const HashedKey& k) const noexcept { return k.hash; }
-};
-
-struct KeyEqual {
-  using is_transparent = void;
-  bool operator()(const std::string& a, const std::string& b) const noexcept { return a == b; }
-  bool operator()(const HashedKey& a, const std::string& b) const noexcept { return a.key == b; }
-  bool operator()(const std::string& a, const HashedKey& b) const noexcept { return a == b.key; }
-};
-
 }  // namespace sluice::core

@@ -23,31 +23,31 @@ std::vector<CheckRequest> Limiter::Requests(std::span<const KeyCost> checks) con
   return requests;
 }
 
-Result<Decision> Limiter::Check(std::string_view key, int64_t cost) {
+Result<Decision> Limiter::Check(std::string_view key, int64_t cost) const {
   return store_.Check(Request(key, cost));
 }
 
-void Limiter::CheckAsync(std::string_view key, int64_t cost, DecisionCallback done) {
+void Limiter::CheckAsync(std::string_view key, int64_t cost, DecisionCallback done) const {
   store_.CheckAsync(Request(key, cost), std::move(done));
 }
 
-Result<Decision> Limiter::Reserve(std::string_view key, int64_t cost, Duration max_delay) {
+Result<Decision> Limiter::Reserve(std::string_view key, int64_t cost, Duration max_delay) const {
   return store_.Check(Request(key, cost, max_delay));
 }
 
 void Limiter::ReserveAsync(std::string_view key, int64_t cost, Duration max_delay,
-                           DecisionCallback done) {
+                           DecisionCallback done) const {
   store_.CheckAsync(Request(key, cost, max_delay), std::move(done));
 }
 
-std::vector<Result<Decision>> Limiter::CheckBatch(std::span<const KeyCost> checks) {
+std::vector<Result<Decision>> Limiter::CheckBatch(std::span<const KeyCost> checks) const {
   return store_.CheckBatch(Requests(checks));
 }
 
-void Limiter::CheckBatchAsync(std::span<const KeyCost> checks, BatchCallback done) {
+void Limiter::CheckBatchAsync(std::span<const KeyCost> checks, BatchCallback done) const {
   store_.CheckBatchAsync(Requests(checks), std::move(done));
 }
 
-Status Limiter::Reset(std::string_view key) { return store_.Reset(name_, key); }
+Status Limiter::Reset(std::string_view key) const { return store_.Reset(name_, key); }
 
 }  // namespace sluice

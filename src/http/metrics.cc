@@ -45,6 +45,16 @@ RuleCounters& Metrics::ForRule(std::string_view name) {
   return *it->second;
 }
 
+void Metrics::Watch(const WaiterCounts& waiters) {
+  core::MutexLock lock(rules_mu_);
+  waiters_.push_back(&waiters);
+}
+
+void Metrics::StopWatching(const WaiterCounts& waiters) {
+  core::MutexLock lock(rules_mu_);
+  std::erase(waiters_, &waiters);
+}
+
 void Metrics::ObserveCheckDuration(std::chrono::nanoseconds elapsed) {
   const int64_t ns = std::max<int64_t>(elapsed.count(), 0);
   size_t bucket = 0;
@@ -106,8 +116,9 @@ std::string Metrics::Exposition() const {
                    "# HELP sluice_acquire_waiters Acquires in progress, by rule.\n"
                    "# TYPE sluice_acquire_waiters gauge\n");
     for (const auto& [name, counters] : rules_) {
-      fmt::format_to(put, "sluice_acquire_waiters{{rule=\"{}\"}} {}\n", name,
-                     counters->waiters.load(std::memory_order_relaxed));
+      size_t waiters = 0;
+      for (const WaiterCounts* counts : waiters_) waiters += counts->Waiters(name);
+      fmt::format_to(put, "sluice_acquire_waiters{{rule=\"{}\"}} {}\n", name, waiters);
     }
   }
 

@@ -13,6 +13,7 @@
 //                                                       outcome (admitted, denied, queue_full,
 //                                                       cancelled)
 //   sluice_acquire_waiters{rule}                        gauge: /v1/acquire requests in progress
+//                                                       (as the WaiterCounts watched count them)
 //
 // With a StoreHealth watched (a ResilientStore's), also:
 //   sluice_breaker_state{state}                         1 for the worst breaker's state
@@ -45,6 +46,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/mutex.h"
 #include "sluice/acquirer.h"
@@ -62,9 +64,18 @@ struct RuleCounters {
   std::atomic<uint64_t> denied{0};
   std::array<std::atomic<uint64_t>, kDecisionSources> by_source{};
   std::array<std::atomic<uint64_t>, kAcquireOutcomes> acquires{};  // by outcome
-  // The rule's acquires in progress, whichever rule set they started under. The Api counts them
-  // here and bounds them by the rule's max_waiters.
-  std::atomic<size_t> waiters{0};
+};
+
+// Where the acquires in progress are counted (the acquire lines, http/acquire_lines.h): the
+// exposition reads them, as they are, each time. Thread safety: Waiters may be called from any
+// thread.
+class WaiterCounts {
+ public:
+  // The acquires in progress for rule `rule`; 0 for a rule with none.
+  virtual size_t Waiters(std::string_view rule) const = 0;
+
+ protected:
+  ~WaiterCounts() = default;
 };
 
 class Metrics {
@@ -102,6 +113,10 @@ class Metrics {
   // Adds the store's memory to the exposition; `memory` must outlive this object. Call before the
   // metrics are served.
   void Watch(const StoreMemory& memory) { memory_ = &memory; }
+  // Adds `waiters` to the sluice_acquire_waiters gauge (several are summed) until
+  // StopWatching(waiters); it must live until then.
+  void Watch(const WaiterCounts& waiters);
+  void StopWatching(const WaiterCounts& waiters);
 
   // The text exposition format, version 0.0.4.
   std::string Exposition() const;
@@ -109,6 +124,7 @@ class Metrics {
  private:
   mutable core::Mutex rules_mu_;
   std::map<std::string, std::unique_ptr<RuleCounters>, std::less<>> rules_ GUARDED_BY(rules_mu_);
+  std::vector<const WaiterCounts*> waiters_ GUARDED_BY(rules_mu_);
 
   const StoreHealth* health_ = nullptr;
   const StoreMemory* memory_ = nullptr;

@@ -8,7 +8,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <csignal>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -230,10 +229,11 @@ Server::Server(ServerOptions options, Api& api)
       api_(api),
       strand_(net::make_strand(ioc_)),
       acceptor_(strand_),
-      signals_(strand_, SIGTERM, SIGINT, SIGHUP),
       accept_backoff_(strand_) {}
 
-Server::~Server() = default;
+Server::~Server() {
+  if (work_) Drain();
+}
 
 Status Server::Listen() {
   const auto fail = [&](const beast::error_code& ec) {
@@ -271,18 +271,6 @@ void Server::Accept() {
   });
 }
 
-void Server::WaitForSignal() {
-  signals_.async_wait([this](beast::error_code ec, int signal) {
-    if (ec) return;
-    {
-      core::MutexLock lock(mu_);
-      (signal == SIGHUP ? reload_requested_ : stop_requested_) = true;
-    }
-    cv_.notify_all();
-    if (signal == SIGHUP) WaitForSignal();
-  });
-}
-
 void Server::Register(Session* session) {
   core::MutexLock lock(mu_);
   sessions_.insert(session);
@@ -294,29 +282,16 @@ void Server::Unregister(Session* session) {
   if (sessions_.empty()) cv_.notify_all();
 }
 
-void Server::Run(const std::function<void()>& on_reload) {
-  net::dispatch(strand_, [this] {
-    WaitForSignal();
-    Accept();
-  });
-  // A session waiting for the Api (a store call, an acquire's slot) has no I/O pending: without
-  // this, the I/O threads could run out of work while draining and never send its answer.
-  auto work = net::make_work_guard(ioc_);
-  std::vector<std::thread> threads;
+void Server::Start() {
+  net::dispatch(strand_, [this] { Accept(); });
+  work_.emplace(net::make_work_guard(ioc_));
   for (int i = 0; i < std::max(options_.io_threads, 1); ++i) {
-    threads.emplace_back([this] { ioc_.run(); });
+    threads_.emplace_back([this] { ioc_.run(); });
   }
+}
 
+void Server::Drain() {
   core::MutexLock lock(mu_);
-  for (;;) {
-    while (!stop_requested_ && !reload_requested_) lock.Wait(cv_);
-    if (stop_requested_) break;
-    reload_requested_ = false;
-    lock.Unlock();
-    on_reload();
-    lock.Lock();
-  }
-
   spdlog::info("stopping: draining {} connection(s)", sessions_.size());
   // Sessions registering from now on see draining_ and close at once.
   draining_ = true;
@@ -324,7 +299,6 @@ void Server::Run(const std::function<void()>& on_reload) {
     beast::error_code ignored;
     acceptor_.close(ignored);
     accept_backoff_.cancel();
-    signals_.cancel(ignored);
   });
   std::vector<std::shared_ptr<Session>> live;
   for (Session* session : sessions_) {
@@ -344,10 +318,15 @@ void Server::Run(const std::function<void()>& on_reload) {
   const bool drained = sessions_.empty();
   lock.Unlock();
   if (!drained) spdlog::warn("drain timed out; closing the remaining connections");
-  work.reset();
-  ioc_.stop();
-  for (auto& t : threads) t.join();
+  Stop();
   spdlog::info("stopped");
+}
+
+void Server::Stop() {
+  work_.reset();
+  ioc_.stop();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
 }
 
 }  // namespace sluice::http

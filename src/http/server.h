@@ -7,25 +7,28 @@
 // header_limit), its body (413 above body_limit), the time for a request to arrive once started
 // (read_timeout) and for a kept-alive connection to stay silent (idle_timeout).
 //
-// Run serves until SIGTERM or SIGINT, then drains: it stops accepting, closes idle connections,
-// lets requests in flight be answered (on a closing connection), and returns once every
-// connection is gone or drain_timeout has passed. SIGHUP calls the reload hook.
+// Start serves on threads of its own; Drain stops gracefully: it stops accepting, closes idle
+// connections, lets requests in flight be answered (on a closing connection), and returns once
+// every connection is gone or drain_timeout has passed. What calls them (signals, for
+// `sluice serve`) is the caller's.
 //
-// Thread safety: construct, Listen and Run from one thread; Run blocks.
+// Thread safety: construct, Listen, Start, Drain and destroy from one thread.
 #pragma once
 
 #include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <optional>
 #include <string>
+#include <thread>
 #include <unordered_set>
+#include <vector>
 
 #include "core/mutex.h"
 #include "http/api.h"
@@ -58,16 +61,20 @@ class Server {
   // The bound port, once listening.
   uint16_t port() const;
 
-  // Serves until SIGTERM or SIGINT and drains (see above). `on_reload` runs on the calling
-  // thread, once per SIGHUP (several pending SIGHUPs may be coalesced into one call).
-  void Run(const std::function<void()>& on_reload);
+  // Starts accepting and answering on `io_threads` threads; returns at once. Once, after Listen.
+  void Start();
+  // Stops gracefully (see above), answering the acquires still waiting at once
+  // (Api::CancelWaits), then ends the I/O threads. Once, after Start; the destructor drains a
+  // server started and not drained.
+  void Drain();
 
  private:
   class Session;
   using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
 
   void Accept();
-  void WaitForSignal();
+  // Ends the I/O threads, dropping whatever they still had to do.
+  void Stop();
   void Register(Session* session);
   void Unregister(Session* session);
 
@@ -78,15 +85,16 @@ class Server {
   core::Mutex mu_;
   std::condition_variable cv_;
   std::unordered_set<Session*> sessions_ GUARDED_BY(mu_);
-  bool stop_requested_ GUARDED_BY(mu_) = false;
-  bool reload_requested_ GUARDED_BY(mu_) = false;
   std::atomic<bool> draining_{false};
 
   boost::asio::io_context ioc_;
-  Strand strand_;  // the acceptor's, the signals' and the accept backoff timer's
+  Strand strand_;  // the acceptor's and the accept backoff timer's
   boost::asio::ip::tcp::acceptor acceptor_;
-  boost::asio::signal_set signals_;
   boost::asio::steady_timer accept_backoff_;
+  // While started: keeps the I/O threads running when no I/O is pending, as while a session
+  // waits for the Api (a store call, an acquire's slot).
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace sluice::http

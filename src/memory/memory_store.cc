@@ -131,7 +131,8 @@ Result<std::vector<Decision>> MemoryStore::DoCheckAll(std::span<const CheckReque
     }
   } unlock{shards};
 
-  const auto find = [&](size_t i) { return items[i].shard->table.Find(keys[i]); };
+  const auto find = [&](size_t i)
+                        NO_THREAD_SAFETY_ANALYSIS { return items[i].shard->table.Find(keys[i]); };
   const auto state_or_fresh = [now](const Table::Slot* slot, const Limit& limit) {
     return slot ? memory::Load(slot->kind(), slot->value()) : core::FreshState(limit, now);
   };

@@ -1,6 +1,7 @@
 // SweptTable: one shard of an in-process map from a (scope, key) pair (core::ScopedKey) to a value
 // that expires, bounded in bytes and in entries. MemoryStore keeps its limiter states in it and
-// ResilientStore's hot-key cache can keep its denials; ShardedTable puts shards behind locks.
+// ResilientStore's hot-key cache (HotKeyMap) keeps its denials; ShardedTable puts shards behind
+// locks.
 //
 // Layout: open addressing with linear probing in Robin Hood order, one slot per entry, slots of
 // kSlotBytes (64: one cache line) in one array. A slot holds, in this order: its probe distance
@@ -235,6 +236,11 @@ class SweptTable {
   }
   size_t Home(size_t hash) const { return HomeIn(hash, capacity_); }
   size_t Next(size_t i) const { return i + 1 == capacity_ ? 0 : i + 1; }
+  size_t Previous(size_t i) const { return i == 0 ? capacity_ - 1 : i - 1; }
+  // Whether slot i is in the cyclic range from `first` to `last`, both included.
+  bool Within(size_t i, size_t first, size_t last) const {
+    return (i + capacity_ - first) % capacity_ <= (last + capacity_ - first) % capacity_;
+  }
 
   static bool Keeps(std::span<const core::ScopedKey> keep, const Slot& slot) {
     for (const core::ScopedKey& k : keep) {
@@ -249,38 +255,37 @@ class SweptTable {
     if (with_value) Traits::Relocate(from.kind(), from.value(), &to.value());
   }
 
-  // Whether an entry placed from `hash`'s home keeps every distance within a byte.
+  // Whether an entry placed from `hash`'s home keeps every distance within a byte. Placing it
+  // moves the entries from where it lands to the run's end one slot on, each one further from
+  // its home; the new entry lands before any slot whose distance is below its own, so it ends no
+  // further than one past an entry already there.
   bool RunHasRoom(size_t hash) const {
-    size_t i = Home(hash);
-    for (unsigned probe = 1; slots_[i].probe != 0; ++probe, i = Next(i)) {
-      if (probe >= 0xff || slots_[i].probe == 0xff) return false;
+    for (size_t i = Home(hash); slots_[i].probe != 0; i = Next(i)) {
+      if (slots_[i].probe == 0xff) return false;
     }
     return true;
   }
 
-  // Robin Hood placement of `carry` (its probe is set here): it takes the first slot whose entry
-  // is nearer its home than `carry` would be, and that entry goes on the same way. Returns where
-  // `carry` itself landed.
+  // Robin Hood placement of `carry` (its probe is set here): it lands at the first slot whose
+  // entry is nearer its home than `carry` would be, and the rest of the run moves one slot on,
+  // in order. CLOCK's hand moves with the entries it was about to look at, so that none jumps
+  // past it; a new entry lands behind it. Returns where `carry` landed.
   Slot* Place(Slot& carry, size_t hash, bool carry_has_value) {
-    size_t i = Home(hash);
-    carry.probe = 1;
-    Slot* landed = nullptr;
-    alignas(Slot) unsigned char spare_bytes[sizeof(Slot)];
-    Slot& spare = *new (spare_bytes) Slot;
-    for (;; i = Next(i), ++carry.probe) {
-      Slot& slot = slots_[i];
-      if (slot.probe == 0) {
-        MoveSlot(carry, slot, carry_has_value);
-        return landed ? landed : &slot;
-      }
-      if (slot.probe < carry.probe) {
-        MoveSlot(slot, spare, true);
-        MoveSlot(carry, slot, carry_has_value);
-        MoveSlot(spare, carry, true);
-        carry_has_value = true;
-        if (!landed) landed = &slot;
-      }
+    size_t landing = Home(hash);
+    for (carry.probe = 1; slots_[landing].probe >= carry.probe; ++carry.probe) {
+      landing = Next(landing);
     }
+    size_t end = landing;
+    while (slots_[end].probe != 0) end = Next(end);
+    for (size_t i = end; i != landing;) {
+      const size_t previous = Previous(i);
+      MoveSlot(slots_[previous], slots_[i], true);
+      ++slots_[i].probe;
+      i = previous;
+    }
+    MoveSlot(carry, slots_[landing], carry_has_value);
+    if (Within(hand_, landing, end)) hand_ = Next(hand_);
+    return &slots_[landing];
   }
 
   void DestroyEntry(Slot& slot) {
@@ -296,12 +301,14 @@ class SweptTable {
   // Erases slot i; the rest of its run moves back one slot.
   void RemoveAt(size_t i) {
     DestroyEntry(slots_[i]);
+    const size_t erased = i;
     for (size_t next = Next(i); slots_[next].probe > 1; i = next, next = Next(next)) {
       MoveSlot(slots_[next], slots_[i], true);
       --slots_[i].probe;
     }
     slots_[i].probe = 0;
     --size_;
+    if (hand_ != erased && Within(hand_, erased, i)) hand_ = Previous(hand_);
   }
 
   bool Droppable(const Slot& slot, int64_t now, std::span<const core::ScopedKey> keep) const {
@@ -326,17 +333,16 @@ class SweptTable {
   // One CLOCK step to a victim: false when every entry is kept.
   bool EvictOne(int64_t now, std::span<const core::ScopedKey> keep) {
     for (size_t steps = 0; size_ > 0 && steps <= 2 * capacity_; ++steps) {
-      if (hand_ >= capacity_) hand_ = 0;
       Slot& slot = slots_[hand_];
       if (slot.probe == 0 || Keeps(keep, slot)) {
-        ++hand_;
+        hand_ = Next(hand_);
       } else if (slot.expires_at <= now) {
         RemoveAt(hand_);
         ++dropped_fresh_;
         return true;
       } else if (slot.flags & Slot::kReferenced) {
         slot.flags &= static_cast<uint8_t>(~Slot::kReferenced);
-        ++hand_;
+        hand_ = Next(hand_);
       } else {
         RemoveAt(hand_);
         ++evicted_lru_;

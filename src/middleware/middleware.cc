@@ -262,13 +262,9 @@ Result<RateLimiter> RateLimiter::Create(Limiter& limiter, KeyExtractor key, std:
   if (options.cost < 0 || options.delay < 0) {
     return Status::InvalidArgument("cost and delay must not be negative");
   }
-  const Limit& limit = limiter.limit();
   // Whatever a check would be refused for, whatever the request: the limiter's name, the cost.
-  if (Status s = ValidateCheck(
-          {.scope = limiter.name(), .limit = &limit, .key = kAnonymous, .cost = options.cost});
-      !s.ok()) {
-    return s;
-  }
+  if (Status s = ValidateCheck(limiter.Request(kAnonymous, options.cost)); !s.ok()) return s;
+  const Limit& limit = limiter.limit();
   Duration max_delay{0};
   if (options.delay > 0) {
     if (!IsMeter(limit.algorithm())) {

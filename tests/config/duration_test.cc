@@ -60,5 +60,10 @@ TEST(CeilMillis, RoundsUp) {
   EXPECT_EQ(CeilMillis(Duration(3'333'334)), 3334);
 }
 
+TEST(CeilMillis, NeverNegative) {
+  EXPECT_EQ(CeilMillis(Duration(-1)), 0);
+  EXPECT_EQ(CeilMillis(Duration(-2000)), 0);
+}
+
 }  // namespace
 }  // namespace sluice::config

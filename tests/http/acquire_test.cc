@@ -73,7 +73,8 @@ class AcquireTest : public ::testing::Test {
   ManualTimers timers_{clock_};
   MemoryStore store_{MemoryStoreOptions{.clock = &clock_}};
   Metrics metrics_;
-  Api api_{store_, metrics_, RuleTable::Build(ParseRules(kRules), metrics_), nullptr, &timers_};
+  Api api_{store_, metrics_, RuleTable::Build(ParseRules(kRules), store_, metrics_), nullptr,
+           &timers_};
 };
 
 TEST_F(AcquireTest, AnswersWhenTheBookedSlotComes) {
@@ -206,7 +207,7 @@ TEST_F(AcquireTest, CancelWaitsReachesLinesAReloadReplacedAndRefusesLaterAcquire
 rules:
   - { name: shaped, algorithm: gcra, limit: 5, period: 1s, burst: 1 }
 )"),
-                                 metrics_));
+                                 store_, metrics_));
   const auto new_line = Acquire(R"({"rule":"shaped","key":"k","max_wait_ms":5000})");
   EXPECT_FALSE(new_line->done);
   EXPECT_EQ(Metric(R"(sluice_acquire_waiters{rule="shaped"})"), "2");
@@ -237,7 +238,7 @@ rules:
   - { name: perkey, algorithm: gcra, limit: 10, period: 1s, burst: 1, max_waiters_per_key: 1 }
   - { name: small, algorithm: gcra, limit: 10, period: 1s, burst: 1, max_waiters: 1 }
 )"),
-                                 metrics_));
+                                 store_, metrics_));
   api_.SetMaxWaiters(3);
   std::vector<std::unique_ptr<Pending>> answers;
   const auto outcome = [&](std::string_view rule, std::string_view key) {
@@ -269,7 +270,7 @@ rules:
 TEST(AcquireWithoutTimers, IsNotServed) {
   MemoryStore store;
   Metrics metrics;
-  Api api(store, metrics, RuleTable::Build(ParseRules(kRules), metrics));
+  Api api(store, metrics, RuleTable::Build(ParseRules(kRules), store, metrics));
   Pending answer;
   api.Handle({"POST", "/v1/acquire", R"({"rule":"shaped","key":"k","max_wait_ms":10})"},
              answer.exchange);

@@ -106,7 +106,8 @@ Answer CallApi(Api& api, std::string_view method, std::string_view target, std::
 class ApiTest : public ::testing::Test {
  protected:
   ApiTest()
-      : store_(clock_), api_(store_, metrics_, RuleTable::Build(ParseRules(kRules), metrics_)) {}
+      : store_(clock_),
+        api_(store_, metrics_, RuleTable::Build(ParseRules(kRules), store_, metrics_)) {}
 
   Answer Call(std::string_view method, std::string_view target, std::string_view body = "") {
     return CallApi(api_, method, target, body);
@@ -170,7 +171,7 @@ TEST_F(ApiTest, RetryAfterRoundsUpToWholeSeconds) {
 
 TEST_F(ApiTest, CheckWithStoreErrorIs503AndCounted) {
   FailingStore unreachable;
-  Api api(unreachable, metrics_, RuleTable::Build(ParseRules(kRules), metrics_));
+  Api api(unreachable, metrics_, RuleTable::Build(ParseRules(kRules), unreachable, metrics_));
   bool done = false;
   Exchange exchange([&done] { done = true; });
   api.Handle({"POST", "/v1/check", R"({"rule":"api","key":"k"})"}, exchange);
@@ -204,7 +205,8 @@ TEST_F(ApiTest, StoreErrorsAreRefusedByTheirKind) {
   };
   FailingStore failing;
   ManualTimers timers(clock_);
-  Api api(failing, metrics_, RuleTable::Build(ParseRules(kRules), metrics_), nullptr, &timers);
+  Api api(failing, metrics_, RuleTable::Build(ParseRules(kRules), failing, metrics_), nullptr,
+          &timers);
   for (const Case& c : cases) {
     SCOPED_TRACE(c.error.ToString());
     failing.error = c.error;
@@ -259,7 +261,7 @@ TEST_F(ApiTest, BatchWithNothingValidOrNothingAtAllSkipsTheStore) {
 
 TEST_F(ApiTest, BatchStoreErrorsArePerItem) {
   FailingStore unreachable;
-  Api api(unreachable, metrics_, RuleTable::Build(ParseRules(kRules), metrics_));
+  Api api(unreachable, metrics_, RuleTable::Build(ParseRules(kRules), unreachable, metrics_));
   bool done = false;
   Exchange exchange([&done] { done = true; });
   api.Handle(
@@ -405,7 +407,7 @@ TEST_F(ApiTest, ReloadSwapsRulesWhileRequestsInFlightKeepTheirOwn) {
   EXPECT_EQ(store_.pending(), 1u);
 
   api_.SetRules(RuleTable::Build(
-      ParseRules("rules: [{name: fresh, algorithm: fixed_window, limit: 2, period: 1s}]"),
+      ParseRules("rules: [{name: fresh, algorithm: fixed_window, limit: 2, period: 1s}]"), store_,
       metrics_));
   store_.Deliver();  // the old rule table is gone from the Api, not from this request
   ASSERT_TRUE(done);
@@ -494,8 +496,8 @@ TEST_F(ApiTest, AReloadForgetsTheTopKeysOfRulesItRemoves) {
   api_.SetRules(RuleTable::Build(ParseRules(R"(
 rules: [{name: fresh, algorithm: fixed_window, limit: 2, period: 1s}]
 )"),
-                                 metrics_));
-  api_.SetRules(RuleTable::Build(ParseRules(kRules), metrics_));
+                                 store_, metrics_));
+  api_.SetRules(RuleTable::Build(ParseRules(kRules), store_, metrics_));
   EXPECT_NE(
       Call("GET", "/v1/top?rule=slow").response.body.find(R"("denied":0,"max_error":0,"keys":[])"),
       std::string::npos);
@@ -532,7 +534,7 @@ class ResilientApiTest : public ::testing::Test {
             backend_,
             ResilientStoreOptions{
                 .clock = &clock_, .failures_to_open = 3, .open_for = seconds(1), .instances = 2}),
-        api_(resilient_, metrics_, RuleTable::Build(ParseRules(kPolicyRules), metrics_),
+        api_(resilient_, metrics_, RuleTable::Build(ParseRules(kPolicyRules), resilient_, metrics_),
              &resilient_) {
     metrics_.Watch(resilient_);
   }
@@ -640,8 +642,9 @@ TEST_F(ResilientApiTest, StoreFaultsAreRefusedUnderEveryPolicy) {
   EXPECT_EQ(batch.response.body, R"({"results":[)" + error + "," + error + "]}");
 
   ManualTimers timers(clock_);
-  Api acquiring(resilient_, metrics_, RuleTable::Build(ParseRules(kPolicyRules), metrics_),
-                &resilient_, &timers);
+  Api acquiring(resilient_, metrics_,
+                RuleTable::Build(ParseRules(kPolicyRules), resilient_, metrics_), &resilient_,
+                &timers);
   const Answer acquired =
       CallApi(acquiring, "POST", "/v1/acquire", R"({"rule":"open","key":"k","max_wait_ms":1000})");
   EXPECT_EQ(acquired.response.status, 500);

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "sluice/memory_store.h"
@@ -61,6 +64,20 @@ TEST(MetricsTest, MemoryStoreBytesBoundAndEvictions) {
   EXPECT_TRUE(Has(text, "sluice_memory_store_evictions_total{reason=\"fresh\"} 1\n"));
 }
 
+// Counts of acquires in progress, as the acquire lines keep them.
+class FixedWaiters final : public WaiterCounts {
+ public:
+  explicit FixedWaiters(std::map<std::string, size_t, std::less<>> counts)
+      : counts_(std::move(counts)) {}
+  size_t Waiters(std::string_view rule) const override {
+    const auto it = counts_.find(rule);
+    return it == counts_.end() ? 0 : it->second;
+  }
+
+ private:
+  std::map<std::string, size_t, std::less<>> counts_;
+};
+
 TEST(MetricsTest, AcquireOutcomesAndWaitersPerRule) {
   Metrics metrics;
   RuleCounters& shaped = metrics.ForRule("shaped");
@@ -69,7 +86,8 @@ TEST(MetricsTest, AcquireOutcomesAndWaitersPerRule) {
   metrics.CountAcquire(shaped, AcquireOutcome::kAdmitted);
   metrics.CountAcquire(shaped, AcquireOutcome::kQueueFull);
   metrics.CountAcquire(shaped, AcquireOutcome::kCancelled);
-  shaped.waiters = 3;
+  const FixedWaiters waiters({{"shaped", 3}});
+  metrics.Watch(waiters);
   const std::string text = metrics.Exposition();
   EXPECT_TRUE(Has(text, "# TYPE sluice_acquires_total counter\n"));
   EXPECT_TRUE(Has(text, "sluice_acquires_total{rule=\"shaped\",outcome=\"admitted\"} 2\n"));
@@ -80,6 +98,22 @@ TEST(MetricsTest, AcquireOutcomesAndWaitersPerRule) {
   EXPECT_TRUE(Has(text, "# TYPE sluice_acquire_waiters gauge\n"));
   EXPECT_TRUE(Has(text, "sluice_acquire_waiters{rule=\"shaped\"} 3\n")) << text;
   EXPECT_TRUE(Has(text, "sluice_acquire_waiters{rule=\"other\"} 0\n"));
+  metrics.StopWatching(waiters);
+}
+
+TEST(MetricsTest, WaitersOfSeveralCountsAddUpWhileWatched) {
+  Metrics metrics;
+  metrics.ForRule("shaped");
+  const FixedWaiters first({{"shaped", 2}});
+  const FixedWaiters second({{"shaped", 5}, {"unknown", 1}});
+  metrics.Watch(first);
+  metrics.Watch(second);
+  EXPECT_TRUE(Has(metrics.Exposition(), "sluice_acquire_waiters{rule=\"shaped\"} 7\n"));
+  EXPECT_FALSE(Has(metrics.Exposition(), "unknown"));  // rules come from the Metrics
+  metrics.StopWatching(first);
+  EXPECT_TRUE(Has(metrics.Exposition(), "sluice_acquire_waiters{rule=\"shaped\"} 5\n"));
+  metrics.StopWatching(second);
+  EXPECT_TRUE(Has(metrics.Exposition(), "sluice_acquire_waiters{rule=\"shaped\"} 0\n"));
 }
 
 TEST(MetricsTest, HistogramBucketsAreCumulative) {

@@ -424,6 +424,35 @@ TEST(ServeE2ETest, SigtermAndSigintStopGracefullyWithStatusZero) {
   }
 }
 
+// Signals reach the process whichever of its threads the kernel picks: on Redis it runs the
+// store's threads besides the I/O threads, and none may die of a signal or miss one.
+TEST(ServeE2ETest, AStormOfSighupsReloadsAndTheStopAmongThemStillDrains) {
+  auto redis = sluice::testing::RedisServer::Start();
+  ASSERT_NE(redis, nullptr);
+  Service service(kRules, redis->url());
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  httplib::Client client = service.Client();
+  constexpr int kSighups = 50;
+  for (int i = 0; i < kSighups; ++i) service.process().Signal(SIGHUP);
+  ASSERT_TRUE(service.process().WaitForLog("reloaded 2 rule(s)")) << service.process().Log();
+  auto r = client.Post("/v1/check", R"({"rule":"api","key":"k"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+
+  for (int i = 0; i < kSighups; ++i) service.process().Signal(SIGHUP);
+  service.process().Signal(SIGTERM);
+  EXPECT_EQ(service.process().WaitExit(10s), 0) << service.process().Log();
+  const std::string log = service.process().Log();
+  EXPECT_NE(log.find("stopped"), std::string::npos) << log;
+  size_t reloads = 0;
+  for (size_t at = log.find("reloaded"); at != std::string::npos;
+       at = log.find("reloaded", at + 1)) {
+    ++reloads;
+  }
+  EXPECT_GE(reloads, 1u);
+  EXPECT_LE(reloads, 2u * kSighups);  // each pending SIGHUP is one reload at most
+}
+
 TEST(ServeE2ETest, BadConfigExitsWithStatusTwoNamingFileLineAndField) {
   TempDir dir;
   ASSERT_TRUE(dir.ok());

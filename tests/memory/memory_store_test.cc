@@ -429,11 +429,13 @@ TEST(MemoryStoreMemory, CountsSlotsLongKeysAndSlidingLogEntries) {
   EXPECT_EQ(bytes(), 4096u + 112);
   ASSERT_TRUE(store.Reset("api", long_key).ok());
   EXPECT_EQ(bytes(), 4096u);
-  // 4/5 of the slots hold keys; beyond, the array doubles (the old one is given back).
+  // 4/5 of the slots hold keys (51 of 64); beyond, the states back to fresh are dropped ("short"
+  // is, two seconds on), then the array doubles (the old one is given back).
   for (int i = 0; i < 51; ++i) check(gcra, Key(i));
-  EXPECT_EQ(store.size(), 52u);
+  EXPECT_EQ(store.size(), 51u);
   EXPECT_EQ(bytes(), 8192u);
-  EXPECT_EQ(store.memory_stats().keys, 52u);
+  EXPECT_EQ(store.memory_stats().keys, 51u);
+  EXPECT_EQ(store.memory_stats().evicted_fresh, 1u);
 }
 
 // A flood of new keys, long ones and sliding_log entries included, never takes the store past

@@ -5,13 +5,12 @@
 --   far ahead a meter may book a slot; 0 for none).
 -- Returns {allowed (1/0), remaining, retry_after µs, reset_after µs, delay µs,
 --   replenish_after µs}.
-local _, algorithm = next(algorithms)
-local keys = { main = KEYS[1], aux = KEYS[2] }
-local now = clock(ARGV[1])
-local margin = tonumber(ARGV[2])
-local cost, a, b = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local max_delay = tonumber(ARGV[6])
-local state, present = algorithm.load(keys, now, a, b)
-local d = decide(algorithm, keys, state, present, now, cost, a, b, max_delay)
-commit(algorithm, keys, d, now, cost, margin)
-return reply(d)
+local key, aux = KEYS[1], KEYS[2]
+--@insert clock
+local margin, cost = tonumber(ARGV[2]), tonumber(ARGV[3])
+local a, b, max_delay = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+--@insert load
+--@insert decide
+--@insert decision
+--@insert commit
+return { allowed and 1 or 0, remaining, retry_after, reset_after, delay, replenish_after }

@@ -6,36 +6,49 @@
 -- Returns one {allowed, remaining, retry_after, reset_after, delay, replenish_after} per limit;
 -- nothing is booked ahead (delay 0). When some limit refuses, a limit that would have admitted
 -- reports what a peek sees, as refused with retry_after 0.
-local now = clock(ARGV[1])
+--@insert clock
 local margin = tonumber(ARGV[2])
+
+-- Per algorithm: loads one limit's state, and returns its decision for a cost, which also writes
+-- what the decision requires when `write` is true. The build repeats this block for each
+-- algorithm, its name in place of ALGORITHM.
+local checks = {}
+--@for_each_algorithm
+checks.ALGORITHM = function(key, aux, a, b)
+  --@insert load
+  return function(cost, write)
+    local max_delay = 0
+    --@insert decide
+    --@insert decision
+    if write then
+      --@insert commit
+    end
+    return allowed, remaining, retry_after, reset_after, delay, replenish_after
+  end
+end
+--@end_for_each
+
 local limits = {}
 local all_allowed = true
 local key = 1
 for i = 1, tonumber(ARGV[3]) do
   local arg = 4 + (i - 1) * 5
   local key_count = tonumber(ARGV[arg + 1])
-  local l = {
-    algorithm = algorithms[ARGV[arg]],
-    keys = { main = KEYS[key], aux = key_count == 2 and KEYS[key + 1] or nil },
-    cost = tonumber(ARGV[arg + 2]),
-    a = tonumber(ARGV[arg + 3]),
-    b = tonumber(ARGV[arg + 4]),
-  }
+  local decide = checks[ARGV[arg]](KEYS[key], key_count == 2 and KEYS[key + 1] or nil,
+    tonumber(ARGV[arg + 3]), tonumber(ARGV[arg + 4]))
+  local cost = tonumber(ARGV[arg + 2])
   key = key + key_count
-  l.state, l.present = l.algorithm.load(l.keys, now, l.a, l.b)
-  l.d = decide(l.algorithm, l.keys, l.state, l.present, now, l.cost, l.a, l.b, 0)
-  all_allowed = all_allowed and l.d.allowed
-  limits[i] = l
+  limits[i] = { decide = decide, cost = cost, allowed = decide(cost, false) }
+  all_allowed = all_allowed and limits[i].allowed
 end
 local replies = {}
 for i, l in ipairs(limits) do
-  if not all_allowed and l.d.allowed then
-    l.cost = 0
-    l.d = decide(l.algorithm, l.keys, l.state, l.present, now, 0, l.a, l.b, 0)
-    l.d.allowed = false
-    l.d.retry_after = 0
+  local peek = not all_allowed and l.allowed
+  local allowed, remaining, retry_after, reset_after, delay, replenish_after =
+    l.decide(peek and 0 or l.cost, true)
+  if peek then
+    allowed, retry_after = false, 0
   end
-  commit(l.algorithm, l.keys, l.d, now, l.cost, margin)
-  replies[i] = reply(l.d)
+  replies[i] = { allowed and 1 or 0, remaining, retry_after, reset_after, delay, replenish_after }
 end
 return replies

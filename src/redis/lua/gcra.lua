@@ -1,32 +1,30 @@
 -- gcra: the theoretical arrival time as a decimal integer, which Redis stores as a bare
--- integer. The other string states start with a letter, so digits alone mean gcra.
-algorithms.gcra = {
-  load = function(keys, now)
-    local v = redis.pcall('GET', keys.main) -- an error reply: sliding_log's sorted set
-    if type(v) == 'string' and string.find(v, '^%d+$') then
-      return { tat = tonumber(v) }, true
-    end
-    return { tat = now }, v ~= false
-  end,
+-- integer. The other string states start with a letter, which tonumber() does not read.
 
-  decide = function(s, _, now, cost, capacity, interval, max_delay)
-    local tolerance = capacity * interval
-    local tat = math.max(s.tat, now)
-    local function wait_for(units)
-      return tat + units * interval - tolerance - now
-    end
-    local units = units_judged(cost)
-    local allowed, delay, retry_after = meter(wait_for(units) <= 0, wait_for(units), cost,
-      max_delay)
-    if allowed then
-      tat = tat + cost * interval
-    end
-    local remaining = math.max(div(now + tolerance - tat, interval), 0)
-    return allowed, remaining, retry_after, tat - now,
-      remaining < capacity and wait_for(remaining + 1) or 0, { tat = tat }, delay
-  end,
+--@section load
+local capacity, interval = a, b
+local stored = redis.pcall('GET', key) -- an error reply: sliding_log's sorted set
+local present = stored ~= false
+local stored_tat = tonumber(stored) or now
 
-  save = function(keys, _, next, _, _, ttl)
-    redis.call('SET', keys.main, int(next.tat), 'PX', ttl)
-  end,
-}
+--@section decide
+-- A TAT beyond now + tolerance (booked ahead, or a burst lowered since) admits nothing until the
+-- clock reaches TAT - tolerance.
+local tolerance = capacity * interval
+local tat = math.max(stored_tat, now)
+local wait = tat + math.max(cost, 1) * interval - tolerance - now
+local fits_now = wait <= 0
+--@insert meter
+if allowed then
+  tat = tat + cost * interval
+end
+-- Negative past a booking: floored or truncated, the maximum is 0.
+local remaining = math.max(math.floor((now + tolerance - tat) / interval), 0)
+local reset_after = tat - now
+local replenish_after = 0
+if remaining < capacity then
+  replenish_after = tat + (remaining + 1) * interval - tolerance - now
+end
+
+--@section save
+redis.call('SET', key, string.format('%d', tat), 'PX', ttl)

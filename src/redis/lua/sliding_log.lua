@@ -6,151 +6,132 @@
 -- the previous one's, the units in the window are the newest count minus those that left, and
 -- the entry after which enough units have left is found by bisection over ranks: every call
 -- costs O(log n) Redis commands of O(log n) each, plus the entries that leave, however full the
--- log.
-local COUNT_MODULUS = 4294967296
+-- log. Running counts are subtracted modulo 2^32 (Lua's % is floored: never negative).
 
--- The units between two running counts (Lua's % is floored: never negative).
-local function units_between(from, to)
-  return (to - from) % COUNT_MODULUS
-end
-
--- The entry of rank `rank` (0 = oldest): its time and running count.
-local function log_entry(key, rank)
-  local e = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
-  return tonumber(e[2]), tonumber(e[1])
-end
-
--- The time of the first entry of ranks [lo, hi] whose running count is `need` past `left`; the
--- entry of rank `hi` must be. Most often it is the oldest, looked at first.
-local function first_reaching(key, lo, hi, left, need)
-  local at, count = log_entry(key, lo)
-  if units_between(left, count) >= need then
-    return at
+--@section load
+local count, period = a, b
+-- Entries at or before the horizon have left the window.
+local horizon = string.format('%d', now - period)
+-- An error reply: the key holds another algorithm's string state.
+local newest = redis.pcall('ZRANGE', key, -1, -1, 'WITHSCORES')
+if newest[1] and string.find(newest[1], ':', 1, true) then
+  -- A log an earlier version wrote ("time:cost" members, the total in the auxiliary key) is
+  -- rewritten in this format in place, once, reading its live entries: O(n), the one call that
+  -- is.
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', horizon)
+  local old = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+  if #old > 0 then
+    local ttl = redis.call('PTTL', key)
+    if ttl < 1 then
+      ttl = math.floor((tonumber(old[#old]) + period - now + 999) / 1000) + 1
+    end
+    ttl = string.format('%d', ttl)
+    redis.call('DEL', key)
+    local running, batch = 0, {}
+    for i = 1, #old, 2 do
+      running = running + tonumber(string.match(old[i], ':(%d+)$'))
+      batch[#batch + 1] = old[i + 1]
+      batch[#batch + 1] = string.format('%d', running)
+      if #batch == 2000 or i + 1 == #old then
+        redis.call('ZADD', key, unpack(batch))
+        batch = {}
+      end
+    end
+    redis.call('PEXPIRE', key, ttl)
+    redis.call('SET', aux, '0', 'PX', ttl)
   end
-  lo = lo + 1
-  while lo < hi do
-    local mid = lo + div(hi - lo, 2)
-    local _, count = log_entry(key, mid)
-    if units_between(left, count) >= need then
-      hi = mid
+  newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+end
+local other = newest.err ~= nil
+local present = other or newest[1] ~= nil
+-- The live entries are the last `live` ranks; `dead`: the log holds others. `left`: the running
+-- count of the units that left, the newest dead entry's, else the auxiliary key's.
+local live, dead, newest_count, newest_at, left = 0, false, 0, nil, 0
+if newest[1] then
+  newest_count = tonumber(newest[1])
+  live = redis.call('ZCOUNT', key, '(' .. horizon, '+inf')
+  if live == 0 then
+    dead, left = true, newest_count
+  else
+    newest_at = tonumber(newest[2])
+    local gone = redis.call('ZRANGE', key, -live - 1, -live - 1)[1]
+    if gone then
+      dead, left = true, tonumber(gone)
     else
-      lo = mid + 1
-    end
-  end
-  return (log_entry(key, lo))
-end
-
--- A log an earlier version wrote ("time:cost" members, the total in the auxiliary key) is
--- rewritten in this format in place, once, reading its live entries: O(n), the one call that is.
-local function convert_earlier_log(keys, now, period)
-  redis.call('ZREMRANGEBYSCORE', keys.main, '-inf', int(now - period))
-  local old = redis.call('ZRANGE', keys.main, 0, -1, 'WITHSCORES')
-  if #old == 0 then
-    return
-  end
-  local ttl = redis.call('PTTL', keys.main)
-  if ttl < 1 then
-    ttl = div(tonumber(old[#old]) + period - now + 999, 1000) + 1
-  end
-  redis.call('DEL', keys.main)
-  local running, batch = 0, {}
-  for i = 1, #old, 2 do
-    running = running + tonumber(string.match(old[i], ':(%d+)$'))
-    batch[#batch + 1] = old[i + 1]
-    batch[#batch + 1] = int(running)
-    if #batch == 2000 or i + 1 == #old then
-      redis.call('ZADD', keys.main, unpack(batch))
-      batch = {}
-    end
-  end
-  redis.call('PEXPIRE', keys.main, ttl)
-  redis.call('SET', keys.aux, '0', 'PX', ttl)
-end
-
-algorithms.sliding_log = {
-  load = function(keys, now, count, period)
-    local kind = redis.call('TYPE', keys.main)['ok']
-    if kind == 'zset' and string.find(redis.call('ZRANGE', keys.main, 0, 0)[1], ':', 1, true) then
-      convert_earlier_log(keys, now, period)
-      kind = redis.call('TYPE', keys.main)['ok']
-    end
-    if kind ~= 'zset' then
-      return { size = 0, first = 0, left = 0, total = 0, newest = 0, other = kind ~= 'none' },
-        kind ~= 'none'
-    end
-    -- Entries at or before the horizon have left the window: ranks 0 .. first - 1.
-    local horizon = now - period
-    local size = redis.call('ZCARD', keys.main)
-    local first = redis.call('ZCOUNT', keys.main, '-inf', int(horizon))
-    local left
-    if first > 0 then
-      left = select(2, log_entry(keys.main, first - 1))
-    else
-      left = tonumber(redis.call('GET', keys.aux))
+      left = tonumber(redis.call('GET', aux))
       if not left then
         -- The count that left was lost (an eviction policy removed the key): the oldest entry is
         -- taken to hold the whole limit, which admits nothing until it leaves.
-        left = units_between(count, select(2, log_entry(keys.main, 0)))
+        left = (tonumber(redis.call('ZRANGE', key, 0, 0)[1]) - count) % 4294967296
       end
     end
-    local newest_at, newest = log_entry(keys.main, size - 1)
-    return { size = size, first = first, left = left, total = units_between(left, newest),
-      newest_at = newest_at, newest = newest, horizon = horizon, zset = true }, true
-  end,
+  end
+end
+local total = (newest_count - left) % 4294967296
 
-  decide = function(s, keys, now, cost, count, period)
-    local units = units_judged(cost)
-    local total = s.total
-    local allowed = total + units <= count
-    -- The newest live entry's time; an admission joins that entry when it is at now (or later:
-    -- the clock is behind it), else starts one at now.
-    local newest_at = s.first < s.size and s.newest_at or nil
-    if allowed and cost > 0 then
-      total = total + cost
-      if not newest_at or newest_at < now then
-        newest_at = now
+--@section decide
+local units = math.max(cost, 1)
+local allowed = total + units <= count
+-- The newest live entry's time; an admission joins that entry when it is at now (or later: the
+-- clock is behind it), else starts one at now.
+local admitted, at = total, newest_at
+if allowed and cost > 0 then
+  admitted = total + cost
+  if not at or at < now then
+    at = now
+  end
+end
+-- The wait until `need` more units have left the window: the first live entry whose running
+-- count is `need` past `left` (most often the oldest, looked at first, else found by bisection)
+-- leaves a period after it came; past the stored entries, it is the admission just made.
+local function wait_for(need)
+  if need > total then
+    return at + period - now
+  end
+  local lo, hi = -live, -1
+  local e = lo == -1 and newest or redis.call('ZRANGE', key, lo, lo, 'WITHSCORES')
+  if (tonumber(e[1]) - left) % 4294967296 < need then
+    lo = lo + 1
+    while lo < hi do
+      local mid = lo + math.floor((hi - lo) / 2)
+      if (tonumber(redis.call('ZRANGE', key, mid, mid)[1]) - left) % 4294967296 >= need then
+        hi = mid
+      else
+        lo = mid + 1
       end
     end
-    -- The wait until `need` more units have left the window: the first entry whose running
-    -- count reaches `need` past the units gone leaves P after it came; past the stored entries,
-    -- it is the admission just made.
-    local function wait_for(need)
-      if need > s.total then
-        return newest_at + period - now
-      end
-      return first_reaching(keys.main, s.first, s.size - 1, s.left, need) + period - now
-    end
-    local remaining = math.max(count - total, 0)
-    return allowed, remaining, allowed and 0 or wait_for(total + units - count),
-      newest_at and newest_at + period - now or 0,
-      remaining < count and wait_for(total + remaining + 1 - count) or 0, { total = total }
-  end,
+    e = lo == -1 and newest or redis.call('ZRANGE', key, lo, lo, 'WITHSCORES')
+  end
+  return tonumber(e[2]) + period - now
+end
+local remaining = math.max(count - admitted, 0)
+local retry_after = allowed and 0 or wait_for(admitted + units - count)
+local reset_after = at and at + period - now or 0
+local replenish_after = remaining < count and wait_for(admitted + remaining + 1 - count) or 0
+local delay = 0
 
-  save = function(keys, s, _, now, cost, ttl)
-    if s.other then
-      redis.call('DEL', keys.main)
-    end
-    if s.first > 0 then
-      redis.call('ZREMRANGEBYSCORE', keys.main, '-inf', int(s.horizon))
-    end
-    local running = (s.newest + cost) % COUNT_MODULUS
-    if s.first < s.size and s.newest_at >= now then
-      redis.call('ZREM', keys.main, int(s.newest))
-      redis.call('ZADD', keys.main, int(s.newest_at), int(running))
-    else
-      redis.call('ZADD', keys.main, int(now), int(running))
-    end
-    -- The count that left is written last, with the same TTL, so it never expires before the set.
-    redis.call('PEXPIRE', keys.main, ttl)
-    redis.call('SET', keys.aux, int(s.left), 'PX', ttl)
-  end,
+--@section save
+if other then
+  redis.call('DEL', key)
+end
+if dead then
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', horizon)
+end
+local running = string.format('%d', (newest_count + cost) % 4294967296)
+if newest_at and newest_at >= now then
+  redis.call('ZREM', key, newest[1])
+  redis.call('ZADD', key, newest[2], running)
+else
+  redis.call('ZADD', key, string.format('%d', now), running)
+end
+-- The count that left is written last, with the same TTL, so it never expires before the set.
+redis.call('PEXPIRE', key, ttl)
+redis.call('SET', aux, string.format('%d', left), 'PX', ttl)
 
-  tidy = function(keys, s, ttl)
-    if s.first == 0 then
-      return
-    end
-    redis.call('ZREMRANGEBYSCORE', keys.main, '-inf', int(s.horizon))
-    redis.call('PEXPIRE', keys.main, ttl)
-    redis.call('SET', keys.aux, int(s.left), 'PX', ttl)
-  end,
-}
+--@section tidy
+if dead then
+  --@insert ttl
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', horizon)
+  redis.call('PEXPIRE', key, ttl)
+  redis.call('SET', aux, string.format('%d', left), 'PX', ttl)
+end

@@ -1,0 +1,22 @@
+#include "sluice/decision.h"
+
+#include "core/names.h"
+
+namespace sluice {
+namespace {
+
+constexpr core::EnumName<DecisionSource> kDecisionSourceNames[] = {
+    {DecisionSource::kStore, "store"},
+    {DecisionSource::kHotKeyCache, "hot_key_cache"},
+    {DecisionSource::kFailOpen, "fail_open"},
+    {DecisionSource::kFailClosed, "fail_closed"},
+    {DecisionSource::kLocalFallback, "local_fallback"},
+};
+
+}  // namespace
+
+const char* DecisionSourceName(DecisionSource source) {
+  return core::NameOf(kDecisionSourceNames, source);
+}
+
+}  // namespace sluice

@@ -1,0 +1,148 @@
+#include "http/acquire_handler.h"
+
+#include <fmt/format.h>
+
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "config/duration.h"
+#include "core/mutex.h"
+#include "http/api_json.h"
+#include "middleware/rate_limit_headers.h"
+
+namespace sluice::http {
+
+using nlohmann::json;
+
+// One acquire in progress, shared by its Exchange (for Abandon) and its callback.
+struct PendingAcquire {
+  explicit PendingAcquire(std::shared_ptr<AcquireLine> on) : line(std::move(on)) {}
+
+  core::Mutex mu;
+  // Keeps the line alive; null once the acquire has ended.
+  std::shared_ptr<AcquireLine> line GUARDED_BY(mu);
+  AcquireId id GUARDED_BY(mu) = 0;  // set when AcquireAsync returns
+};
+
+AcquireHandler::AcquireHandler(Metrics& metrics, Answers& answers, Timers* timers)
+    : metrics_(metrics),
+      answers_(answers),
+      lines_(timers ? std::make_unique<AcquireLines>(*timers) : nullptr) {
+  if (lines_) metrics_.Watch(*lines_);
+}
+
+AcquireHandler::~AcquireHandler() {
+  if (lines_) metrics_.StopWatching(*lines_);
+}
+
+bool AcquireHandler::Handle(const Request& request, std::shared_ptr<const RuleTable> rules,
+                            Exchange& exchange) {
+  if (lines_ == nullptr) {
+    answers_.Fail(exchange, 501, "this service does not wait for slots");
+    return false;
+  }
+  json document;
+  if (!ReadBody(request, exchange, answers_, document)) return false;
+  const auto wait = document.find("max_wait_ms");
+  const uint64_t most_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(kMaxAcquireWait).count();
+  if (wait == document.end()) {
+    answers_.Fail(exchange, 400, "missing field 'max_wait_ms'");
+    return false;
+  }
+  if (!wait->is_number_unsigned() || wait->get<uint64_t>() > most_ms) {
+    answers_.Fail(exchange, 400,
+                  fmt::format("'max_wait_ms' must be an integer between 0 and {}", most_ms));
+    return false;
+  }
+  const Duration max_wait = std::chrono::milliseconds(wait->get<uint64_t>());
+  document.erase(wait);
+  auto check = ParseCheck(document, *rules);
+  if (!check.ok()) {
+    answers_.Fail(exchange, 400, check.status().message());
+    return false;
+  }
+  const ServedRule& rule = *check->rule;
+  const std::shared_ptr<AcquireLine> line = lines_->For(rule);
+  if (line == nullptr) {
+    answers_.Fail(exchange, 503, "the service is stopping and takes no new acquires");
+    return false;
+  }
+  exchange.rules_ = std::move(rules);
+  exchange.rule_ = &rule;
+  exchange.key_.assign(check->request.key);
+  if (!lines_->TakePlace(*line)) {
+    Acquisition refused;
+    refused.outcome = AcquireOutcome::kQueueFull;
+    OnAcquired(exchange, std::move(refused));
+    return false;
+  }
+  auto pending = std::make_shared<PendingAcquire>(line);
+  exchange.acquire_ = pending;
+  const AcquireId id = line->acquirer.AcquireAsync(
+      check->request.key, check->request.cost, max_wait,
+      [this, &exchange, pending](Result<Acquisition> acquired) {
+        std::shared_ptr<AcquireLine> ended;  // released after the answer, as it may be the last
+        {
+          core::MutexLock lock(pending->mu);
+          ended = std::move(pending->line);
+        }
+        lines_->ReleasePlace(*ended);
+        OnAcquired(exchange, std::move(acquired));
+      });
+  const auto still_waits = [&] {
+    core::MutexLock lock(pending->mu);
+    pending->id = id;
+    return pending->line != nullptr;
+  };
+  // A CancelWaits since For either cancelled this acquire or is seen here.
+  if (still_waits() && lines_->cancelled()) line->acquirer.Cancel(id);
+  return still_waits();
+}
+
+void AcquireHandler::OnAcquired(Exchange& exchange, Result<Acquisition> acquired) {
+  const std::shared_ptr<const RuleTable> rules = std::move(exchange.rules_);
+  const ServedRule& rule = *exchange.rule_;
+  if (!acquired.ok()) return answers_.Undecided(exchange, acquired.status());
+  metrics_.CountAcquire(*rule.counters, acquired->outcome);
+  Response& response = exchange.response;
+  fmt::format_to(std::back_inserter(response.body), R"({{"outcome":"{}","waited_ms":{})",
+                 AcquireOutcomeName(acquired->outcome), config::CeilMillis(acquired->waited));
+  // A decision's limit is the rule's count, never 0: 0 means no check was made (queue_full, or
+  // cancelled in line).
+  const Decision& decision = acquired->decision;
+  if (decision.limit > 0) {
+    answers_.Decided(rule, exchange.key_, decision);
+    response.body += R"(,"decision":)";
+    AppendDecision(response.body, decision);
+    AddRateLimitHeaders(rule, decision, response);
+  }
+  response.body += '}';
+  response.AddHeader("Server-Timing", middleware::ServerTimingValue(acquired->waited));
+  answers_.Finish(exchange);
+}
+
+void AcquireHandler::Abandon(Exchange& exchange) {
+  const std::shared_ptr<PendingAcquire> pending = exchange.acquire_;
+  if (pending == nullptr) return;
+  std::shared_ptr<AcquireLine> line;
+  AcquireId id = 0;
+  {
+    core::MutexLock lock(pending->mu);
+    line = pending->line;
+    id = pending->id;
+  }
+  // Outside the lock: the cancelled acquire's callback takes it.
+  if (line != nullptr) line->acquirer.Cancel(id);
+}
+
+void AcquireHandler::CancelWaits() {
+  if (lines_) lines_->CancelAll();
+}
+
+void AcquireHandler::SetMaxWaiters(size_t max_waiters) {
+  if (lines_) lines_->SetMaxWaiters(max_waiters);
+}
+
+}  // namespace sluice::http

@@ -1,0 +1,52 @@
+// POST /v1/acquire: {"rule":"api","key":"user:42","cost":1,"max_wait_ms":5000}, answered when
+// the request's turn comes, on the rule's line (http/acquire_lines.h), within max_wait_ms (at
+// most kMaxAcquireWait), with its outcome, the wait and the decision (see http/api.h). Answered
+// "queue_full" at once beyond the bounds on the acquires in progress, and "cancelled" when the
+// service stops (CancelWaits) or the client leaves (Abandon).
+//
+// Thread safety: Handle may be called concurrently, each call with its own Exchange; Abandon as
+// Api::Abandon says.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+
+#include "http/acquire_lines.h"
+#include "http/answers.h"
+#include "http/exchange.h"
+#include "http/metrics.h"
+#include "http/rule_table.h"
+#include "sluice/acquirer.h"
+#include "sluice/clock.h"
+
+namespace sluice::http {
+
+inline constexpr Duration kMaxAcquireWait = std::chrono::minutes(5);
+
+class AcquireHandler {
+ public:
+  // `timers` is where acquires wait; without them every acquire is answered 501. `metrics`
+  // (which shows the acquires in progress while this object lives), `answers` and `timers` must
+  // outlive this object.
+  AcquireHandler(Metrics& metrics, Answers& answers, Timers* timers);
+  ~AcquireHandler();
+  AcquireHandler(const AcquireHandler&) = delete;
+  AcquireHandler& operator=(const AcquireHandler&) = delete;
+
+  // Returns true while the acquire waits for its turn (see Api::Handle).
+  bool Handle(const Request& request, std::shared_ptr<const RuleTable> rules, Exchange& exchange);
+  void Abandon(Exchange& exchange);
+  // Answers every acquire in progress "cancelled", and those that come afterwards 503.
+  void CancelWaits();
+  void SetMaxWaiters(size_t max_waiters);
+
+ private:
+  void OnAcquired(Exchange& exchange, Result<Acquisition> acquired);
+
+  Metrics& metrics_;
+  Answers& answers_;
+  const std::unique_ptr<AcquireLines> lines_;  // null without timers
+};
+
+}  // namespace sluice::http

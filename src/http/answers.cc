@@ -1,0 +1,67 @@
+#include "http/answers.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "http/api_json.h"
+#include "middleware/rate_limit_headers.h"
+#include "middleware/refusal.h"
+
+namespace sluice::http {
+
+void Answers::Finish(Exchange& exchange) {
+  metrics_.CountHttpResponse(exchange.response.status);
+  exchange.on_done_();
+}
+
+void Answers::Fail(Exchange& exchange, int status, std::string_view message) {
+  Response& response = exchange.response;
+  response.status = status;
+  response.body.clear();
+  AppendError(response.body, message);
+  Finish(exchange);
+}
+
+void Answers::Undecided(Exchange& exchange, const Status& error) {
+  StoreFailed(error.ToString());
+  const middleware::Refusal refusal = middleware::RefusalOf(error);
+  if (!refusal.retry_after.empty()) exchange.response.AddHeader("Retry-After", refusal.retry_after);
+  Fail(exchange, refusal.status, error.message());
+}
+
+void Answers::Refuse(int status, std::string_view message, Response& response) {
+  response.Reset();
+  response.status = status;
+  AppendError(response.body, message);
+  metrics_.CountHttpResponse(status);
+}
+
+void Answers::Decided(const ServedRule& rule, std::string_view key, const Decision& decision) {
+  if (decision.degraded()) {
+    StoreFailed(
+        fmt::format("deciding by failure policy ({})", DecisionSourceName(decision.source)));
+  } else if (decision.source == DecisionSource::kStore) {
+    StoreAnswered();
+  }
+  metrics_.CountDecision(*rule.counters, decision);
+  if (!decision.allowed) top_keys_.Record(rule.name(), key);
+}
+
+void Answers::StoreAnswered() {
+  if (!store_healthy_.load(std::memory_order_relaxed) && !store_healthy_.exchange(true)) {
+    spdlog::info("store is answering again");
+  }
+}
+
+void Answers::StoreFailed(std::string_view why) {
+  metrics_.CountStoreError();
+  if (store_healthy_.exchange(false)) spdlog::warn("store failed: {}", why);
+}
+
+void AddRateLimitHeaders(const ServedRule& rule, const Decision& decision, Response& response) {
+  response.AddHeader("RateLimit-Policy", rule.policy_header);
+  response.AddHeader("RateLimit", middleware::RateLimitValue(rule.name(), decision));
+  if (!decision.allowed) response.AddHeader("Retry-After", middleware::RetryAfterValue(decision));
+}
+
+}  // namespace sluice::http

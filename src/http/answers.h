@@ -1,0 +1,51 @@
+// How the Api ends an exchange, and what it notes on the way: the error answers, the count of
+// every answer and every decision (Metrics, and TopKeys for a denial), the RateLimit headers of a
+// decision, and the store's health as the answers show it (a warning when it starts failing, a
+// note when it answers again).
+//
+// Thread safety: every method may be called concurrently, each call with its own Exchange.
+#pragma once
+
+#include <atomic>
+#include <string_view>
+
+#include "http/exchange.h"
+#include "http/metrics.h"
+#include "http/rule_table.h"
+#include "http/top_keys.h"
+#include "sluice/decision.h"
+#include "sluice/status.h"
+
+namespace sluice::http {
+
+class Answers {
+ public:
+  // `metrics` and `top_keys` must outlive this object.
+  Answers(Metrics& metrics, TopKeys& top_keys) : metrics_(metrics), top_keys_(top_keys) {}
+
+  // Completes the exchange: counts its status and calls its on_done.
+  void Finish(Exchange& exchange);
+  // Answers {"error": message} with `status`.
+  void Fail(Exchange& exchange, int status, std::string_view message);
+  // Refuses a check or an acquire the store answered with an error (middleware::RefusalOf).
+  void Undecided(Exchange& exchange, const Status& error);
+  // The response to a request the HTTP layer refused before it reached the Api.
+  void Refuse(int status, std::string_view message, Response& response);
+
+  // A decision of `rule` for `key`: counted, the key noted in TopKeys if denied, and the path
+  // that decided noted: the store answering, or a failure policy standing in for it.
+  void Decided(const ServedRule& rule, std::string_view key, const Decision& decision);
+  void StoreAnswered();
+  // Counts a store error, and warns when the store was answering until now.
+  void StoreFailed(std::string_view why);
+
+ private:
+  Metrics& metrics_;
+  TopKeys& top_keys_;
+  std::atomic<bool> store_healthy_{true};
+};
+
+// The RateLimit-Policy, RateLimit and, when denied, Retry-After headers of `decision`.
+void AddRateLimitHeaders(const ServedRule& rule, const Decision& decision, Response& response);
+
+}  // namespace sluice::http

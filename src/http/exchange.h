@@ -1,0 +1,85 @@
+// One request to the Api and its answer, apart from any socket: the request as the HTTP layer
+// read it (Request), the answer as it is built (Response), and the Exchange that carries the
+// request through the Api's handlers until its answer is complete.
+//
+// Thread safety: an Exchange carries one request at a time; the caller must not touch it
+// between Api::Handle and on_done, except as Api::Abandon allows.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/store.h"
+
+namespace sluice::http {
+
+inline constexpr size_t kMaxBodyBytes = 64 * 1024;
+
+struct Request {
+  std::string_view method;
+  std::string_view target;
+  std::string_view body;
+};
+
+struct Header {
+  std::string_view name;  // a string literal
+  std::string value;
+};
+
+// Reused from one request to the next: Reset keeps the strings' capacity.
+struct Response {
+  int status = 200;
+  std::string_view content_type;  // a string literal
+  std::array<Header, 4> headers;
+  size_t header_count = 0;
+  std::string body;
+
+  void Reset();
+  void AddHeader(std::string_view name, std::string_view value);
+  // The value of header `name`, or null when it is absent.
+  const std::string* FindHeader(std::string_view name) const;
+};
+
+class RuleTable;
+struct ServedRule;
+struct PendingAcquire;  // acquire_handler.cc
+
+// One request on its way through the Api. The caller owns it (one per connection, reused), keeps
+// it alive until on_done runs, and reads the answer from `response`.
+class Exchange {
+ public:
+  // Called once per Handle, when `response` is complete: on the calling thread or on a store
+  // thread. Must not block.
+  explicit Exchange(std::function<void()> on_done) : on_done_(std::move(on_done)) {}
+
+  Response response;
+
+ private:
+  friend class Api;
+  friend class Answers;
+  friend class CheckHandler;
+  friend class AcquireHandler;
+
+  struct BatchItem {
+    const ServedRule* rule = nullptr;  // null: `error` says why the item was not decided
+    std::string error;
+    std::string key;  // for TopKeys, should it be denied
+  };
+
+  std::function<void()> on_done_;
+  std::shared_ptr<const RuleTable> rules_;  // keeps rule_ and batch_ rules alive
+  const ServedRule* rule_ = nullptr;
+  std::string key_;  // the check's or the acquire's, for TopKeys, should it be denied
+  std::chrono::steady_clock::time_point started_;
+  std::vector<BatchItem> batch_;
+  std::vector<CheckRequest> requests_;
+  std::shared_ptr<PendingAcquire> acquire_;  // the last /v1/acquire, for Abandon
+};
+
+}  // namespace sluice::http

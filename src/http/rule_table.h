@@ -1,0 +1,47 @@
+// The rules `sluice serve` serves: an immutable table, looked up by name, of each rule's Limiter
+// (the one path from a rule to its checks, sluice/limiter.h) and what only the service adds to
+// it: its RateLimit-Policy value, its counters and the bounds on its acquires in progress.
+//
+// Thread safety: immutable once built; shared by the requests that use it (a reload builds a
+// new table, and requests in flight keep the one they started with).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+#include "http/metrics.h"
+#include "sluice/acquirer.h"
+#include "sluice/limiter.h"
+#include "sluice/store.h"
+
+namespace sluice::http {
+
+struct ServedRule {
+  ServedRule(Store& store, const config::Rule& rule, RuleCounters& counters);
+
+  const std::string& name() const { return limiter.name(); }
+
+  Limiter limiter;
+  std::string policy_header;
+  RuleCounters* counters;
+  AcquirerOptions waiter_bounds;  // of /v1/acquire, per key and in all
+};
+
+class RuleTable {
+ public:
+  // The rules decided on `store`, each counted in `metrics` (its counters created or found).
+  static std::shared_ptr<const RuleTable> Build(const std::vector<config::Rule>& rules,
+                                                Store& store, Metrics& metrics);
+
+  const ServedRule* Find(std::string_view name) const;
+  size_t size() const { return rules_.size(); }
+  const std::vector<ServedRule>& all() const { return rules_; }
+
+ private:
+  std::vector<ServedRule> rules_;  // sorted by name
+};
+
+}  // namespace sluice::http
