@@ -6,22 +6,24 @@
 // Layout: open addressing with linear probing in Robin Hood order, one slot per entry, slots of
 // kSlotBytes (64: one cache line) in one array. A slot holds, in this order: its probe distance
 // (1 byte, 0 for an empty slot), 8 bits of the key's hash (a fingerprint: a mismatch is rejected
-// without reading the key), the key's size (or kOutOfLine), a flags byte (the CLOCK reference bit
-// and the value's `kind`, 7 bits the owner gives meaning to), the key (inline up to kKeyBytes,
-// else its size and a pointer to a malloc'd copy), the expiry, then the value. A lookup reads one
-// slot most of the time (its home, picked by the low 32 bits of the hash), and the next ones in
-// the same run otherwise; Robin Hood order lets a lookup of an absent key stop at the first slot
-// whose entry is nearer its own home. Erasing shifts the rest of the run back (no tombstones).
+// without reading the key), the key's size (or kOutOfLine), a flags byte (the value's `kind`, 4
+// bits the owner gives meaning to, and the round of the eviction hand the entry was last looked
+// up in), the key (inline up to kKeyBytes, else its size and a pointer to a malloc'd copy), the
+// expiry, then the value. A lookup reads one slot most of the time (its home, picked by the low 32
+// bits of the hash), and the next ones in the same run otherwise; Robin Hood order lets a lookup of
+// an absent key stop at the first slot whose entry is nearer its own home. Erasing shifts the rest
+// of the run back (no tombstones).
 //
 // Bounds: the slot array, the out-of-line keys and the values' heap (Traits::HeapBytes) are
 // counted against Limits::max_bytes, and the entries against max_entries and 4/5 of the slots.
 // Making room for new entries (Insert, Reserve) or fitting the bytes after a value grew (Fit) does,
 // in order: drop every entry whose expiry has passed (its value is then equivalent to none, so
 // dropping it changes nothing), grow the array (doubling, while the old and the new array fit in
-// the budget together), and evict by CLOCK, an approximation of least recently used: a hand sweeps
-// the slots, clearing the reference bit that each lookup sets, and evicts the first entry found
-// without it. A new entry starts without the bit, so keys seen once (a flood of distinct keys) go
-// before keys seen again. Each pass evicts down to 7/8 of the bound, so the O(slots) sweep is
+// the budget together), and evict by a CLOCK, an approximation of least recently used: a hand
+// visits every slot once a round, in a scattered order (see AdvanceHand), and evicts an entry not
+// looked up in its current round or the one before. So an entry looked up at least once a round is
+// never evicted, and a new entry counts as not looked up: keys seen once (a flood of distinct
+// keys) go before keys seen again. Each pass evicts down to 7/8 of the bound, so that the work is
 // paid once per many inserts. Entries named in `keep` are never dropped or evicted.
 //
 // Value requirements: sizeof a multiple of 8, alignment at most 8. Traits (see PlainValueTraits)
@@ -38,6 +40,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <numeric>
 #include <span>
 #include <string_view>
 #include <type_traits>
@@ -64,18 +67,22 @@ struct alignas(64) TableSlot {
   static constexpr size_t kKeyBytes = kSlotBytes - 12 - sizeof(Value);
   static_assert(kKeyBytes >= 12 && kKeyBytes < 255, "room for a key's size and pointer");
   static constexpr uint8_t kOutOfLine = 0xff;
-  static constexpr uint8_t kReferenced = 1;
+  // The flags byte: the value's kind in the low 4 bits, the eviction hand's round in which the
+  // entry was last looked up (modulo 16) in the high 4.
+  static constexpr uint8_t kKinds = 16;
 
   uint8_t probe;              // 0: empty; otherwise 1 + the distance from the key's home slot
   uint8_t fingerprint;        // the hash's top 8 bits
   uint8_t key_size;           // the inline key's size, or kOutOfLine
-  uint8_t flags;              // kReferenced | kind << 1
+  uint8_t flags;              // kind | seen << 4
   char key_bytes[kKeyBytes];  // out of line: a uint32_t size, then a char* to the bytes
   int64_t expires_at;         // from then on the entry may be dropped
   alignas(Value) unsigned char value_bytes[sizeof(Value)];
 
-  uint8_t kind() const { return flags >> 1; }
-  void set_kind(uint8_t kind) { flags = static_cast<uint8_t>((flags & kReferenced) | kind << 1); }
+  uint8_t kind() const { return flags & (kKinds - 1); }
+  void set_kind(uint8_t kind) { flags = static_cast<uint8_t>((flags & ~(kKinds - 1)) | kind); }
+  uint8_t seen() const { return flags >> 4; }
+  void set_seen(uint8_t round) { flags = static_cast<uint8_t>(kind() | (round & 15) << 4); }
   Value& value() { return *std::launder(reinterpret_cast<Value*>(value_bytes)); }
   const Value& value() const { return *std::launder(reinterpret_cast<const Value*>(value_bytes)); }
 
@@ -129,7 +136,7 @@ class SweptTable {
       Slot& slot = slots_[i];
       if (slot.probe < probe) return nullptr;  // empty, or nearer its home than the key would be
       if (slot.fingerprint == fingerprint && key.Matches(slot.key())) {
-        slot.flags |= Slot::kReferenced;
+        slot.set_seen(round_);
         return &slot;
       }
     }
@@ -174,6 +181,7 @@ class SweptTable {
     carry.fingerprint = Fingerprint(key.hash);
     carry.flags = 0;
     carry.set_kind(kind);
+    carry.set_seen(static_cast<uint8_t>(round_ - 2));  // evictable at the hand's next visit
     carry.expires_at = expires_at;
     if (!RunHasRoom(key.hash)) return nullptr;
     if (key_size <= Slot::kKeyBytes) {
@@ -237,10 +245,6 @@ class SweptTable {
   size_t Home(size_t hash) const { return HomeIn(hash, capacity_); }
   size_t Next(size_t i) const { return i + 1 == capacity_ ? 0 : i + 1; }
   size_t Previous(size_t i) const { return i == 0 ? capacity_ - 1 : i - 1; }
-  // Whether slot i is in the cyclic range from `first` to `last`, both included.
-  bool Within(size_t i, size_t first, size_t last) const {
-    return (i + capacity_ - first) % capacity_ <= (last + capacity_ - first) % capacity_;
-  }
 
   static bool Keeps(std::span<const core::ScopedKey> keep, const Slot& slot) {
     for (const core::ScopedKey& k : keep) {
@@ -268,8 +272,7 @@ class SweptTable {
 
   // Robin Hood placement of `carry` (its probe is set here): it lands at the first slot whose
   // entry is nearer its home than `carry` would be, and the rest of the run moves one slot on,
-  // in order. CLOCK's hand moves with the entries it was about to look at, so that none jumps
-  // past it; a new entry lands behind it. Returns where `carry` landed.
+  // in order. Returns where `carry` landed.
   Slot* Place(Slot& carry, size_t hash, bool carry_has_value) {
     size_t landing = Home(hash);
     for (carry.probe = 1; slots_[landing].probe >= carry.probe; ++carry.probe) {
@@ -284,7 +287,6 @@ class SweptTable {
       i = previous;
     }
     MoveSlot(carry, slots_[landing], carry_has_value);
-    if (Within(hand_, landing, end)) hand_ = Next(hand_);
     return &slots_[landing];
   }
 
@@ -301,14 +303,12 @@ class SweptTable {
   // Erases slot i; the rest of its run moves back one slot.
   void RemoveAt(size_t i) {
     DestroyEntry(slots_[i]);
-    const size_t erased = i;
     for (size_t next = Next(i); slots_[next].probe > 1; i = next, next = Next(next)) {
       MoveSlot(slots_[next], slots_[i], true);
       --slots_[i].probe;
     }
     slots_[i].probe = 0;
     --size_;
-    if (hand_ != erased && Within(hand_, erased, i)) hand_ = Previous(hand_);
   }
 
   bool Droppable(const Slot& slot, int64_t now, std::span<const core::ScopedKey> keep) const {
@@ -330,26 +330,40 @@ class SweptTable {
     return dropped;
   }
 
-  // One CLOCK step to a victim: false when every entry is kept.
+  // Hand steps to a victim: false when every entry is kept. An entry looked up in this round of
+  // the hand or the previous one stays; any other is evicted (dropped, if expired).
   bool EvictOne(int64_t now, std::span<const core::ScopedKey> keep) {
-    for (size_t steps = 0; size_ > 0 && steps <= 2 * capacity_; ++steps) {
+    for (size_t steps = 0; size_ > 0 && steps <= 3 * capacity_; ++steps) {
       Slot& slot = slots_[hand_];
-      if (slot.probe == 0 || Keeps(keep, slot)) {
-        hand_ = Next(hand_);
-      } else if (slot.expires_at <= now) {
+      const bool victim = slot.probe != 0 && !Keeps(keep, slot) &&
+                          (slot.expires_at <= now || ((round_ - slot.seen()) & 15) > 1);
+      if (victim) {
+        ++(slot.expires_at <= now ? dropped_fresh_ : evicted_lru_);
         RemoveAt(hand_);
-        ++dropped_fresh_;
-        return true;
-      } else if (slot.flags & Slot::kReferenced) {
-        slot.flags &= static_cast<uint8_t>(~Slot::kReferenced);
-        hand_ = Next(hand_);
-      } else {
-        RemoveAt(hand_);
-        ++evicted_lru_;
-        return true;
       }
+      AdvanceHand();
+      if (victim) return true;
     }
     return false;
+  }
+
+  // The hand visits every slot once a round, `stride_` slots apart, so that what it evicts is
+  // spread over the array: evicting a stretch of neighbouring slots at a time would leave the
+  // stretch ahead of the hand, the longest unvisited, crowded into long runs.
+  void AdvanceHand() {
+    hand_ += stride_;
+    if (hand_ >= capacity_) hand_ -= capacity_;
+    if (++hand_steps_ == capacity_) {
+      hand_steps_ = 0;
+      ++round_;
+    }
+  }
+
+  // About capacity / the golden ratio, and prime to it, so that the steps visit every slot once.
+  static size_t StrideFor(size_t capacity) {
+    size_t stride = static_cast<size_t>(static_cast<double>(capacity) * 0.6180339887) | 1;
+    while (std::gcd(stride, capacity) != 1) stride += 2;
+    return stride % capacity;
   }
 
   // Doubles the slots, or grows them as far as the budget allows with the old array still held,
@@ -376,7 +390,8 @@ class SweptTable {
     prefetch_slots_.store(slots_, std::memory_order_relaxed);
     prefetch_capacity_.store(capacity_, std::memory_order_relaxed);
     mapped_bytes_ += mapped;  // both arrays, until the old one is given back
-    hand_ = 0;
+    hand_ = hand_steps_ = 0;
+    stride_ = StrideFor(capacity_);
     for (size_t i = 0; i < old_capacity; ++i) {
       Slot& slot = old[i];
       if (slot.probe == 0) continue;
@@ -414,7 +429,10 @@ class SweptTable {
   size_t mapped_bytes_ = 0;
   size_t size_ = 0;
   size_t heap_bytes_ = 0;  // out-of-line keys and the values' heap
-  size_t hand_ = 0;        // CLOCK's
+  size_t hand_ = 0;        // the eviction hand's slot
+  size_t hand_steps_ = 0;
+  size_t stride_ = 0;
+  uint8_t round_ = 0;  // the hand's rounds, modulo 256 (compared modulo 16)
   std::atomic<const Slot*> prefetch_slots_{nullptr};
   std::atomic<size_t> prefetch_capacity_{0};
   uint64_t dropped_fresh_ = 0;
