@@ -438,6 +438,21 @@ TEST(MemoryStoreMemory, CountsSlotsLongKeysAndSlidingLogEntries) {
   EXPECT_EQ(store.memory_stats().evicted_fresh, 1u);
 }
 
+// A long flood of distinct keys on a table of thousands of slots: evictions are spread over the
+// array, so its runs stay short and every new key finds room (evicting a stretch of neighbouring
+// slots at a time crowded the rest into runs too long to insert into).
+TEST(MemoryStoreMemory, ALongFloodKeepsFindingRoom) {
+  ManualClock clock;
+  MemoryStore store(
+      MemoryStoreOptions{.clock = &clock, .max_memory = size_t{1} << 20, .shards = 1});
+  Limiter flood(store, "flood", MakeLimit(Algorithm::kGcra, 10, std::chrono::hours(1)));
+  for (int i = 0; i < 200'000; ++i) {
+    auto d = flood.Check(Key(i));
+    ASSERT_TRUE(d.ok() && d->allowed) << i << " " << d.status().ToString();
+  }
+  EXPECT_GT(store.memory_stats().evicted_lru, 180'000u);
+}
+
 // A flood of new keys, long ones and sliding_log entries included, never takes the store past
 // max_memory, and the keys in use keep their exact counts.
 TEST(MemoryStoreMemory, AFloodOfNewKeysStaysWithinMaxMemory) {
