@@ -3,8 +3,8 @@
 // memory::SweptTable, a lock per shard), with a slot of 128 bytes to hold an entry, so that both
 // maps are one implementation with one set of bounds: at most `capacity` keys and
 // capacity × kBytesPerKey bytes, split evenly over the shards. A new key in a full shard first
-// drops the entries that expired, then evicts those not looked up lately (CLOCK); losing one
-// only costs its key a round trip to the backend.
+// drops the entries that expired, then evicts those not looked up lately (SweptTable's hand);
+// losing one only costs its key a round trip to the backend.
 //
 // Thread safety: fully thread-safe.
 #pragma once

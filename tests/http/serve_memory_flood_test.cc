@@ -21,9 +21,10 @@ using sluice::testing::MetricValue;
 using sluice::testing::Service;
 
 constexpr int64_t kMaxMemory = int64_t{8} << 20;
-// What the process may grow by beyond max_memory (docs/security.md, "Floods"): the HTTP
-// connections' buffers, malloc's arenas and the pages of freed blocks it keeps.
-constexpr int64_t kSlack = int64_t{16} << 20;
+// What the process may grow by beyond max_memory (docs/security.md, "Floods: memory"): the HTTP
+// connections' buffers, malloc's arenas and the pages of freed blocks it keeps, measured at about
+// 2 MB.
+constexpr int64_t kSlack = int64_t{8} << 20;
 
 // The process's resident memory, in bytes (VmRSS of /proc/PID/status); -1 if unreadable.
 int64_t ResidentBytes(pid_t pid) {

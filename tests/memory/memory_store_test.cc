@@ -346,7 +346,8 @@ TEST(MemoryStoreBound, AtMaxKeysNewKeysEvictTheLeastRecentlyUsedAndKeysInUseKeep
 }
 
 // Room is made first from states back to fresh (dropping them changes no decision), then from
-// the keys used least recently: a key checked again since the eviction hand last passed stays.
+// the keys not checked lately: a key checked again since it was added stays through the hand's
+// round.
 TEST(MemoryStoreBound, FreshStatesGoFirstThenKeysNotUsedSince) {
   ManualClock clock;
   MemoryStore store(MemoryStoreOptions{.clock = &clock, .max_keys = 16, .shards = 1});
