@@ -4,7 +4,7 @@
 # Rounds are interleaved so both see the same noise; medians are reported, with the sluice
 # process's CPU time per decision (user + system), which is where cluster routing costs.
 # Usage: [ROUNDS=3] [ALGORITHM=gcra] [KEYS=10000] [CONCURRENCY=64] [DURATION=10s] [REPLICAS=0]
-#        [IO_THREADS=1] scripts/bench-cluster.sh
+#        [IO_THREADS=1] [CONNECTIONS=2] scripts/bench-cluster.sh
 # Needs a release build: cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C build/release
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,8 @@ sluice=${SLUICE:-build/release/sluice}
 rounds=${ROUNDS:-3}
 replicas=${REPLICAS:-0}
 workload=(--algorithm "${ALGORITHM:-gcra}" --keys "${KEYS:-10000}" --concurrency "${CONCURRENCY:-64}"
-  --duration "${DURATION:-10s}" --io-threads "${IO_THREADS:-1}" --limit 1000000 --period 1s --json)
+  --duration "${DURATION:-10s}" --io-threads "${IO_THREADS:-1}"
+  --connections "${CONNECTIONS:-2}" --limit 1000000 --period 1s --json)
 
 dir=$(mktemp -d)
 pidfiles=()

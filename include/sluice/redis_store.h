@@ -10,8 +10,23 @@
 //
 // Keys are "<key_prefix><limiter name>:{<key>}" (plus ":n" for sliding_log's count that left), with
 // `%`, `{` and `}` percent-encoded: the Redis Cluster hash tag is the key, so the state of every
-// limiter for one key lives in one slot. CheckAll uses that to decide several limits on one key
-// all or nothing.
+// limiter for one key lives in one slot.
+//
+// CheckAll (Store::CheckAll) decides the checks whose keys one node holds in one script, all or
+// nothing, atomically: on one Redis, every call; on a Redis Cluster, keys on one master, in one
+// slot or several (the script flag allow-cross-slot-keys: Redis 7.0 or later). Keys on several
+// masters are decided in two steps within the call's one deadline, with no retry: a read-only
+// peek on every master in parallel, then, only if every check admits, a charge on every master
+// in parallel, each all or nothing on its master. What is guaranteed there:
+//   - never over-admission: each master admits only within its limits, and a refused peek
+//     consumes nothing anywhere;
+//   - under-admission by a race: if a master refuses at the charge (others consumed its keys
+//     since the peek), the masters that charged keep the request's costs, and the request is
+//     reported refused, their checks as refused with retry_after 0 showing their state after the
+//     charge. Nothing gives those units back. An error at the charge (a master down, the deadline)
+//     leaves the same: the masters that answered may have charged.
+// A call whose keys span slots does not follow ASK during a slot migration (it fails with
+// UNAVAILABLE, as on TRYAGAIN; see redis::CallOptions::cross_slot); MOVED is followed once.
 //
 // Failure domains (Store::FailureDomain): one Redis is one domain, 0, named by its address; on a
 // Redis Cluster, a key's domain is the master serving its slot now (redis::Client::NodeIdOf),
@@ -40,6 +55,7 @@ namespace sluice {
 
 namespace redis {
 class Client;
+struct CheckContext;
 }  // namespace redis
 
 struct RedisStoreOptions {
@@ -49,6 +65,7 @@ struct RedisStoreOptions {
   // Deadline of each call (a check, a batch, a reset).
   Duration timeout = std::chrono::milliseconds(50);
   Duration connect_timeout = std::chrono::milliseconds(50);
+  // The client's I/O threads; on a Redis Cluster, shared by the clients of all the masters.
   int io_threads = 1;
   // Two keep Redis busy while the client handles a batch of replies (src/redis/client.h).
   int connections_per_thread = 2;
@@ -85,17 +102,19 @@ class RedisStore final : public Store {
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override;
   void DoCheckAsync(const CheckRequest& request, DecisionCallback done) override;
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override;
-  // Store::CheckAll in one script. On a Redis Cluster the keys must share a slot (one hash tag:
-  // limits on one key do); keys in different slots are refused (INVALID_ARGUMENT).
+  // Store::CheckAll: one script per node, and on several nodes a peek before the charge (above).
   void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override;
 
  private:
   RedisStore(std::unique_ptr<redis::Client> client, RedisStoreOptions options);
+  // What every check sends alike; `now` read from `clock` when set.
+  redis::CheckContext Context() const;
 
   std::unique_ptr<redis::Client> client_;  // of one Redis, or a redis::ClusterClient
   const std::string prefix_;
   const Clock* const clock_;
   const int64_t margin_ms_;
+  const Duration timeout_;
 };
 
 }  // namespace sluice

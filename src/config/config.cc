@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "config/duration.h"
+#include "config/yaml_reporter.h"
 
 namespace sluice::config {
 namespace {
@@ -26,23 +27,7 @@ bool IsRuleNameChar(char c) {
          c == '.' || c == ':' || c == '-';
 }
 
-// Builds error Status values that point at a place in the file. yaml-cpp counts lines from 0.
-class Reporter {
- public:
-  explicit Reporter(std::string_view file) : file_(file) {}
-
-  Status At(const YAML::Mark& mark, std::string_view field, std::string_view message) const {
-    std::string where(file_);
-    if (!mark.is_null()) where += ":" + std::to_string(mark.line + 1);
-    return Status::InvalidArgument(where + ": " + std::string(field) + ": " + std::string(message));
-  }
-  Status At(const YAML::Node& node, std::string_view field, std::string_view message) const {
-    return At(node.Mark(), field, message);
-  }
-
- private:
-  std::string_view file_;
-};
+using Reporter = YamlReporter;
 
 // One mapping's fields, each checked to be known and given once.
 class Fields {

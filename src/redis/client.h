@@ -22,12 +22,14 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
+#include "redis/resp.h"
 #include "sluice/clock.h"
 #include "sluice/status.h"
 
 namespace sluice::redis {
+
+class IoThreads;
 
 struct ClientOptions {
   // TCP
@@ -57,33 +59,6 @@ struct ClientOptions {
   Duration hang_timeout = std::chrono::seconds(1);
 };
 
-// redis://[user:password@]host:port[/db]  or  unix:///path/to/socket[?db=N]
-Result<ClientOptions> ParseRedisUrl(std::string_view url);
-
-// A parsed RESP reply.
-struct Reply {
-  enum class Type { kString, kStatus, kError, kInteger, kNil, kArray };
-  Type type = Type::kNil;
-  std::string str;  // kString, kStatus, kError
-  int64_t integer = 0;
-  std::vector<Reply> elements;  // kArray
-
-  bool is_error() const { return type == Type::kError; }
-};
-
-// A Lua script: its source and SHA1 (as SCRIPT LOAD returns it).
-struct Script {
-  std::string source;
-  std::string sha1;
-  static Script FromSource(std::string source);
-};
-
-struct ScriptCall {
-  const Script* script = nullptr;
-  std::span<const std::string_view> keys;
-  std::span<const std::string_view> args;
-};
-
 // How one call is sent; the defaults suit every call but one a Redis Cluster redirected.
 struct CallOptions {
   // When set, the call's deadline instead of now + ClientOptions::timeout: a redirected call
@@ -92,6 +67,11 @@ struct CallOptions {
   // Writes ASKING immediately before the command on the same connection (an ASK redirection's
   // one-shot permission) and discards ASKING's reply.
   bool asking = false;
+  // A script that also reaches keys outside its keys' slot (the flag allow-cross-slot-keys). A
+  // Redis Cluster's ASK redirection is then not followed (the call fails with UNAVAILABLE): with
+  // ASKING, the node asked would serve the script any key of a slot it is importing, reading one
+  // still on the other node as absent.
+  bool cross_slot = false;
 };
 
 using ReplyCallback = std::function<void(Result<Reply>)>;
@@ -101,6 +81,13 @@ struct ClientStats {
   uint64_t commands = 0;  // commands written
   uint64_t writes = 0;    // socket writes that carried them
   uint64_t connects = 0;  // successful (re)connections
+
+  ClientStats& operator+=(const ClientStats& other) {
+    commands += other.commands;
+    writes += other.writes;
+    connects += other.connects;
+    return *this;
+  }
 };
 
 class Client {
@@ -108,6 +95,10 @@ class Client {
   // Starts the I/O threads and connects, waiting up to connect_timeout for the connections to be
   // ready; a server that is down then is retried in the background. Fails only on bad options.
   static Result<std::unique_ptr<Client>> Create(ClientOptions options);
+  // The same on `threads`, shared with other clients, instead of io_threads threads of its own;
+  // connections_per_thread connections on each of them. Destroy the client on none of them.
+  static Result<std::unique_ptr<Client>> Create(ClientOptions options,
+                                                std::shared_ptr<IoThreads> threads);
   virtual ~Client() = default;
 
   // One command; `argv` need only live during the call.

@@ -1,32 +1,22 @@
 // Design notes.
 //
-// The slot map is immutable once published: a refresh builds a new one and swaps a shared_ptr
-// under mu_, so routing a call costs one short lock and a lookup. Nodes are shared between
-// successive maps; one that leaves the map is kept on a list of the refresh thread's and closed
-// there once no map snapshot holds it any more, never on an I/O thread (a Client cannot be
-// destroyed on its own I/O thread).
-//
+// Routing a call costs one short lock (a snapshot of the slot map, cluster_map.h) and a lookup.
 // A call owns a copy of its words from the start: a redirection re-sends it after the caller's
 // views are gone. Its deadline is fixed when it is made and carried over to the re-send
 // (CallOptions::deadline), so a redirected call is answered by the same deadline as any other.
 #include "redis/cluster_client.h"
 
 #include <algorithm>
-#include <charconv>
 #include <optional>
-#include <tuple>
 #include <utility>
 
+#include "redis/cluster_map.h"
 #include "redis/reply_gather.h"
 
 namespace sluice::redis {
 namespace {
 
 using Steady = std::chrono::steady_clock;
-
-constexpr uint16_t kNoNode = UINT16_MAX;
-
-std::string_view HostOf(std::string_view address) { return address.substr(0, address.rfind(':')); }
 
 // The one slot of `keys` (-1 when there are none); an error when they span several.
 Result<int> SlotOfKeys(std::span<const std::string_view> keys) {
@@ -48,32 +38,6 @@ Result<int> SlotOfKeys(std::span<const std::string_view> keys) {
 
 namespace cluster {
 
-struct Node {
-  std::string address;  // host:port
-  std::unique_ptr<Client> client;
-};
-
-struct SlotMap {
-  std::array<uint16_t, kClusterSlots> master;  // index into nodes, or kNoNode
-  std::vector<std::shared_ptr<Node>> nodes;
-
-  SlotMap() { master.fill(kNoNode); }
-
-  // The master of `slot`; for -1, any master.
-  Node* Serving(int slot) const {
-    if (slot < 0) return nodes.empty() ? nullptr : nodes.front().get();
-    const uint16_t i = master[slot];
-    return i == kNoNode ? nullptr : nodes[i].get();
-  }
-
-  std::shared_ptr<Node> Find(std::string_view address) const {
-    for (const auto& node : nodes) {
-      if (node->address == address) return node;
-    }
-    return nullptr;
-  }
-};
-
 struct Call {
   const Script* script = nullptr;       // null: a command
   std::string bytes;                    // the words, owned
@@ -81,6 +45,7 @@ struct Call {
   size_t key_count = 0;
   int slot = -1;  // -1: any master will do
   Steady::time_point deadline;
+  bool cross_slot = false;  // CallOptions::cross_slot: ASK is not followed
   bool redirected = false;
   ReplyCallback done;
 
@@ -106,60 +71,7 @@ struct Call {
   }
 };
 
-struct Redirect {
-  bool ask = false;
-  std::string address;  // host:port
-};
-
 }  // namespace cluster
-
-namespace {
-
-// MOVED <slot> <host>:<port> or ASK <slot> <host>:<port>; an empty host is the replying node's.
-std::optional<cluster::Redirect> ParseRedirect(const Reply& reply, std::string_view from) {
-  if (!reply.is_error()) return std::nullopt;
-  const bool ask = reply.str.starts_with("ASK ");
-  if (!ask && !reply.str.starts_with("MOVED ")) return std::nullopt;
-  std::string address = reply.str.substr(reply.str.rfind(' ') + 1);
-  if (address.starts_with(':')) address.insert(0, HostOf(from));
-  return cluster::Redirect{.ask = ask, .address = std::move(address)};
-}
-
-// The masters of CLUSTER SLOTS' reply as (first slot, last slot, host:port); empty if the reply
-// is not one. An empty host is the one of the node asked.
-std::vector<std::tuple<int64_t, int64_t, std::string>> ParseSlots(const Reply& reply,
-                                                                  std::string_view asked) {
-  std::vector<std::tuple<int64_t, int64_t, std::string>> ranges;
-  if (reply.type != Reply::Type::kArray) return ranges;
-  for (const Reply& range : reply.elements) {
-    const auto& e = range.elements;
-    if (range.type != Reply::Type::kArray || e.size() < 3 || e[0].type != Reply::Type::kInteger ||
-        e[1].type != Reply::Type::kInteger || e[2].type != Reply::Type::kArray ||
-        e[2].elements.size() < 2 || e[2].elements[0].type != Reply::Type::kString ||
-        e[2].elements[1].type != Reply::Type::kInteger || e[0].integer < 0 ||
-        e[1].integer >= kClusterSlots || e[0].integer > e[1].integer) {
-      return {};
-    }
-    const std::string& host = e[2].elements[0].str;
-    ranges.emplace_back(e[0].integer, e[1].integer,
-                        (host.empty() ? std::string(HostOf(asked)) : host) + ":" +
-                            std::to_string(e[2].elements[1].integer));
-  }
-  return ranges;
-}
-
-Result<std::shared_ptr<cluster::Node>> Connect(const ClientOptions& node_options,
-                                               const std::string& address) {
-  ClientOptions options = node_options;
-  options.host = std::string(HostOf(address));
-  const auto port = std::string_view(address).substr(address.rfind(':') + 1);
-  std::from_chars(port.data(), port.data() + port.size(), options.port);
-  auto client = Client::Create(std::move(options));
-  if (!client.ok()) return client.status();
-  return std::make_shared<cluster::Node>(cluster::Node{address, std::move(*client)});
-}
-
-}  // namespace
 
 Result<std::unique_ptr<ClusterClient>> ClusterClient::Create(ClusterOptions options) {
   if (options.seeds.empty()) {
@@ -167,6 +79,9 @@ Result<std::unique_ptr<ClusterClient>> ClusterClient::Create(ClusterOptions opti
   }
   if (options.node.db != 0 || !options.node.unix_path.empty()) {
     return Status::InvalidArgument("Redis Cluster nodes are reached over TCP, on database 0");
+  }
+  if (options.node.io_threads < 1) {
+    return Status::InvalidArgument("a Redis Cluster client needs at least one I/O thread");
   }
   if (options.refresh_interval.count() <= 0 || options.refresh_min_gap.count() < 0) {
     return Status::InvalidArgument(
@@ -181,6 +96,7 @@ Result<std::unique_ptr<ClusterClient>> ClusterClient::Create(ClusterOptions opti
 
 ClusterClient::ClusterClient(ClusterOptions options)
     : options_(std::move(options)),
+      io_threads_(std::make_shared<IoThreads>(options_.node.io_threads)),
       map_(std::make_shared<SlotMap>()),
       node_ids_(std::make_unique<std::atomic<uint32_t>[]>(kClusterSlots)) {}
 
@@ -225,6 +141,7 @@ void ClusterClient::EvalSha(const Script& script, std::span<const std::string_vi
   call->key_count = keys.size();
   call->slot = *slot;
   call->deadline = options.deadline.value_or(Steady::now() + options_.node.timeout);
+  call->cross_slot = options.cross_slot;
   call->done = std::move(done);
   Send(std::move(call), options);
 }
@@ -310,16 +227,25 @@ void ClusterClient::OnReply(const Node& from, const std::shared_ptr<Call>& call,
     return call->done(std::move(reply));
   }
   if (auto redirect = ParseRedirect(*reply, from.address)) {
+    if (redirect->ask && call->cross_slot) {
+      return call->done(Status::Unavailable(
+          "Redis Cluster asked a script that reaches keys of several slots to " +
+          redirect->address + " while a slot migrates: " + reply->str));
+    }
     if (!call->redirected) return Redirected(call, *redirect);
     return call->done(Status::Unavailable("Redis Cluster redirected a call twice, last to " +
                                           redirect->address + ": " + reply->str));
   }
-  if (reply->is_error() &&
-      (reply->str.starts_with("TRYAGAIN") || reply->str.starts_with("CLUSTERDOWN"))) {
-    if (reply->str.starts_with("CLUSTERDOWN")) RequestRefresh();
-    return call->done(Status::Unavailable("Redis Cluster at " + from.address + ": " + reply->str));
+  switch (ParseClusterRefusal(*reply)) {
+    case ClusterRefusal::kNone:
+      return call->done(std::move(reply));
+    case ClusterRefusal::kMapStale:
+      RequestRefresh();
+      [[fallthrough]];
+    case ClusterRefusal::kTryAgain:
+      return call->done(
+          Status::Unavailable("Redis Cluster at " + from.address + ": " + reply->str));
   }
-  call->done(std::move(reply));
 }
 
 void ClusterClient::Redirected(const std::shared_ptr<Call>& call, const Redirect& redirect) {
@@ -378,12 +304,7 @@ ClientStats ClusterClient::stats_for_testing() const {
     total = retired_stats_;
   }
   const auto map = Map();
-  for (const auto& node : map->nodes) {
-    const ClientStats s = node->client->stats_for_testing();
-    total.commands += s.commands;
-    total.writes += s.writes;
-    total.connects += s.connects;
-  }
+  for (const auto& node : map->nodes) total += node->client->stats_for_testing();
   return total;
 }
 
@@ -398,135 +319,6 @@ std::string ClusterClient::MasterOfForTesting(uint16_t slot) const {
   const auto map = Map();
   const Node* node = map->Serving(slot);
   return node == nullptr ? std::string() : node->address;
-}
-
-uint32_t ClusterClient::NodeIdOf(uint16_t slot) const {
-  return slot < kClusterSlots ? node_ids_[slot].load(std::memory_order_relaxed) : 0;
-}
-
-std::string ClusterClient::AddressOf(uint32_t id) const {
-  core::MutexLock lock(ids_mu_);
-  return id == 0 || id > addresses_.size() ? std::string() : addresses_[id - 1];
-}
-
-uint32_t ClusterClient::IdOf(const std::string& address) {
-  core::MutexLock lock(ids_mu_);
-  const auto known = std::find(addresses_.begin(), addresses_.end(), address);
-  if (known != addresses_.end()) return static_cast<uint32_t>(known - addresses_.begin()) + 1;
-  addresses_.push_back(address);
-  return static_cast<uint32_t>(addresses_.size());
-}
-
-void ClusterClient::RefreshLoop() {
-  auto last = Steady::now();
-  core::MutexLock lock(mu_);
-  while (!stopping_) {
-    const auto due =
-        last + (refresh_requested_ ? options_.refresh_min_gap : options_.refresh_interval);
-    if (Steady::now() < due) {
-      lock.WaitUntil(wake_, due);
-      continue;
-    }
-    refresh_requested_ = false;
-    last = Steady::now();
-    lock.Unlock();
-    // A cluster out of reach keeps the map it had; the next refresh tries again (bad options
-    // failed Create already).
-    (void)Refresh();
-    CloseUnused();
-    lock.Lock();
-  }
-}
-
-Status ClusterClient::Refresh() {
-  const auto current = Map();
-  std::vector<std::string> wanted;
-  {
-    core::MutexLock lock(mu_);
-    wanted.swap(wanted_);
-  }
-  // Ask the nodes known, then the seeds; keep what was connected for the new map.
-  std::vector<std::shared_ptr<Node>> connected;
-  std::vector<std::tuple<int64_t, int64_t, std::string>> ranges;
-  std::vector<std::string> candidates;
-  for (const auto& node : current->nodes) candidates.push_back(node->address);
-  for (const auto& seed : options_.seeds) {
-    if (std::find(candidates.begin(), candidates.end(), seed) == candidates.end()) {
-      candidates.push_back(seed);
-    }
-  }
-  for (const auto& address : candidates) {
-    std::shared_ptr<Node> node = current->Find(address);
-    if (node == nullptr) {
-      auto fresh = Connect(options_.node, address);
-      if (!fresh.ok()) return fresh.status();
-      node = *fresh;
-      connected.push_back(node);
-    }
-    const std::string_view cluster_slots[] = {"CLUSTER", "SLOTS"};
-    auto reply = node->client->CommandSync(cluster_slots);
-    if (!reply.ok()) continue;
-    ranges = ParseSlots(*reply, address);
-    if (!ranges.empty()) break;
-  }
-  if (ranges.empty()) return Status::Unavailable("no Redis Cluster node answered CLUSTER SLOTS");
-  refreshes_.fetch_add(1, std::memory_order_relaxed);
-
-  auto next = std::make_shared<SlotMap>();
-  auto index_of = [&](const std::string& address) -> Result<uint16_t> {
-    for (size_t i = 0; i < next->nodes.size(); ++i) {
-      if (next->nodes[i]->address == address) return static_cast<uint16_t>(i);
-    }
-    std::shared_ptr<Node> node = current->Find(address);
-    for (const auto& c : connected) {
-      if (node == nullptr && c->address == address) node = c;
-    }
-    if (node == nullptr) {
-      auto fresh = Connect(options_.node, address);
-      if (!fresh.ok()) return fresh.status();
-      node = *fresh;
-    }
-    next->nodes.push_back(std::move(node));
-    return static_cast<uint16_t>(next->nodes.size() - 1);
-  };
-  for (const auto& [first, last, address] : ranges) {
-    auto i = index_of(address);
-    if (!i.ok()) return i.status();
-    std::fill(next->master.begin() + first, next->master.begin() + last + 1, *i);
-  }
-  for (const auto& address : wanted) {
-    if (auto i = index_of(address); !i.ok()) return i.status();
-  }
-  std::shared_ptr<const SlotMap> previous = next;
-  {
-    core::MutexLock lock(mu_);
-    map_.swap(previous);
-  }
-  std::vector<uint32_t> ids;
-  ids.reserve(next->nodes.size());
-  for (const auto& node : next->nodes) ids.push_back(IdOf(node->address));
-  for (int slot = 0; slot < kClusterSlots; ++slot) {
-    const uint16_t i = next->master[slot];
-    node_ids_[slot].store(i == kNoNode ? 0 : ids[i], std::memory_order_relaxed);
-  }
-  for (const auto& node : previous->nodes) {
-    if (next->Find(node->address) == nullptr) retired_.push_back(node);
-  }
-  return Status::Ok();
-}
-
-// Closes the retired nodes no map snapshot holds any more: only retired_ does, and no new
-// snapshot can reach them.
-void ClusterClient::CloseUnused() {
-  std::erase_if(retired_, [this](const std::shared_ptr<Node>& node) {
-    if (node.use_count() > 1) return false;
-    const ClientStats s = node->client->stats_for_testing();
-    core::MutexLock lock(stats_mu_);
-    retired_stats_.commands += s.commands;
-    retired_stats_.writes += s.writes;
-    retired_stats_.connects += s.connects;
-    return true;
-  });
 }
 
 }  // namespace sluice::redis

@@ -1,7 +1,8 @@
 // ClusterClient: the redis::Client interface over a Redis Cluster. It learns the slot map
 // (CLUSTER SLOTS) from the seed nodes, keeps one single-node Client (Client::Create: multiplexed,
-// auto-pipelined) per master, and sends each call to the master of its keys' slot; a batch
-// leaves as one write per node and its results come back in the caller's order.
+// auto-pipelined) per master, all on one set of I/O threads (io_threads.h), and sends each call to
+// the master of its keys' slot; a batch leaves as one write per node and its results come back in
+// the caller's order.
 //
 // Redirections: MOVED refreshes the slot map (at most one refresh at a time, and not more often
 // than every refresh_min_gap) and sends the call once more to the node named; ASK sends ASKING
@@ -28,29 +29,24 @@
 #include "core/mutex.h"
 #include "redis/client.h"
 #include "redis/cluster_slots.h"
+#include "redis/io_threads.h"
 
 namespace sluice::redis {
-
-inline constexpr std::string_view kClusterScheme = "redis+cluster://";
 
 struct ClusterOptions {
   // "host:port" of nodes to learn the cluster from; any one that answers is enough.
   std::vector<std::string> seeds;
-  // For each node's Client: credentials, deadlines, threads, bounds (host and port are the
-  // node's; db must be 0).
+  // For each node's Client: credentials, deadlines, connections, bounds (host and port are the
+  // node's; db must be 0). io_threads is the number of I/O threads all the nodes share.
   ClientOptions node;
   Duration refresh_interval = std::chrono::seconds(2);
   Duration refresh_min_gap = std::chrono::milliseconds(100);
 };
 
-// redis+cluster://[user:password@]host:port,host:port,...
-Result<ClusterOptions> ParseRedisClusterUrl(std::string_view url);
-
 namespace cluster {
 struct Node;
 struct SlotMap;
 struct Call;
-struct Redirect;
 }  // namespace cluster
 
 struct ClusterStats {
@@ -73,7 +69,9 @@ class ClusterClient final : public Client {
   void Command(std::span<const std::string_view> argv, const CallOptions& options,
                ReplyCallback done) override;
   // Sent to the master of the keys' slot. Keys in different slots are refused
-  // (INVALID_ARGUMENT) before anything is sent: no script can touch them atomically.
+  // (INVALID_ARGUMENT) before anything is sent: Redis Cluster refuses them too. A script that
+  // reaches other keys by name (CallOptions::cross_slot) fails with UNAVAILABLE when one is not on
+  // that master, as on TRYAGAIN.
   void EvalSha(const Script& script, std::span<const std::string_view> keys,
                std::span<const std::string_view> args, const CallOptions& options,
                ReplyCallback done) override;
@@ -97,7 +95,6 @@ class ClusterClient final : public Client {
   using Node = cluster::Node;
   using SlotMap = cluster::SlotMap;
   using Call = cluster::Call;
-  using Redirect = cluster::Redirect;
 
   explicit ClusterClient(ClusterOptions options);
 
@@ -118,6 +115,8 @@ class ClusterClient final : public Client {
   uint32_t IdOf(const std::string& address);
 
   const ClusterOptions options_;
+  // The nodes' clients' I/O threads (node.io_threads of them), shared; destroyed after the nodes.
+  const std::shared_ptr<IoThreads> io_threads_;
 
   mutable core::Mutex mu_;
   std::shared_ptr<const SlotMap> map_ GUARDED_BY(mu_);

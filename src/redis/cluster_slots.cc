@@ -1,6 +1,7 @@
 #include "redis/cluster_slots.h"
 
 #include <array>
+#include <string>
 
 namespace sluice::redis {
 namespace {
@@ -38,6 +39,50 @@ uint16_t KeySlot(std::string_view key) {
     }
   }
   return Crc16(key) % kClusterSlots;
+}
+
+std::string_view HostOf(std::string_view address) { return address.substr(0, address.rfind(':')); }
+
+std::vector<SlotRange> ParseSlotRanges(const Reply& reply, std::string_view asked) {
+  std::vector<SlotRange> ranges;
+  if (reply.type != Reply::Type::kArray) return ranges;
+  for (const Reply& range : reply.elements) {
+    const auto& e = range.elements;
+    if (range.type != Reply::Type::kArray || e.size() < 3 || e[0].type != Reply::Type::kInteger ||
+        e[1].type != Reply::Type::kInteger || e[2].type != Reply::Type::kArray ||
+        e[2].elements.size() < 2 || e[2].elements[0].type != Reply::Type::kString ||
+        e[2].elements[1].type != Reply::Type::kInteger || e[0].integer < 0 ||
+        e[1].integer >= kClusterSlots || e[0].integer > e[1].integer) {
+      return {};
+    }
+    const std::string& host = e[2].elements[0].str;
+    ranges.push_back(SlotRange{.first = static_cast<int>(e[0].integer),
+                               .last = static_cast<int>(e[1].integer),
+                               .address = (host.empty() ? std::string(HostOf(asked)) : host) + ":" +
+                                          std::to_string(e[2].elements[1].integer)});
+  }
+  return ranges;
+}
+
+std::optional<Redirect> ParseRedirect(const Reply& reply, std::string_view from) {
+  if (!reply.is_error()) return std::nullopt;
+  const bool ask = reply.str.starts_with("ASK ");
+  if (!ask && !reply.str.starts_with("MOVED ")) return std::nullopt;
+  std::string address = reply.str.substr(reply.str.rfind(' ') + 1);
+  if (address.starts_with(':')) address.insert(0, HostOf(from));
+  return Redirect{.ask = ask, .address = std::move(address)};
+}
+
+ClusterRefusal ParseClusterRefusal(const Reply& reply) {
+  if (!reply.is_error()) return ClusterRefusal::kNone;
+  if (reply.str.starts_with("TRYAGAIN")) return ClusterRefusal::kTryAgain;
+  // The last two are the words of a script's error (Redis 7.0, script.c).
+  if (reply.str.starts_with("CLUSTERDOWN") ||
+      reply.str.find("Script attempted to access a non local key") != std::string::npos ||
+      reply.str.find("while the cluster is down") != std::string::npos) {
+    return ClusterRefusal::kMapStale;
+  }
+  return ClusterRefusal::kNone;
 }
 
 }  // namespace sluice::redis

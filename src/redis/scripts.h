@@ -13,12 +13,10 @@ namespace sluice::redis {
 extern const std::string_view kCheckSources[6];
 extern const std::string_view kCheckAllSource;
 
-// KEYS: state key [, auxiliary key]; ARGV: now ('' = Redis TIME), expiry margin ms, cost, the
-// algorithm's two parameters, max_delay µs. Returns {allowed, remaining, retry_after,
-// reset_after, delay, replenish_after}.
+// Their KEYS, ARGV and replies: src/redis/script_call.h.
 const Script& CheckScript(Algorithm algorithm);
-// KEYS: state and auxiliary key per limit; ARGV: now, margin, n, then per limit: algorithm name,
-// cost, two parameters. Returns one reply as above per limit.
+// Loaded with the shebang "#!lua flags=allow-cross-slot-keys" (Redis 7.0 or later), which lets it
+// reach keys of every slot its node holds.
 const Script& CheckAllScript();
 
 }  // namespace sluice::redis

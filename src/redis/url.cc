@@ -1,8 +1,7 @@
+#include "redis/url.h"
+
 #include <charconv>
 #include <string>
-
-#include "redis/client.h"
-#include "redis/cluster_client.h"
 
 namespace sluice::redis {
 namespace {

@@ -14,6 +14,8 @@
 #include <set>
 #include <utility>
 
+#include "config/yaml_reporter.h"
+
 namespace sluice::rls {
 namespace {
 
@@ -21,23 +23,7 @@ constexpr size_t kMaxFileBytes = 16 << 20;
 
 std::string Quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
 
-// Builds the Status of an error at a place in the file. yaml-cpp counts lines from 0.
-class Reporter {
- public:
-  explicit Reporter(std::string_view file) : file_(file) {}
-
-  Status At(const YAML::Mark& mark, std::string_view path, std::string_view message) const {
-    std::string where(file_);
-    if (!mark.is_null()) where += ":" + std::to_string(mark.line + 1);
-    return Status::InvalidArgument(where + ": " + std::string(path) + ": " + std::string(message));
-  }
-  Status At(const YAML::Node& node, std::string_view path, std::string_view message) const {
-    return At(node.Mark(), path, message);
-  }
-
- private:
-  std::string_view file_;
-};
+using Reporter = config::YamlReporter;
 
 // One YAML mapping whose field names were checked against those its level allows. A field given
 // as null reads as absent, as in that service (its YAML library leaves the zero value).

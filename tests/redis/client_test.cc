@@ -13,6 +13,8 @@
 
 #include "batch_test_support.h"
 #include "redis/backoff.h"
+#include "redis/io_threads.h"
+#include "redis/url.h"
 #include "support/redis_server.h"
 
 namespace sluice::redis {
@@ -414,6 +416,45 @@ TEST_F(ClientTest, DestroyingTheClientFailsWhatIsPending) {
   EXPECT_EQ(answered.load(), kCalls);  // each callback exactly once, before the destructor returns
   EXPECT_EQ(unavailable.load(), kCalls);
   server_->Resume();
+}
+
+// Clients on shared I/O threads (ClusterClient's node clients): one closed with its calls in
+// flight answers or fails each of them once before its destructor returns, and the threads keep
+// serving the others. Its connections' last handlers run on the shared thread after it is gone
+// (the sanitizer builds report any use of a freed connection).
+TEST_F(ClientTest, ClientsSharingIoThreadsCloseOneAtATime) {
+  auto threads = std::make_shared<IoThreads>(1);
+  ClientOptions options;
+  options.port = server_->port();
+  options.timeout = 5s;
+  auto open = [&] {
+    auto client = Client::Create(options, threads);
+    EXPECT_TRUE(client.ok()) << client.status().ToString();
+    return std::move(client).value();
+  };
+  auto first = open();
+  auto second = open();
+  for (int round = 0; round < 20; ++round) {
+    constexpr int kCalls = 500;
+    std::atomic<int> answered{0};
+    const std::string_view incr[] = {"INCR", "shared-threads"};
+    for (int i = 0; i < kCalls; ++i) {
+      first->Command(incr, [&](Result<Reply>) { answered.fetch_add(1); });
+      second->Command(incr, [](Result<Reply>) {});
+    }
+    first.reset();
+    EXPECT_EQ(answered.load(), kCalls);
+    auto pong = Run(*second, {"PING"});
+    ASSERT_TRUE(pong.ok()) << pong.status().ToString();
+    EXPECT_EQ(pong->str, "PONG");
+    first = open();
+    EXPECT_EQ(Run(*first, {"PING"})->str, "PONG");
+  }
+  // Two connections per client, on the one thread, and redis-cli's own.
+  EXPECT_NE(server_->Cli({"INFO", "clients"}).find("connected_clients:5"), std::string::npos);
+  first.reset();
+  second.reset();
+  threads.reset();  // joins the thread, after the clients
 }
 
 TEST_F(ClientTest, PendingBoundFailsFast) {

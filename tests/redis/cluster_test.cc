@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <map>
@@ -21,8 +22,10 @@
 
 #include "batch_test_support.h"
 #include "cluster_target.h"
+#include "core/await.h"
 #include "redis/cluster_client.h"
 #include "redis/cluster_slots.h"
+#include "redis/url.h"
 #include "sluice/redis_store.h"
 #include "store_test_support.h"
 
@@ -152,6 +155,37 @@ TEST_F(ClusterClientTest, KeysGoToTheMasterOfTheirSlot) {
   EXPECT_EQ(client_->cluster_stats_for_testing().moved, 0u);
 }
 
+// The threads of this process (Linux: /proc/self/status).
+int ThreadsOfThisProcess() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("Threads:")) return std::stoi(line.substr(8));
+  }
+  return -1;
+}
+
+// The node clients of the 3 masters share the I/O threads: a client with io_threads = 2 adds
+// those 2, each with the resolver thread Asio starts for its io_context, and its refresh thread;
+// not 2 of each per master.
+TEST_F(ClusterClientTest, NodeClientsShareTheIoThreads) {
+  auto options = redis::ParseRedisClusterUrl(cluster_->url());
+  ASSERT_TRUE(options.ok()) << options.status().ToString();
+  options->node.io_threads = 2;
+  options->node.connect_timeout = 5s;
+  const int before = ThreadsOfThisProcess();
+  auto client = ClusterClient::Create(*options);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  EXPECT_EQ((*client)->cluster_stats_for_testing().nodes, 3u);
+  EXPECT_EQ(ThreadsOfThisProcess() - before, 2 * 2 + 1);
+  const std::string_view ping[] = {"PING"};
+  EXPECT_EQ((*client)->CommandSync(ping)->str, "PONG");
+  // Two connections per thread to each master.
+  EXPECT_EQ((*client)->stats_for_testing().connects, 3u * 2 * 2);
+  options->node.io_threads = 0;
+  EXPECT_EQ(ClusterClient::Create(*options).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(ClusterClientTest, ABatchLeavesInOneWritePerNodeAndComesBackInOrder) {
   const BatchCost cost = SendOrderedBatch(*client_, prefix_, 90);
   EXPECT_EQ(cost.commands, 90u);
@@ -192,40 +226,176 @@ TEST_F(ClusterClientTest, UnreachableSeedsLeaveItUnavailableNotBroken) {
   EXPECT_EQ(ClusterClient::Create(options).status().code(), StatusCode::kInvalidArgument);
 }
 
-// CheckAll on a cluster: limits of one key share its hash tag, so one slot; across keys it is
-// refused before anything is sent.
-class ClusterStoreTest : public RedisStoreTest {};
+// CheckAll on a cluster: limits of one key share its hash tag, so one slot. Keys in several
+// slots of one master are decided by one script there (the flag allow-cross-slot-keys); keys on
+// several masters by a peek on each master, then, if every check admits, a charge on each.
+class ClusterStoreTest : public RedisStoreTest {
+ protected:
+  // EVALSHA calls each master has run.
+  std::map<int, int64_t> EvalShaCalls() const {
+    std::map<int, int64_t> calls;
+    for (int port : target_->ports) {
+      const std::string info = SharedCluster()->Cli(port, {"INFO", "commandstats"});
+      const size_t at = info.find("cmdstat_evalsha:calls=");
+      calls[port] = at == std::string::npos ? 0 : std::stoll(info.substr(at + 22));
+    }
+    return calls;
+  }
 
-TEST_F(ClusterStoreTest, CheckAllOnOneKeyWorksAcrossKeysIsRefused) {
+  // EVALSHA calls since `before`, per master.
+  std::map<int, int64_t> EvalShaCallsSince(const std::map<int, int64_t>& before) const {
+    std::map<int, int64_t> since = EvalShaCalls();
+    for (auto& [port, n] : since) n -= before.at(port);
+    return since;
+  }
+
+  // Loads the CheckAll script on every master, so that counts of EVALSHA calls see no NOSCRIPT.
+  void WarmUp(RedisStore& store) {
+    const Limit limit = *Limit::Create(Algorithm::kFixedWindow, 1, 24h);
+    const auto keys = KeysOnEveryNode(*target_, "warm", target_->ports.size());
+    std::vector<CheckRequest> requests;
+    for (const auto& key : keys) requests.push_back({.scope = "warm", .limit = &limit, .key = key});
+    ASSERT_TRUE(store.CheckAll(requests).ok());
+  }
+};
+
+TEST_F(ClusterStoreTest, CheckAllOnOneMasterIsOneScriptAcrossSlots) {
   auto store = MakeStore();
   ASSERT_NE(store, nullptr);
-  const Limit per_second = *Limit::Create(Algorithm::kGcra, 2, 1s);
+  WarmUp(*store);
+  // keys[0] and keys[3] on the first master, in two slots.
+  const auto keys = KeysOnEveryNode(*target_, "one", 4);
+  ASSERT_EQ(keys.size(), 4u);
+  ASSERT_NE(KeySlot(keys[0]), KeySlot(keys[3]));
+  const Limit per_second = *Limit::Create(Algorithm::kGcra, 5, 1s);
   const Limit per_day = *Limit::Create(Algorithm::kFixedWindow, 3, 24h);
-  const std::vector<CheckRequest> tenant = {
-      {.scope = "per-second", .limit = &per_second, .key = "tenant:42"},
-      {.scope = "per-day", .limit = &per_day, .key = "tenant:42"}};
+  const Limit logged = *Limit::Create(Algorithm::kSlidingLog, 2, 24h);
+  const std::vector<CheckRequest> requests = {
+      {.scope = "per-second", .limit = &per_second, .key = keys[0]},
+      {.scope = "per-day", .limit = &per_day, .key = keys[0]},
+      {.scope = "logged", .limit = &logged, .key = keys[3]}};
+  const auto before = EvalShaCalls();
   for (int i = 0; i < 3; ++i) {
-    auto all = store->CheckAll(tenant);
+    auto all = store->CheckAll(requests);
     ASSERT_TRUE(all.ok()) << all.status().ToString();
-    EXPECT_EQ((*all)[0].allowed && (*all)[1].allowed, i < 2) << "check " << i;
+    EXPECT_EQ((*all)[0].allowed && (*all)[1].allowed && (*all)[2].allowed, i < 2) << "call " << i;
+    EXPECT_EQ((*all)[2].allowed, i < 2) << "call " << i;
+  }
+  const int master = target_->ports[0];
+  for (const auto& [port, calls] : EvalShaCallsSince(before)) {
+    EXPECT_EQ(calls, port == master ? 3 : 0) << "EVALSHA calls on " << port;
   }
   RedisCluster* cluster = SharedCluster();
-  const int holder = cluster->MasterOfSlot(KeySlot("tenant:42"));
-  for (const auto& key : store->KeysOf("per-day", "tenant:42")) {
-    EXPECT_EQ(KeySlot(key), KeySlot("tenant:42"));
+  for (const auto& key : {store->KeysOf("per-day", keys[0])[0], store->KeysOf("logged", keys[3])[0],
+                          store->KeysOf("logged", keys[3])[1]}) {
+    EXPECT_EQ(cluster->Cli(master, {"EXISTS", key}), "1") << key;
   }
-  EXPECT_EQ(cluster->Cli(holder, {"EXISTS", store->KeysOf("per-day", "tenant:42")[0]}), "1");
+  // The third call was refused by the log: the others consumed nothing for it.
+  const auto day = store->Check({.scope = "per-day", .limit = &per_day, .key = keys[0], .cost = 0});
+  ASSERT_TRUE(day.ok());
+  EXPECT_EQ(day->remaining, 1);
+}
 
-  const std::vector<CheckRequest> two_keys = {
-      {.scope = "per-second", .limit = &per_second, .key = "tenant:7"},
-      {.scope = "per-day", .limit = &per_day, .key = "tenant:8"}};
-  auto refused = store->CheckAll(two_keys);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.status().message().find("hash tag"), std::string::npos)
-      << refused.status().message();
-  EXPECT_TRUE(Scan(prefix_ + "*tenant:7*").empty());
-  EXPECT_TRUE(Scan(prefix_ + "*tenant:8*").empty());
+TEST_F(ClusterStoreTest, CheckAllAcrossMastersPeeksThenCharges) {
+  auto store = MakeStore();
+  ASSERT_NE(store, nullptr);
+  WarmUp(*store);
+  const auto keys = KeysOnEveryNode(*target_, "many", 3);
+  ASSERT_EQ(keys.size(), 3u);
+  const Limit three = *Limit::Create(Algorithm::kFixedWindow, 3, 24h);
+  const Limit two = *Limit::Create(Algorithm::kTokenBucket, 2, 24h);
+  const std::vector<CheckRequest> requests = {{.scope = "a", .limit = &three, .key = keys[0]},
+                                              {.scope = "b", .limit = &three, .key = keys[1]},
+                                              {.scope = "c", .limit = &two, .key = keys[2]}};
+  auto before = EvalShaCalls();
+  for (int i = 0; i < 2; ++i) {
+    auto all = store->CheckAll(requests);
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    for (const auto& d : *all) EXPECT_TRUE(d.allowed) << "call " << i;
+  }
+  for (const auto& [port, calls] : EvalShaCallsSince(before)) {
+    EXPECT_EQ(calls, 4) << "a peek and a charge per call on " << port;
+  }
+  // "c" is spent: the peeks refuse, and no master charges.
+  before = EvalShaCalls();
+  auto refused = store->CheckAll(requests);
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  EXPECT_FALSE((*refused)[2].allowed);
+  EXPECT_GT((*refused)[2].retry_after.count(), 0);
+  for (int i : {0, 1}) {
+    EXPECT_FALSE((*refused)[i].allowed);
+    EXPECT_EQ((*refused)[i].retry_after.count(), 0);
+    EXPECT_EQ((*refused)[i].remaining, 1) << "what a peek sees";
+  }
+  for (const auto& [port, calls] : EvalShaCallsSince(before)) {
+    EXPECT_EQ(calls, 1) << "a peek only on " << port;
+  }
+  for (const char* scope : {"a", "b"}) {
+    const auto d = store->Check({.scope = scope,
+                                 .limit = &three,
+                                 .key = scope == std::string("a") ? keys[0] : keys[1],
+                                 .cost = 0});
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(d->remaining, 1) << scope;
+  }
+}
+
+// The documented race bound: CheckAll on keys A and B of two masters, each limited to one unit,
+// against a single check on B from another process sent at once (or, one round in three, after
+// CheckAll answered). B admits once; CheckAll admits both or reports refusal; and A loses its unit
+// to a refused CheckAll only when the other check took B between CheckAll's peek and its charge:
+// under-admission by at most the refused request's cost on A, never over-admission.
+TEST_F(ClusterStoreTest, CheckAllAcrossMastersRaceOnlyUnderAdmits) {
+  auto first = MakeStore();
+  auto second = MakeStore();
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  const auto keys = KeysOnEveryNode(*target_, "race", 2);
+  ASSERT_EQ(keys.size(), 2u);
+  const Limit one = *Limit::Create(Algorithm::kFixedWindow, 1, 24h);
+  constexpr int kRounds = 300;
+  int admitted = 0, peek_refused = 0, raced = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string scope = "r" + std::to_string(round);
+    const std::vector<CheckRequest> both = {{.scope = scope, .limit = &one, .key = keys[0]},
+                                            {.scope = scope, .limit = &one, .key = keys[1]}};
+    const CheckRequest b{.scope = scope, .limit = &one, .key = keys[1]};
+    std::promise<Result<std::vector<Decision>>> all_done;
+    std::promise<Result<Decision>> b_done;
+    first->CheckAllAsync(both, [&](Result<std::vector<Decision>> r) { all_done.set_value(r); });
+    auto all_future = all_done.get_future();
+    if (round % 3 == 0) all_future.wait();
+    second->CheckAsync(b, [&](Result<Decision> r) { b_done.set_value(r); });
+    const auto all = all_future.get();
+    const auto single = b_done.get_future().get();
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    ASSERT_TRUE(single.ok()) << single.status().ToString();
+    const auto a_now = first->Check({.scope = scope, .limit = &one, .key = keys[0], .cost = 0});
+    ASSERT_TRUE(a_now.ok());
+    const bool a_spent = a_now->remaining == 0;
+    const bool all_admitted = (*all)[0].allowed && (*all)[1].allowed;
+    ASSERT_NE(all_admitted, single->allowed) << "round " << round << ": B admits exactly once";
+    if (all_admitted) {
+      EXPECT_TRUE(a_spent) << "round " << round;
+      ++admitted;
+      continue;
+    }
+    EXPECT_FALSE((*all)[0].allowed) << "round " << round;
+    EXPECT_EQ((*all)[0].retry_after.count(), 0) << "round " << round;
+    EXPECT_FALSE((*all)[1].allowed) << "round " << round;
+    EXPECT_GT((*all)[1].retry_after.count(), 0) << "round " << round << ": B refused it";
+    // A's decision is its state as the answer left it: spent when its master charged.
+    EXPECT_EQ((*all)[0].remaining, a_spent ? 0 : 1) << "round " << round;
+    (a_spent ? raced : peek_refused)++;
+  }
+  std::printf(
+      "CheckAll across masters against a check on B, %d rounds: %d admitted, %d refused "
+      "by the peek, %d refused by the charge (A's unit lost)\n",
+      kRounds, admitted, peek_refused, raced);
+  EXPECT_GE(admitted, kRounds / 3);
+  // The check on B sent at once lands between the peek and the charge more often than not; a
+  // bound a loaded machine still meets, so that the race's branch is exercised.
+  EXPECT_GT(raced, 0);
 }
 
 // --- Clusters changing shape under load: each test starts a cluster of its own. ---
@@ -413,6 +583,9 @@ int64_t EvalShaCalls(const RedisCluster& cluster, int port) {
 class ClusterUnderChange : public ::testing::Test {
  protected:
   static constexpr Duration kTimeout = 100ms;
+  // How late a deadline's timer may fire on two cores shared with six redis-servers under
+  // change: up to 98 ms was seen at a load average of 12.
+  static constexpr Duration kLateTimer = 100ms;
 
   void SetUp() override {
     cluster_ = RedisCluster::Start();
@@ -430,6 +603,24 @@ class ClusterUnderChange : public ::testing::Test {
     std::vector<std::string> keys = KeysInSlot("moving", slot, 8);
     for (int i = 0; i < 8; ++i) keys.push_back("steady-" + std::to_string(i));
     return keys;
+  }
+
+  // A master other than `port`.
+  int AnotherMaster(int port) const {
+    const auto masters = cluster_->MasterPorts();
+    return masters[0] != port ? masters[0] : masters[1];
+  }
+
+  // A key "<stem><n>" on the master of `key`, in another slot; empty if none of 100 000 is.
+  std::string KeyBesides(const std::string& key, const std::string& stem) const {
+    const int slot = KeySlot(key);
+    const int master = cluster_->MasterOfSlot(slot);
+    for (int i = 0; i < 100'000; ++i) {
+      const std::string candidate = stem + std::to_string(i);
+      const int s = KeySlot(candidate);
+      if (s != slot && cluster_->MasterOfSlot(s) == master) return candidate;
+    }
+    return {};
   }
 
   std::unique_ptr<RedisCluster> cluster_;
@@ -626,7 +817,7 @@ TEST_F(ClusterUnderChange, LiveResharding) {
     }
   }
   for (const Summary* x : {&s, &l, &a}) {
-    EXPECT_LE(x->slowest, kTimeout + 10ms) << "a decision outlived its deadline";
+    EXPECT_LE(x->slowest, kTimeout + kLateTimer) << "a decision outlived its deadline";
   }
   const std::string source_errors = cluster_->Cli(from, {"INFO", "errorstats"});
   for (const char* error : {"errorstat_ASK", "errorstat_MOVED", "errorstat_TRYAGAIN"}) {
@@ -661,6 +852,102 @@ TEST_F(ClusterUnderChange, LiveResharding) {
   EXPECT_EQ(cluster_->Cli(to, {"EXISTS", store->KeysOf("load", singles.keys().front())[0]}), "1");
 }
 
+// CheckAll on keys of two slots of one master while one slot moves to another master. While the
+// moving slot's keys are on the source, the source decides them in one script. Once they left,
+// the source answers ASK when the moving slot's keys are the declared ones, and the script meets a
+// key its node no longer holds when they are not: either way the call fails with UNAVAILABLE
+// having written nothing (following ASK would let the target read the other slot's keys as its
+// own, absent). Once the slot is assigned, the keys are on two masters: a peek and a charge each.
+TEST_F(ClusterUnderChange, CheckAllAcrossSlotsDuringAMigration) {
+  auto store = MakeStore();
+  ASSERT_NE(store, nullptr);
+  const std::string moving = "moving";
+  const int slot = KeySlot(moving);
+  const int from = cluster_->MasterOfSlot(slot);
+  const int to = AnotherMaster(from);
+  const std::string steady = KeyBesides(moving, "steady-");
+  ASSERT_FALSE(steady.empty());
+  const Limit limit = *Limit::Create(Algorithm::kFixedWindow, 100, 24h);
+  const std::vector<CheckRequest> moving_first = {{.scope = "s", .limit = &limit, .key = moving},
+                                                  {.scope = "s", .limit = &limit, .key = steady}};
+  const std::vector<CheckRequest> steady_first = {moving_first[1], moving_first[0]};
+  int admitted = 0;
+  auto expect_admitted = [&](const std::vector<CheckRequest>& requests, const char* when) {
+    auto all = store->CheckAll(requests);
+    ASSERT_TRUE(all.ok()) << when << ": " << all.status().ToString();
+    EXPECT_TRUE((*all)[0].allowed && (*all)[1].allowed) << when;
+    ++admitted;
+  };
+  auto expect_unavailable = [&](const std::vector<CheckRequest>& requests, const char* when) {
+    auto all = store->CheckAll(requests);
+    ASSERT_FALSE(all.ok()) << when;
+    EXPECT_EQ(all.status().code(), StatusCode::kUnavailable)
+        << when << ": " << all.status().ToString();
+  };
+  auto expect_used = [&](const std::string& key) {
+    auto d = store->Check({.scope = "s", .limit = &limit, .key = key, .cost = 0});
+    ASSERT_TRUE(d.ok()) << key << ": " << d.status().ToString();
+    EXPECT_EQ(limit.count() - d->remaining, admitted) << key;
+  };
+
+  expect_admitted(moving_first, "before the move");
+  ASSERT_TRUE(cluster_->BeginSlotMigration(slot, to));
+  expect_admitted(moving_first, "the slot migrating, its key on the source");
+  expect_admitted(steady_first, "the slot migrating, its key on the source");
+  ASSERT_TRUE(cluster_->MigrateSlotKeys(slot));
+  expect_unavailable(moving_first, "ASK, not followed");
+  expect_unavailable(steady_first, "the moved key out of the source's reach");
+  expect_used(moving);  // a single check follows ASK
+  expect_used(steady);
+  ASSERT_TRUE(cluster_->EndSlotMigration(slot));
+  // MOVED refreshes the map; until then a call may meet a key out of its node's reach.
+  ASSERT_TRUE(WaitFor([&] { return store->CheckAll(moving_first).ok(); }, 10s));
+  ++admitted;
+  expect_admitted(steady_first, "on two masters");
+  expect_used(moving);
+  expect_used(steady);
+}
+
+// Two slots of one master migrating to the same target, the keys of one already moved: the
+// source answers a CheckAll on both with ASK, which is not followed. With ASKING the target would
+// serve the script the other slot's key, still on the source, as absent, and charge a fresh state.
+TEST_F(ClusterUnderChange, CheckAllAcrossSlotsDoesNotFollowAsk) {
+  auto store = MakeStore();
+  ASSERT_NE(store, nullptr);
+  const std::string moved = "moving";
+  const int moved_slot = KeySlot(moved);
+  const int from = cluster_->MasterOfSlot(moved_slot);
+  const int to = AnotherMaster(from);
+  const std::string staying = KeyBesides(moved, "staying-");
+  ASSERT_FALSE(staying.empty());
+  const Limit limit = *Limit::Create(Algorithm::kFixedWindow, 100, 24h);
+  const std::vector<CheckRequest> both = {{.scope = "s", .limit = &limit, .key = moved},
+                                          {.scope = "s", .limit = &limit, .key = staying}};
+  auto all = store->CheckAll(both);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  // The harness follows one migration, the last begun: the moved slot's.
+  ASSERT_TRUE(cluster_->BeginSlotMigration(KeySlot(staying), to));
+  ASSERT_TRUE(cluster_->BeginSlotMigration(moved_slot, to));
+  ASSERT_TRUE(cluster_->MigrateSlotKeys(moved_slot));
+  all = store->CheckAll(both);
+  ASSERT_FALSE(all.ok());
+  EXPECT_EQ(all.status().code(), StatusCode::kUnavailable) << all.status().ToString();
+  // On the target, asking: the state is not there.
+  auto target = Inspector(to);
+  ASSERT_NE(target, nullptr);
+  const std::string staying_key = store->KeysOf("s", staying)[0];
+  const std::string_view exists[] = {"EXISTS", staying_key};
+  const auto there = core::Await<Result<redis::Reply>>([&](auto done) {
+    target->Command(exists, redis::CallOptions{.asking = true}, std::move(done));
+  });
+  ASSERT_TRUE(there.ok()) << there.status().ToString();
+  EXPECT_EQ(there->integer, 0) << "a fresh state charged on the target";
+  // On the source, its one admission.
+  auto d = store->Check({.scope = "s", .limit = &limit, .key = staying, .cost = 0});
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->remaining, limit.count() - 1);
+}
+
 TEST_F(ClusterUnderChange, ManualFailover) {
   auto store = MakeStore();
   ASSERT_NE(store, nullptr);
@@ -683,7 +970,7 @@ TEST_F(ClusterUnderChange, ManualFailover) {
   std::printf("CLUSTER FAILOVER converged in %.1f ms\n",
               std::chrono::duration<double, std::milli>(converged - failover).count());
   Print("manual failover", s);
-  EXPECT_LE(s.slowest, kTimeout + 10ms) << "a decision outlived its deadline";
+  EXPECT_LE(s.slowest, kTimeout + kLateTimer) << "a decision outlived its deadline";
   EXPECT_EQ(cluster_->MasterOfSlot(slot), replica);
   EXPECT_GT(EvalShaCalls(*cluster_, replica), calls_converged) << "not routed to the new master";
   std::vector<Load::Sample> after;
@@ -745,7 +1032,7 @@ TEST_F(ClusterUnderChange, MasterKilled) {
   std::copy_if(samples.begin(), samples.end(), std::back_inserter(of_killed),
                [&](const auto& x) { return on_killed(x.key); });
   Print("  of which on the killed master's keys", Summarize(of_killed));
-  EXPECT_LE(s.slowest, kTimeout + 10ms) << "a decision outlived its deadline";
+  EXPECT_LE(s.slowest, kTimeout + kLateTimer) << "a decision outlived its deadline";
   EXPECT_GT(EvalShaCalls(*cluster_, replica), calls_converged) << "not routed to the new master";
   std::vector<Load::Sample> after;
   std::copy_if(samples.begin(), samples.end(), std::back_inserter(after),

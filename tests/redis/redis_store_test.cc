@@ -1,5 +1,5 @@
 // RedisStore against a real redis-server: decisions and TTLs, reset, batches, input validation,
-// key names, the all-or-nothing CheckAll, script cache loss and memory per key.
+// key names, script cache loss and memory per key (CheckAll: check_all_test.cc).
 #include "sluice/redis_store.h"
 
 #include <gtest/gtest.h>
@@ -18,7 +18,6 @@
 #include "core/algorithms.h"
 #include "sluice/memory_store.h"
 #include "store_test_support.h"
-#include "support/all_or_nothing_model.h"
 
 namespace sluice::testing {
 namespace {
@@ -259,49 +258,6 @@ TEST_F(RedisStoreBasics, KeysStayInTheirNamespaceAndHashTag) {
   }
   const auto scanned = Scan(prefix_ + "*");
   EXPECT_EQ(std::set<std::string>(scanned.begin(), scanned.end()), expected);
-}
-
-TEST_F(RedisStoreBasics, CheckAllIsAllOrNothing) {
-  ManualClock clock;
-  auto store = MakeStore({.clock = &clock, .expiry_margin = 10min});
-  ASSERT_NE(store, nullptr);
-  const Limit per_second = *Limit::Create(Algorithm::kGcra, 2, 1s);
-  const Limit per_ten = MakeLimit(Algorithm::kFixedWindow, 5, 10s);
-  const Limit logged = MakeLimit(Algorithm::kSlidingLog, 4, 3s);
-  const Limit window = MakeLimit(Algorithm::kSlidingWindow, 6, 2s);
-  const Limit tokens = *Limit::Create(Algorithm::kTokenBucket, 3, 1s, 2);
-  const Limit leaky = MakeLimit(Algorithm::kLeakyBucket, 3, 2s);
-  AllOrNothingModel model;
-  std::mt19937_64 rng(3);
-  int admitted = 0, refused = 0;
-  for (int i = 0; i < 300; ++i) {
-    clock.Advance(Duration(rng() % 400'000));
-    // Limits on one key (one tenant's), and on other keys (one per descriptor of a request).
-    std::vector<CheckRequest> requests = {
-        {.scope = "second", .limit = &per_second, .key = "user", .cost = 1},
-        {.scope = "ten", .limit = &per_ten, .key = "user", .cost = 1},
-        {.scope = "log", .limit = &logged, .key = "user", .cost = 1},
-        {.scope = "window", .limit = &window, .key = "route", .cost = 1},
-        {.scope = "tokens", .limit = &tokens, .key = "route", .cost = 1},
-        {.scope = "leaky", .limit = &leaky, .key = "client", .cost = 1},
-    };
-    std::shuffle(requests.begin(), requests.end(), rng);
-    requests.resize(1 + rng() % requests.size());
-    for (auto& r : requests) r.cost = static_cast<int64_t>(rng() % 3);
-    const auto expected = model.CheckAll(requests, clock.now().time_since_epoch().count());
-    const auto got = store->CheckAll(requests);
-    ASSERT_TRUE(got.ok()) << got.status().ToString();
-    ASSERT_EQ(got->size(), requests.size());
-    bool all = true;
-    for (size_t j = 0; j < requests.size(); ++j) {
-      EXPECT_EQ((*got)[j], expected[j]) << "call " << i << " limit " << requests[j].scope;
-      all = all && (*got)[j].allowed;
-    }
-    (all ? admitted : refused)++;
-  }
-  // The trace exercises both outcomes.
-  EXPECT_GT(admitted, 20);
-  EXPECT_GT(refused, 20);
 }
 
 TEST_F(RedisStoreBasics, SurvivesLosingTheScriptCache) {

@@ -11,6 +11,7 @@
 
 #include "redis/cluster_client.h"
 #include "redis/cluster_slots.h"
+#include "redis/url.h"
 #include "sluice/redis_store.h"
 #include "support/redis_cluster.h"
 #include "support/redis_server.h"

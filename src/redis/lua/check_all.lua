@@ -1,15 +1,11 @@
--- Several limits on one request, all or nothing: every limit consumes if every one admits,
--- otherwise none does.
--- KEYS: per limit, its state key, then its auxiliary key if it has one (distinct limiter keys).
--- ARGV: now in µs ('' for Redis TIME), expiry margin in ms, the number of limits, then per
---   limit: algorithm name, how many keys it has (1 or 2), cost, and its two parameters.
--- Returns one {allowed, remaining, retry_after, reset_after, delay, replenish_after} per limit;
--- nothing is booked ahead (delay 0). When some limit refuses, a limit that would have admitted
--- reports what a peek sees, as refused with retry_after 0.
+-- Several checks all or nothing: the checks whose keys one node holds. Its KEYS, ARGV, modes
+-- ('charge', 'peek') and reply are written in src/redis/script_call.h. KEYS serve the routing
+-- only: every key is named in ARGV.
 --@insert clock
 local margin = tonumber(ARGV[2])
+local peek = ARGV[3] == 'peek'
 
--- Per algorithm: loads one limit's state, and returns its decision for a cost, which also writes
+-- Per algorithm: loads one check's state, and returns its decision for a cost, which also writes
 -- what the decision requires when `write` is true. The build repeats this block for each
 -- algorithm, its name in place of ALGORITHM.
 local checks = {}
@@ -29,25 +25,42 @@ end
 --@end_for_each
 
 local limits = {}
-local all_allowed = true
-local key = 1
-for i = 1, tonumber(ARGV[3]) do
-  local arg = 4 + (i - 1) * 5
+local arg = 4
+while arg <= #ARGV do
   local key_count = tonumber(ARGV[arg + 1])
-  local decide = checks[ARGV[arg]](KEYS[key], key_count == 2 and KEYS[key + 1] or nil,
-    tonumber(ARGV[arg + 3]), tonumber(ARGV[arg + 4]))
-  local cost = tonumber(ARGV[arg + 2])
-  key = key + key_count
-  limits[i] = { decide = decide, cost = cost, allowed = decide(cost, false) }
-  all_allowed = all_allowed and limits[i].allowed
+  local at = arg + 2 + key_count -- the check's cost and parameters
+  limits[#limits + 1] = {
+    algorithm = ARGV[arg],
+    key = ARGV[arg + 2],
+    aux = key_count == 2 and ARGV[arg + 3] or nil,
+    cost = tonumber(ARGV[at]),
+    a = tonumber(ARGV[at + 1]),
+    b = tonumber(ARGV[at + 2]),
+  }
+  arg = at + 3
+end
+-- Keys outside KEYS' slot are checked by Redis Cluster one command at a time: one the node does
+-- not hold fails the script here, before anything is written (a load may rewrite an old state).
+for _, l in ipairs(limits) do
+  redis.call('EXISTS', l.key)
+  if l.aux then
+    redis.call('EXISTS', l.aux)
+  end
+end
+local all_allowed = true
+for _, l in ipairs(limits) do
+  l.decide = checks[l.algorithm](l.key, l.aux, l.a, l.b)
+  l.allowed = l.decide(l.cost, false)
+  all_allowed = all_allowed and l.allowed
 end
 local replies = {}
 for i, l in ipairs(limits) do
-  local peek = not all_allowed and l.allowed
+  -- A check that would admit, in a peek or beside a refusal, reports what a peek sees.
+  local shown = (peek or not all_allowed) and l.allowed
   local allowed, remaining, retry_after, reset_after, delay, replenish_after =
-    l.decide(peek and 0 or l.cost, true)
-  if peek then
-    allowed, retry_after = false, 0
+    l.decide(shown and 0 or l.cost, not peek)
+  if shown then
+    allowed, retry_after = peek, 0
   end
   replies[i] = { allowed and 1 or 0, remaining, retry_after, reset_after, delay, replenish_after }
 end

@@ -1,0 +1,460 @@
+// Design notes.
+//
+// Each connection lives on one I/O thread (one io_context per thread), so its socket, reader and
+// in-flight queue need no lock. Callers on any thread format their command (hiredis) and append
+// the bytes and a Pending entry to the connection's outgoing buffer under a short mutex; the
+// first appender posts one flush. The flush moves everything accumulated into a single write,
+// and whatever arrives while that write is in flight leaves in the next one: that is the
+// auto-pipelining. Replies come back in order, so the in-flight queue is FIFO.
+//
+// Deadlines: every call on a connection has the same timeout, so deadlines grow along the FIFO
+// and one timer per connection, armed at the oldest unfinished deadline, is enough. A call whose
+// deadline passes gets DEADLINE_EXCEEDED at once but keeps its place in the queue, marked
+// finished, so the late reply is matched to it and dropped. Calls re-sent after NOSCRIPT, calls
+// given their own deadline (CallOptions), and calls stamped before another thread's yet queued
+// after it (a preempted caller; found when queued) are out of FIFO order; while any is in flight
+// the timer scans the whole queue. The queue is bounded (max_pending_per_connection), so is the
+// scan.
+//
+// NOSCRIPT (the script cache was flushed, or Redis restarted): the call is sent again in the
+// pending slot it had, behind one SCRIPT LOAD of its script per connection, shared by every call
+// that gets NOSCRIPT while that load is outstanding: Redis answers a connection in order, so an
+// EVALSHA written after the SCRIPT LOAD finds the script.
+#include "redis/connection.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+
+#include "redis/backoff.h"
+
+namespace sluice::redis {
+
+Pending IgnoredReply(Steady::time_point deadline, Pending::Kind kind) {
+  Pending p;
+  p.kind = kind;
+  p.deadline = deadline;
+  p.finished = true;
+  return p;
+}
+
+std::string ServerAddress(const ClientOptions& options) {
+  return options.unix_path.empty() ? options.host + ":" + std::to_string(options.port)
+                                   : options.unix_path;
+}
+
+Connection::Connection(asio::io_context& io, ClientOptions options, int index)
+    : io_(io),
+      options_(std::move(options)),
+      socket_(io),
+      resolver_(io),
+      deadline_timer_(io),
+      reconnect_timer_(io),
+      connect_timer_(io),
+      reader_(std::make_unique<ReplyReader>()),
+      backoff_(options_.reconnect_min),
+      jitter_(static_cast<uint32_t>(std::random_device{}() + index)) {}
+
+void Connection::Start() {
+  asio::post(io_, [this, self = shared_from_this()] { Connect(); });
+}
+
+// On any thread. Fails the entries inline when they can't be taken. Admission and queueing
+// happen under one lock, and the connection becomes ready or stops being ready under that lock
+// too, so a call admitted on a connection that then drops can never be written on the next one
+// ahead of its AUTH and SELECT.
+void Connection::Submit(std::string bytes, std::vector<Pending> entries) {
+  Refusal refusal;
+  {
+    core::MutexLock lock(mu_);
+    refusal = Admit(entries.size());
+    if (refusal == Refusal::kNone) EnqueueLocked(bytes, entries);
+  }
+  if (refusal == Refusal::kNone) return;
+  const Status status = Refuse(refusal);
+  for (auto& e : entries) e.done(status);
+}
+
+// On the I/O thread, at shutdown.
+void Connection::Shutdown() {
+  stopping_ = true;
+  resolver_.cancel();
+  deadline_timer_.cancel();
+  reconnect_timer_.cancel();
+  connect_timer_.cancel();
+  Drop(Status::Unavailable("Redis client shut down"));
+}
+
+Connection::Refusal Connection::Admit(size_t n) REQUIRES(mu_) {
+  if (!ready()) return Refusal::kNotConnected;
+  if (pending_.fetch_add(n, std::memory_order_relaxed) + n > options_.max_pending_per_connection) {
+    pending_.fetch_sub(n, std::memory_order_relaxed);
+    return Refusal::kTooManyPending;
+  }
+  return Refusal::kNone;
+}
+
+Status Connection::Refuse(Refusal refusal) const {
+  // Redis not keeping up is an outage like any other: the rule's failure policy decides.
+  if (refusal == Refusal::kTooManyPending) {
+    return Status::Unavailable("Redis at " + Address() + " is not keeping up: " +
+                               std::to_string(options_.max_pending_per_connection) +
+                               " calls pending on one connection");
+  }
+  const std::string why = LastError();
+  return Status::Unavailable("not connected to Redis at " + Address() +
+                             (why.empty() ? "" : ": " + why));
+}
+
+void Connection::Enqueue(const std::string& bytes, std::vector<Pending>& entries) EXCLUDES(mu_) {
+  core::MutexLock lock(mu_);
+  EnqueueLocked(bytes, entries);
+}
+
+// Keeps the deadlines of the entries not marked out_of_order nondecreasing along the FIFO, as
+// ExpireCalls assumes: an entry stamped earlier than one already queued (its caller was
+// preempted between stamping and queueing) is marked.
+void Connection::EnqueueLocked(const std::string& bytes, std::vector<Pending>& entries)
+    REQUIRES(mu_) {
+  outgoing_.append(bytes);
+  for (auto& e : entries) {
+    if (!e.out_of_order && !e.finished) {
+      if (e.deadline < last_in_order_deadline_) {
+        e.out_of_order = true;
+      } else {
+        last_in_order_deadline_ = e.deadline;
+      }
+    }
+    incoming_.push_back(std::move(e));
+  }
+  if (!flush_posted_) {
+    flush_posted_ = true;
+    asio::post(io_, [this, self = shared_from_this()] { Flush(); });
+  }
+}
+
+std::string Connection::LastError() const {
+  core::MutexLock lock(error_mu_);
+  return last_error_;
+}
+
+// Moves every queued call into the in-flight queue at once, so its deadline is watched even
+// while the bytes wait behind a write that does not complete (a hung server with full socket
+// buffers); the bytes leave in one write as soon as none is in flight.
+void Connection::Flush() {
+  std::vector<Pending> taken;
+  bool write = false;
+  bool connected = false;
+  {
+    core::MutexLock lock(mu_);
+    flush_posted_ = false;
+    taken.swap(incoming_);
+    connected = connected_;
+    if (!connected) {
+      outgoing_.clear();
+    } else if (!writing_active_) {
+      writing_.swap(outgoing_);
+      write = !writing_.empty();
+    }
+  }
+  if (!connected) {
+    FailAll(taken, Status::Unavailable("connection to Redis at " + Address() + " lost"));
+    return;
+  }
+  Steady::time_point earliest = Steady::time_point::max();
+  for (auto& p : taken) {
+    if (!p.finished) earliest = std::min(earliest, p.deadline);
+    if (p.out_of_order) ++out_of_order_in_flight_;
+    inflight_.push_back(std::move(p));
+  }
+  commands_.fetch_add(taken.size(), std::memory_order_relaxed);
+  ArmDeadlineTimer(earliest);
+  if (write) Write();
+}
+
+void Connection::Write() {
+  writing_active_ = true;
+  writes_.fetch_add(1, std::memory_order_relaxed);
+  asio::async_write(
+      socket_, asio::buffer(writing_),
+      [this, self = shared_from_this(), gen = generation_](boost::system::error_code ec, size_t) {
+        if (gen != generation_) return;
+        writing_active_ = false;
+        writing_.clear();
+        if (ec) return Disconnect("write failed: " + ec.message());
+        Flush();
+      });
+}
+
+void Connection::Read() {
+  socket_.async_read_some(
+      asio::buffer(read_buffer_),
+      [this, self = shared_from_this(), gen = generation_](boost::system::error_code ec, size_t n) {
+        if (gen != generation_) return;
+        if (ec) {
+          return Disconnect(ec == asio::error::eof ? "Redis closed the connection"
+                                                   : "read failed: " + ec.message());
+        }
+        last_read_ = Steady::now();
+        if (!reader_->Feed(read_buffer_.data(), n)) return Disconnect("bad reply from Redis");
+        while (true) {
+          Result<std::optional<Reply>> reply = reader_->Next();
+          if (!reply.ok()) return Disconnect("bad reply from Redis");
+          if (!reply->has_value()) break;
+          if (inflight_.empty()) return Disconnect("reply from Redis without a request");
+          Pending entry = std::move(inflight_.front());
+          inflight_.pop_front();
+          HandleReply(entry, std::move(**reply));
+          if (gen != generation_) return;  // the reply's handler dropped the connection
+        }
+        Read();
+      });
+}
+
+// Frees the entry's pending slot, before its callback runs, unless it is re-sent.
+void Connection::HandleReply(Pending& entry, Reply reply) {
+  if (entry.out_of_order) --out_of_order_in_flight_;
+  const bool noscript = reply.is_error() && reply.str.starts_with("NOSCRIPT");
+  if (entry.kind == Pending::Kind::kEval && noscript && !entry.resent && !entry.finished) {
+    return Resend(std::move(entry));
+  }
+  pending_.fetch_sub(1, std::memory_order_relaxed);
+  if (entry.kind == Pending::Kind::kScriptLoad) loading_.pop_front();  // loads answer in order
+  if (entry.kind == Pending::Kind::kIgnoreReply || entry.finished) return;
+  entry.done(std::move(reply));
+}
+
+// The same EVALSHA again, in its pending slot, behind what is already queued: after a SCRIPT
+// LOAD of its script unless one is outstanding, and after ASKING if it had one. The load and
+// ASKING go beyond max_pending: at most one load per script, and ASKING only on a call Redis
+// Cluster redirected.
+void Connection::Resend(Pending entry) {
+  std::string bytes;
+  std::vector<Pending> entries;
+  const std::string& sha1 = entry.script->sha1;
+  if (std::find(loading_.begin(), loading_.end(), sha1) == loading_.end()) {
+    const std::string_view load[] = {"SCRIPT", "LOAD", entry.script->source};
+    AppendCommand(load, bytes);
+    entries.push_back(IgnoredReply(entry.deadline, Pending::Kind::kScriptLoad));
+    loading_.push_back(sha1);
+  }
+  if (entry.asking) {
+    AppendCommand(kAsking, bytes);
+    entries.push_back(IgnoredReply(entry.deadline));
+  }
+  bytes.append(entry.command);
+  entry.resent = true;
+  entry.out_of_order = true;
+  entries.push_back(std::move(entry));
+  pending_.fetch_add(entries.size() - 1, std::memory_order_relaxed);
+  Enqueue(bytes, entries);
+}
+
+// Makes the timer fire by `at` (or keeps it firing earlier).
+void Connection::ArmDeadlineTimer(Steady::time_point at) {
+  if (at == Steady::time_point::max() || (timer_armed_ && timer_at_ <= at)) return;
+  timer_armed_ = true;
+  timer_at_ = at;
+  deadline_timer_.expires_at(at);  // a wait armed for later completes as aborted and is ignored
+  deadline_timer_.async_wait(
+      [this, self = shared_from_this(), gen = ++timer_generation_](boost::system::error_code ec) {
+        if (gen != timer_generation_) return;
+        timer_armed_ = false;
+        if (ec || stopping_) return;
+        ExpireCalls();
+      });
+}
+
+void Connection::ExpireCalls() {
+  const auto now = Steady::now();
+  Steady::time_point next = Steady::time_point::max();
+  for (auto& p : inflight_) {
+    if (p.finished) continue;
+    if (p.deadline > now) {
+      next = std::min(next, p.deadline);
+      if (out_of_order_in_flight_ == 0) break;  // deadlines grow along the queue but for these
+      continue;
+    }
+    p.finished = true;
+    p.done(Status::DeadlineExceeded("no reply from Redis at " + Address() + " within " +
+                                    std::to_string(options_.timeout.count() / 1000) + " ms"));
+  }
+  if (inflight_.empty()) return;
+  // Hung: the oldest call is past its deadline and nothing was read for hang_timeout since.
+  const auto hung_at = std::max(last_read_, inflight_.front().deadline) + options_.hang_timeout;
+  if (hung_at <= now) {
+    return Disconnect("Redis did not answer for " +
+                      std::to_string(options_.hang_timeout.count() / 1000) + " ms");
+  }
+  ArmDeadlineTimer(std::min(next, hung_at));
+}
+
+void Connection::Connect() {
+  if (stopping_) return;
+  ++generation_;
+  socket_ = Socket(io_);
+  connect_timer_.expires_after(options_.connect_timeout);
+  connect_timer_.async_wait(
+      [this, self = shared_from_this(), gen = generation_](boost::system::error_code ec) {
+        if (ec || gen != generation_ || ConnectedOnIoThread()) return;
+        resolver_.cancel();
+        boost::system::error_code ignored;
+        socket_.close(ignored);
+      });
+  if (!options_.unix_path.empty()) {
+    return ConnectTo({Endpoint(asio::local::stream_protocol::endpoint(options_.unix_path))});
+  }
+  resolver_.async_resolve(
+      options_.host, std::to_string(options_.port),
+      [this, self = shared_from_this(), gen = generation_](
+          boost::system::error_code ec, asio::ip::tcp::resolver::results_type results) {
+        if (gen != generation_) return;
+        if (ec) return ConnectFailed("cannot resolve " + options_.host + ": " + ec.message());
+        std::vector<Endpoint> endpoints;
+        for (const auto& r : results) endpoints.emplace_back(r.endpoint());
+        ConnectTo(std::move(endpoints));
+      });
+}
+
+void Connection::ConnectTo(std::vector<Endpoint> endpoints, size_t next) {
+  if (next >= endpoints.size()) return ConnectFailed("cannot connect to " + Address());
+  socket_ = Socket(io_);
+  socket_.async_connect(endpoints[next], [this, self = shared_from_this(), gen = generation_,
+                                          endpoints, next](boost::system::error_code ec) mutable {
+    if (gen != generation_) return;
+    if (ec == asio::error::operation_aborted) {
+      return ConnectFailed("connecting to " + Address() + " timed out");
+    }
+    if (ec) return ConnectTo(std::move(endpoints), next + 1);
+    Connected();
+  });
+}
+
+void Connection::Connected() {
+  if (options_.unix_path.empty()) {
+    const int one = 1;
+    setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  {
+    core::MutexLock lock(mu_);
+    connected_ = true;
+  }
+  last_read_ = Steady::now();
+  Read();
+  Handshake();
+}
+
+// AUTH, SELECT and a PING, before any caller's command; ready once all have answered.
+void Connection::Handshake() {
+  std::vector<std::vector<std::string_view>> commands;
+  if (!options_.password.empty()) {
+    if (options_.user.empty()) {
+      commands.push_back({"AUTH", options_.password});
+    } else {
+      commands.push_back({"AUTH", options_.user, options_.password});
+    }
+  }
+  const std::string db = std::to_string(options_.db);
+  if (options_.db != 0) commands.push_back({"SELECT", db});
+  commands.push_back({"PING"});
+
+  std::string bytes;
+  std::vector<Pending> entries(commands.size());
+  const auto deadline = Steady::now() + options_.connect_timeout;
+  auto failed = std::make_shared<bool>(false);
+  for (size_t i = 0; i < commands.size(); ++i) {
+    AppendCommand(commands[i], bytes);
+    entries[i].deadline = deadline;
+    entries[i].out_of_order = true;  // connect_timeout's deadline, not in the calls' order
+    entries[i].done = [this, failed, gen = generation_, last = i + 1 == commands.size(),
+                       what = std::string(commands[i][0])](Result<Reply> r) {
+      if (gen != generation_ || *failed) return;
+      if (!r.ok() || r->is_error()) {
+        *failed = true;
+        const std::string why = r.ok() ? r->str : r.status().message();
+        // Not from inside the reply loop: drop the connection on the next turn.
+        asio::post(io_, [this, self = shared_from_this(), gen, why, what] {
+          if (gen == generation_) Disconnect(what + " failed: " + why);
+        });
+        return;
+      }
+      if (last) {
+        backoff_ = options_.reconnect_min;
+        connects_.fetch_add(1, std::memory_order_relaxed);
+        core::MutexLock lock(mu_);  // see Submit
+        ready_.store(true, std::memory_order_release);
+      }
+    };
+  }
+  pending_.fetch_add(entries.size(), std::memory_order_relaxed);
+  Enqueue(bytes, entries);
+}
+
+void Connection::ConnectFailed(const std::string& why) {
+  SetError(why);
+  connect_timer_.cancel();
+  boost::system::error_code ignored;
+  socket_.close(ignored);
+  ScheduleReconnect();
+}
+
+void Connection::Disconnect(const std::string& why) {
+  SetError(why);
+  Drop(Status::Unavailable("connection to Redis at " + Address() + " lost: " + why));
+  ScheduleReconnect();
+}
+
+// Closes the socket and fails every call that has not been answered.
+void Connection::Drop(const Status& status) {
+  ++generation_;
+  boost::system::error_code ignored;
+  socket_.close(ignored);
+  reader_ = std::make_unique<ReplyReader>();
+  writing_active_ = false;
+  writing_.clear();
+  out_of_order_in_flight_ = 0;
+  loading_.clear();
+  std::vector<Pending> taken;
+  {
+    core::MutexLock lock(mu_);
+    ready_.store(false, std::memory_order_release);  // see Submit
+    connected_ = false;
+    taken.swap(incoming_);
+    outgoing_.clear();
+  }
+  for (auto& p : inflight_) taken.push_back(std::move(p));
+  inflight_.clear();
+  FailAll(taken, status);
+}
+
+void Connection::FailAll(std::vector<Pending>& entries, const Status& status) {
+  pending_.fetch_sub(entries.size(), std::memory_order_relaxed);
+  for (auto& p : entries) {
+    if (!p.finished && p.kind != Pending::Kind::kIgnoreReply) p.done(status);
+  }
+}
+
+void Connection::ScheduleReconnect() {
+  if (stopping_) return;
+  const ReconnectWait wait =
+      NextReconnectWait(backoff_, options_.reconnect_min, options_.reconnect_max, jitter_);
+  reconnect_timer_.expires_after(wait.delay);
+  backoff_ = wait.backoff;
+  reconnect_timer_.async_wait([this, self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec) Connect();
+  });
+}
+
+void Connection::SetError(const std::string& why) {
+  core::MutexLock lock(error_mu_);
+  last_error_ = why;
+}
+ClientStats Connection::stats() const {
+  return ClientStats{.commands = commands_.load(std::memory_order_relaxed),
+                     .writes = writes_.load(std::memory_order_relaxed),
+                     .connects = connects_.load(std::memory_order_relaxed)};
+}
+
+}  // namespace sluice::redis

@@ -1,0 +1,165 @@
+// Connection: one multiplexed, auto-pipelined connection to one Redis, owned by an I/O thread of
+// AsioClient (client.cc): its state machine (connecting, handshake, ready, dropped, reconnecting
+// with backoff), the calls' deadlines, and EVALSHA's recovery from NOSCRIPT. The design notes are
+// at the top of connection.cc.
+//
+// Thread safety: Submit, ready, pending and stats may be called from any thread; everything else
+// runs on the connection's I/O thread.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <boost/asio.hpp>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/mutex.h"
+#include "redis/client.h"
+#include "redis/resp.h"
+
+namespace sluice::redis {
+
+using Steady = std::chrono::steady_clock;
+namespace asio = boost::asio;
+
+struct Pending {
+  // kIgnoreReply: a command sent for its effect on the next one (ASKING). kScriptLoad: a SCRIPT
+  // LOAD sent after NOSCRIPT; its reply too is ignored, but ends the load.
+  enum class Kind : uint8_t { kCall, kEval, kIgnoreReply, kScriptLoad };
+  ReplyCallback done;
+  Steady::time_point deadline;
+  Kind kind = Kind::kCall;
+  bool finished = false;           // the callback ran (deadline passed)
+  bool resent = false;             // a kEval sent again after NOSCRIPT
+  bool out_of_order = false;       // its deadline is outside the FIFO order (see ExpireCalls)
+  bool asking = false;             // kEval: ASKING goes before it, again if it is re-sent
+  const Script* script = nullptr;  // kEval
+  std::string command;             // kEval: the EVALSHA bytes, to send again after NOSCRIPT
+};
+
+inline constexpr std::string_view kAsking[] = {"ASKING"};
+
+// An entry whose reply no caller waits for.
+Pending IgnoredReply(Steady::time_point deadline, Pending::Kind kind = Pending::Kind::kIgnoreReply);
+
+// "host:port", or the socket's path.
+std::string ServerAddress(const ClientOptions& options);
+
+// Owned by shared_ptr: every handler it gives the io_context holds it, so it outlives its
+// client until its last handler has run (the io_context may be shared with other clients and
+// keep running, see io_threads.h).
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  // `io` must outlive the connection; `index` seeds its reconnection jitter.
+  Connection(asio::io_context& io, ClientOptions options, int index);
+
+  void Start();
+
+  // On any thread. Fails the entries inline when they can't be taken. Admission and queueing
+  // happen under one lock, and the connection becomes ready or stops being ready under that lock
+  // too, so a call admitted on a connection that then drops can never be written on the next one
+  // ahead of its AUTH and SELECT.
+  void Submit(std::string bytes, std::vector<Pending> entries);
+  bool ready() const { return ready_.load(std::memory_order_acquire); }
+  size_t pending() const { return pending_.load(std::memory_order_relaxed); }
+
+  // On the I/O thread, at shutdown.
+  void Shutdown();
+  ClientStats stats() const;
+
+ private:
+  using Socket = asio::generic::stream_protocol::socket;
+  using Endpoint = asio::generic::stream_protocol::endpoint;
+  enum class Refusal { kNone, kNotConnected, kTooManyPending };
+  Refusal Admit(size_t n) REQUIRES(mu_);
+  Status Refuse(Refusal refusal) const;
+  void Enqueue(const std::string& bytes, std::vector<Pending>& entries) EXCLUDES(mu_);
+
+  // Keeps the deadlines of the entries not marked out_of_order nondecreasing along the FIFO, as
+  // ExpireCalls assumes: an entry stamped earlier than one already queued (its caller was
+  // preempted between stamping and queueing) is marked.
+  void EnqueueLocked(const std::string& bytes, std::vector<Pending>& entries) REQUIRES(mu_);
+  std::string Address() const { return ServerAddress(options_); }
+
+  std::string LastError() const;
+
+  // --- I/O thread from here on ---
+
+  // Moves every queued call into the in-flight queue at once, so its deadline is watched even
+  // while the bytes wait behind a write that does not complete (a hung server with full socket
+  // buffers); the bytes leave in one write as soon as none is in flight.
+  void Flush();
+  void Write();
+  void Read();
+
+  // Frees the entry's pending slot, before its callback runs, unless it is re-sent.
+  void HandleReply(Pending& entry, Reply reply);
+
+  // The same EVALSHA again, in its pending slot, behind what is already queued: after a SCRIPT
+  // LOAD of its script unless one is outstanding, and after ASKING if it had one. The load and
+  // ASKING go beyond max_pending: at most one load per script, and ASKING only on a call Redis
+  // Cluster redirected.
+  void Resend(Pending entry);
+
+  // Makes the timer fire by `at` (or keeps it firing earlier).
+  void ArmDeadlineTimer(Steady::time_point at);
+  void ExpireCalls();
+  void Connect();
+  void ConnectTo(std::vector<Endpoint> endpoints, size_t next = 0);
+  void Connected();
+
+  // AUTH, SELECT and a PING, before any caller's command; ready once all have answered.
+  void Handshake();
+  void ConnectFailed(const std::string& why);
+  void Disconnect(const std::string& why);
+
+  // Closes the socket and fails every call that has not been answered.
+  void Drop(const Status& status);
+  void FailAll(std::vector<Pending>& entries, const Status& status);
+  void ScheduleReconnect();
+
+  // Only the I/O thread writes connected_, so there it reads it without the lock.
+  bool ConnectedOnIoThread() const NO_THREAD_SAFETY_ANALYSIS { return connected_; }
+
+  void SetError(const std::string& why);
+  asio::io_context& io_;
+  const ClientOptions options_;
+  Socket socket_;
+  asio::ip::tcp::resolver resolver_;
+  asio::steady_timer deadline_timer_, reconnect_timer_, connect_timer_;
+  std::unique_ptr<ReplyReader> reader_;
+  std::array<char, 16 * 1024> read_buffer_;
+  core::Mutex mu_;
+  std::string outgoing_ GUARDED_BY(mu_);
+  std::vector<Pending> incoming_ GUARDED_BY(mu_);
+  bool flush_posted_ GUARDED_BY(mu_) = false;
+  bool connected_ GUARDED_BY(mu_) = false;  // written on the I/O thread (ConnectedOnIoThread)
+  Steady::time_point last_in_order_deadline_ GUARDED_BY(mu_){};
+  std::atomic<uint64_t> commands_{0}, writes_{0}, connects_{0};
+  std::atomic<bool> ready_{false};  // written under mu_ (see Submit)
+  std::atomic<size_t> pending_{0};  // accepted and not yet answered or failed
+  mutable core::Mutex error_mu_;
+  std::string last_error_ GUARDED_BY(error_mu_);
+
+  // I/O thread only.
+  std::deque<Pending> inflight_;
+  std::string writing_;
+  bool writing_active_ = false;
+  bool timer_armed_ = false;
+  Steady::time_point timer_at_{};
+  uint64_t timer_generation_ = 0;
+  bool stopping_ = false;
+  int out_of_order_in_flight_ = 0;
+  std::deque<std::string> loading_;  // SHA1s of the SCRIPT LOADs in flight, in order
+  uint64_t generation_ = 0;          // bumped per connection attempt; stale handlers see a mismatch
+  Steady::time_point last_read_{};
+  Duration backoff_;
+  std::mt19937_64 jitter_;
+};
+
+}  // namespace sluice::redis

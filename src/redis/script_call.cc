@@ -1,0 +1,134 @@
+#include "redis/script_call.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace sluice::redis {
+namespace {
+
+// The algorithm's two parameters.
+std::pair<int64_t, int64_t> Parameters(const Limit& limit) {
+  if (IsMeter(limit.algorithm())) return {limit.capacity(), limit.emission_interval().count()};
+  return {limit.count(), limit.period().count()};
+}
+
+Status ErrorReply(const std::string& message) {
+  // "ERR ..." is the script failing: a bug, not the server's state.
+  if (message.starts_with("ERR")) return Status::Internal("Redis check script failed: " + message);
+  return Status::Unavailable("Redis refused the check: " + message);
+}
+
+}  // namespace
+
+size_t CheckKeyCount(const Limit& limit) {
+  return limit.algorithm() == Algorithm::kSlidingLog ? 2 : 1;
+}
+
+void ScriptWords::AddText(std::string_view text) {
+  const size_t begin = bytes_.size();
+  bytes_.append(text);
+  Mark(begin);
+}
+
+void ScriptWords::AddNumber(int64_t n) {
+  char buffer[24];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, n);
+  AddText(std::string_view(buffer, static_cast<size_t>(end - buffer)));
+}
+
+void ScriptWords::AddKeys(const CheckContext& context, const CheckRequest& request) {
+  // The auxiliary key is the state key and a suffix: two views of the same bytes.
+  const size_t begin = bytes_.size();
+  AppendStateKey(bytes_, context.prefix, request.scope, request.key);
+  Mark(begin);
+  if (CheckKeyCount(*request.limit) == 2) {
+    bytes_.append(kAuxSuffix);
+    Mark(begin);
+  }
+}
+
+void ScriptWords::AddClock(const CheckContext& context) {
+  if (context.now) {
+    AddNumber(*context.now);
+  } else {
+    AddText("");
+  }
+  AddNumber(context.margin_ms);
+}
+
+void ScriptWords::AddParameters(const Limit& limit) {
+  const auto [a, b] = Parameters(limit);
+  AddNumber(a);
+  AddNumber(b);
+}
+
+void ScriptWords::AddCheck(const CheckContext& context, const CheckRequest& request) {
+  AddKeys(context, request);
+  AddClock(context);
+  AddNumber(request.cost);
+  AddParameters(*request.limit);
+  AddNumber(request.max_delay.count());
+}
+
+void ScriptWords::AddCheckOfAll(const CheckContext& context, const CheckRequest& request) {
+  AddText(AlgorithmName(request.limit->algorithm()));
+  AddNumber(static_cast<int64_t>(CheckKeyCount(*request.limit)));
+  AddKeys(context, request);
+  AddNumber(request.cost);
+  AddParameters(*request.limit);
+}
+
+ScriptWords::Views ScriptWords::views() const {
+  Views views;
+  views.reserve(spans_.size());
+  const std::string_view all = bytes_.View(0, bytes_.size());
+  for (const auto& [offset, length] : spans_) views.push_back(all.substr(offset, length));
+  return views;
+}
+
+Result<Decision> ParseCheckReply(const Reply& reply, int64_t limit_count) {
+  if (reply.is_error()) return ErrorReply(reply.str);
+  const auto& e = reply.elements;
+  if (reply.type != Reply::Type::kArray || e.size() != kCheckReplyFields ||
+      std::any_of(e.begin(), e.end(),
+                  [](const Reply& x) { return x.type != Reply::Type::kInteger; })) {
+    return Status::Internal("unexpected reply from the Redis check script");
+  }
+  if (e[0].integer != 0 && e[0].integer != 1) {
+    return Status::Internal("unexpected reply from the Redis check script: allowed is " +
+                            std::to_string(e[0].integer));
+  }
+  return Decision{
+      .allowed = e[0].integer == 1,
+      .limit = limit_count,
+      .remaining = e[1].integer,
+      .retry_after = Duration(e[2].integer),
+      .reset_after = Duration(e[3].integer),
+      .replenish_after = Duration(e[5].integer),
+      .delay = Duration(e[4].integer),
+  };
+}
+
+Result<Decision> ParseCheckReply(const Result<Reply>& reply, int64_t limit_count) {
+  if (!reply.ok()) return reply.status();
+  return ParseCheckReply(*reply, limit_count);
+}
+
+Result<std::vector<Decision>> ParseCheckAllReply(const Result<Reply>& reply,
+                                                 std::span<const int64_t> limit_counts) {
+  if (!reply.ok()) return reply.status();
+  if (reply->is_error()) return ErrorReply(reply->str);
+  if (reply->type != Reply::Type::kArray || reply->elements.size() != limit_counts.size()) {
+    return Status::Internal("unexpected reply from the Redis CheckAll script");
+  }
+  std::vector<Decision> decisions;
+  decisions.reserve(limit_counts.size());
+  for (size_t i = 0; i < limit_counts.size(); ++i) {
+    Result<Decision> d = ParseCheckReply(reply->elements[i], limit_counts[i]);
+    if (!d.ok()) return d.status();
+    decisions.push_back(*d);
+  }
+  return decisions;
+}
+
+}  // namespace sluice::redis

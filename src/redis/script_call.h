@@ -1,0 +1,110 @@
+// The contract of the Redis store's check scripts, written once: what their KEYS and ARGV hold
+// and what they reply. The scripts (src/redis/lua/check.lua and check_all.lua) point here; the
+// builder and the parsers below are the only C++ that writes or reads it.
+//
+// One check (check.lua, built with the one algorithm it decides):
+//   KEYS  the state key [, the auxiliary key: sliding_log's only, see CheckKeyCount]
+//   ARGV  1  now in µs ('' for Redis TIME)
+//         2  expiry margin in ms (how much longer than its state a key lives)
+//         3  cost
+//         4  count (window algorithms) or capacity (meters)
+//         5  period or emission interval, in µs
+//         6  max_delay in µs (how far ahead a meter may book a slot; 0 for none)
+//   Reply {allowed (1/0), remaining, retry_after µs, reset_after µs, delay µs, replenish_after µs}
+//
+// Several checks, all or nothing (check_all.lua, built with every algorithm): the checks whose
+// keys one node holds.
+//   KEYS  the call's keys in the slot of its first key. A Redis Cluster routes the call by them
+//         and refuses keys of several slots declared together; the script is loaded with the
+//         flag allow-cross-slot-keys (scripts.cc) and reaches the other keys, which the node must
+//         hold too, by their names in ARGV.
+//   ARGV  1  now in µs ('' for Redis TIME), as above
+//         2  expiry margin in ms, as above
+//         3  mode: 'charge' or 'peek'
+//         then per check: its algorithm's name, its key count, its keys, its cost, and its
+//         two parameters as ARGV 4 and 5 above (nothing is booked ahead: max_delay is 0)
+//   Reply one reply as above per check, in order.
+//         charge: every check consumes its cost if every one admits, otherwise none does, and a
+//           check that would have admitted reports what a peek sees (cost 0), as refused with
+//           retry_after 0.
+//         peek: decides as charge would and writes nothing; a check that would admit reports
+//           what a peek sees, as allowed with retry_after 0.
+//   Before anything else the script touches every key once (EXISTS), so that a key the node
+//   does not hold fails the call while it has changed nothing.
+//
+// Thread safety: pure functions, and a builder owned by one thread.
+#pragma once
+
+#include <boost/container/small_vector.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <utility>
+
+#include "redis/client.h"
+#include "redis/keys.h"
+#include "sluice/decision.h"
+#include "sluice/store.h"
+
+namespace sluice::redis {
+
+inline constexpr size_t kCheckArgs = 6;
+inline constexpr size_t kCheckReplyFields = 6;
+inline constexpr std::string_view kChargeMode = "charge";
+inline constexpr std::string_view kPeekMode = "peek";
+inline constexpr size_t kCheckAllModeArg = 2;  // the mode's index in check_all.lua's ARGV
+
+// What every check of a store sends alike.
+struct CheckContext {
+  std::string_view prefix;     // of the key names
+  std::optional<int64_t> now;  // µs since the epoch; none: Redis TIME
+  int64_t margin_ms = 1;
+};
+
+// 2 for sliding_log (its count of the units that left the log), 1 for the other algorithms:
+// naming a key a script never touches would only make a migrating Cluster slot refuse the call.
+size_t CheckKeyCount(const Limit& limit);
+
+// The words of script calls (keys, then ARGV), appended to one buffer and viewed once it stops
+// growing. A single check fits in the inline space: building it allocates nothing.
+class ScriptWords {
+ public:
+  using Views = boost::container::small_vector<std::string_view, 8>;
+
+  ScriptWords() = default;
+  ScriptWords(const ScriptWords&) = delete;
+  ScriptWords& operator=(const ScriptWords&) = delete;
+
+  void AddText(std::string_view text);
+  void AddNumber(int64_t n);
+  // One check's keys, then its six ARGV.
+  void AddCheck(const CheckContext& context, const CheckRequest& request);
+  // The first two ARGV of both scripts: now and the expiry margin.
+  void AddClock(const CheckContext& context);
+  // One check as check_all.lua's ARGV has it: algorithm name, key count, keys, cost, parameters.
+  void AddCheckOfAll(const CheckContext& context, const CheckRequest& request);
+
+  size_t size() const { return spans_.size(); }
+  // Every word so far; valid while this object lives and nothing more is added.
+  Views views() const;
+
+ private:
+  void Mark(size_t begin) { spans_.emplace_back(begin, bytes_.size() - begin); }
+  void AddKeys(const CheckContext& context, const CheckRequest& request);
+  void AddParameters(const Limit& limit);
+
+  KeyBuffer bytes_;
+  boost::container::small_vector<std::pair<size_t, size_t>, 8> spans_;  // offset, length
+};
+
+// The decision in one check's reply. An error reply is the script failing (INTERNAL, for "ERR
+// ...") or Redis refusing the call (UNAVAILABLE); a reply of another shape is INTERNAL.
+Result<Decision> ParseCheckReply(const Reply& reply, int64_t limit_count);
+Result<Decision> ParseCheckReply(const Result<Reply>& reply, int64_t limit_count);
+// The decisions in check_all.lua's reply, one per check, given each check's limit count.
+Result<std::vector<Decision>> ParseCheckAllReply(const Result<Reply>& reply,
+                                                 std::span<const int64_t> limit_counts);
+
+}  // namespace sluice::redis

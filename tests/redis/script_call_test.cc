@@ -1,0 +1,164 @@
+// The check scripts' contract without a server: the exact words a check, a batch and CheckAll
+// send (src/redis/script_call.h), and their replies parsed into decisions, malformed ones
+// refused.
+#include "redis/script_call.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "replies.h"
+
+namespace sluice::redis {
+namespace {
+
+using namespace std::chrono_literals;
+using namespace testing;
+
+std::vector<std::string> Words(const ScriptWords& words) {
+  std::vector<std::string> out;
+  for (const auto view : words.views()) out.emplace_back(view);
+  return out;
+}
+
+const Limit kWindow = *Limit::Create(Algorithm::kFixedWindow, 10, 2s);
+const Limit kLog = *Limit::Create(Algorithm::kSlidingLog, 7, 3s);
+const Limit kBucket = *Limit::Create(Algorithm::kTokenBucket, 5, 1s, 4);
+
+TEST(ScriptWords, OneCheckIsItsKeysThenSixArguments) {
+  ScriptWords words;
+  words.AddCheck({.prefix = "p:", .now = 1'700'000'000'000'000, .margin_ms = 3},
+                 {.scope = "api", .limit = &kWindow, .key = "user{1}", .cost = 2});
+  EXPECT_EQ(Words(words), (std::vector<std::string>{"p:api:{user%7B1%7D}", "1700000000000000", "3",
+                                                    "2", "10", "2000000", "0"}));
+}
+
+TEST(ScriptWords, SlidingLogHasItsAuxiliaryKeyAndRedisTimeIsEmpty) {
+  ScriptWords words;
+  words.AddCheck({.prefix = "", .now = std::nullopt, .margin_ms = 1},
+                 {.scope = "s", .limit = &kLog, .key = "k", .cost = 0});
+  EXPECT_EQ(Words(words),
+            (std::vector<std::string>{"s:{k}", "s:{k}:n", "", "1", "0", "7", "3000000", "0"}));
+  EXPECT_EQ(CheckKeyCount(kLog), 2u);
+  EXPECT_EQ(CheckKeyCount(kWindow), 1u);
+}
+
+TEST(ScriptWords, MetersSendCapacityEmissionIntervalAndMaxDelay) {
+  ScriptWords words;
+  words.AddCheck({.prefix = "x:", .now = 5, .margin_ms = 1},
+                 {.scope = "b", .limit = &kBucket, .key = "k", .cost = 1, .max_delay = 750ms});
+  EXPECT_EQ(Words(words), (std::vector<std::string>{
+                              "x:b:{k}", "5", "1", "1", std::to_string(kBucket.capacity()),
+                              std::to_string(kBucket.emission_interval().count()), "750000"}));
+}
+
+TEST(ScriptWords, CheckAllPutsTheClockFirstAndNameAndKeyCountBeforeEachCheck) {
+  const CheckContext context{.prefix = "p:", .now = 9, .margin_ms = 2};
+  ScriptWords words;
+  words.AddClock(context);
+  words.AddText(kChargeMode);
+  words.AddCheckOfAll(context, {.scope = "a", .limit = &kLog, .key = "k1", .cost = 1});
+  words.AddCheckOfAll(context, {.scope = "b", .limit = &kWindow, .key = "k2", .cost = 3});
+  EXPECT_EQ(Words(words),
+            (std::vector<std::string>{"9", "2", "charge", "sliding_log", "2", "p:a:{k1}",
+                                      "p:a:{k1}:n", "1", "7", "3000000", "fixed_window", "1",
+                                      "p:b:{k2}", "3", "10", "2000000"}));
+  EXPECT_EQ(Words(words)[kCheckAllModeArg], "charge");
+}
+
+TEST(ScriptWords, ABatchOutgrowingTheInlineSpaceKeepsEveryWord) {
+  const CheckContext context{.prefix = "prefix:", .now = 1, .margin_ms = 1};
+  const std::string long_key(300, 'k');
+  ScriptWords words;
+  for (int i = 0; i < 20; ++i) {
+    words.AddCheck(context, {.scope = "s", .limit = &kLog, .key = long_key, .cost = i});
+  }
+  const auto views = words.views();
+  ASSERT_EQ(views.size(), 20u * 8);
+  for (size_t i = 0; i < 20; ++i) {
+    EXPECT_EQ(views[i * 8], "prefix:s:{" + long_key + "}");
+    EXPECT_EQ(views[i * 8 + 1], "prefix:s:{" + long_key + "}:n");
+    EXPECT_EQ(views[i * 8 + 4], std::to_string(i));
+  }
+}
+
+TEST(ParseCheckReply, SixIntegersMakeADecision) {
+  const auto d = ParseCheckReply(Integers({1, 4, 0, 2000, 30, 500}), 10);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(*d, (Decision{.allowed = true,
+                          .limit = 10,
+                          .remaining = 4,
+                          .retry_after = Duration(0),
+                          .reset_after = Duration(2000),
+                          .replenish_after = Duration(500),
+                          .delay = Duration(30)}));
+  const auto denied = ParseCheckReply(Integers({0, 0, 700, 900, 0, 700}), 3);
+  ASSERT_TRUE(denied.ok());
+  EXPECT_FALSE(denied->allowed);
+  EXPECT_EQ(denied->retry_after, Duration(700));
+}
+
+TEST(ParseCheckReply, MalformedRepliesAreInternal) {
+  const std::vector<Reply> malformed = {
+      Integers({1, 4, 0, 2000, 30}),
+      Integers({1, 4, 0, 2000, 30, 500, 1}),
+      Integers({2, 4, 0, 2000, 30, 500}),
+      Integers({-1, 4, 0, 2000, 30, 500}),
+      Array({Integer(1), Integer(4), String("0"), Integer(0), Integer(0), Integer(0)}),
+      Integer(1),
+      MakeReply(Reply::Type::kNil),
+      StatusReply("OK"),
+      Array({}),
+  };
+  for (const auto& reply : malformed) {
+    EXPECT_EQ(ParseCheckReply(reply, 1).status().code(), StatusCode::kInternal);
+  }
+}
+
+TEST(ParseCheckReply, ScriptErrorsAreInternalRefusalsUnavailable) {
+  EXPECT_EQ(ParseCheckReply(Error("ERR Error running script: oops"), 1).status().code(),
+            StatusCode::kInternal);
+  EXPECT_EQ(ParseCheckReply(Error("BUSY Redis is busy running a script"), 1).status().code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(ParseCheckReply(Result<Reply>(Status::DeadlineExceeded("late")), 1).status().code(),
+            StatusCode::kDeadlineExceeded);
+}
+
+TEST(ParseCheckAllReply, OneDecisionPerCheckInOrder) {
+  const int64_t counts[] = {10, 7};
+  const auto all = ParseCheckAllReply(
+      Array({Integers({1, 9, 0, 100, 0, 10}), Integers({0, 0, 300, 400, 0, 300})}), counts);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_TRUE((*all)[0].allowed);
+  EXPECT_EQ((*all)[0].limit, 10);
+  EXPECT_FALSE((*all)[1].allowed);
+  EXPECT_EQ((*all)[1].limit, 7);
+  EXPECT_EQ((*all)[1].retry_after, Duration(300));
+}
+
+TEST(ParseCheckAllReply, MalformedRepliesAreInternal) {
+  const int64_t counts[] = {10, 7};
+  const std::vector<Reply> malformed = {
+      Array({Integers({1, 9, 0, 100, 0, 10})}),
+      Array({Integers({1, 9, 0, 100, 0, 10}), Integers({1, 9, 0, 100, 0, 10}),
+             Integers({1, 9, 0, 100, 0, 10})}),
+      Array({Integers({1, 9, 0, 100, 0, 10}), Integers({1, 9, 0})}),
+      Array({Integers({1, 9, 0, 100, 0, 10}), Integer(1)}),
+      Integers({1, 9, 0, 100, 0, 10}),
+      MakeReply(Reply::Type::kNil),
+  };
+  for (const auto& reply : malformed) {
+    EXPECT_EQ(ParseCheckAllReply(reply, counts).status().code(), StatusCode::kInternal);
+  }
+  EXPECT_EQ(ParseCheckAllReply(Error("ERR Script attempted to access a non local key"), counts)
+                .status()
+                .code(),
+            StatusCode::kInternal);
+  EXPECT_EQ(ParseCheckAllReply(Result<Reply>(Status::Unavailable("down")), counts).status().code(),
+            StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace sluice::redis
