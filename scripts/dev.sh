@@ -60,7 +60,7 @@ test_all() {
   echo "== ASan + UBSan build, every test"
   configure build/asan Debug address,undefined OFF
   ninja -C build/asan -j "$jobs"
-  run_ctest --test-dir build/asan --output-on-failure -j "$jobs" -LE 'install|fault'
+  run_ctest --test-dir build/asan --output-on-failure -j "$jobs" -LE 'install|fault|rss'
 
   # clang: GCC's TSan cannot model the atomic fences Boost.Asio uses.
   echo "== TSan build (clang), the concurrent code"

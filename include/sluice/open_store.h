@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "sluice/clock.h"
+#include "sluice/memory_store.h"
 #include "sluice/status.h"
 #include "sluice/store.h"
 
@@ -23,6 +24,8 @@ struct OpenStoreOptions {
   std::string key_prefix = "sluice:";
   int io_threads = 1;
   int connections_per_thread = 2;
+  // memory://'s bound (MemoryStoreOptions::max_memory).
+  size_t max_memory = MemoryStoreOptions{}.max_memory;
 };
 
 Result<std::unique_ptr<Store>> OpenStore(std::string_view url,

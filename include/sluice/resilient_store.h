@@ -51,10 +51,10 @@ struct ResilientStoreOptions {
   Duration open_for = std::chrono::milliseconds(200);
   // How many processes share the limits: local_fallback gives each limit/instances (at least 1).
   int64_t instances = 1;
-  // Keys the hot-key cache may hold; 0 turns it off. The bound holds per shard (the cache has
-  // 16): when a key's shard is full, its denial is remembered only if a sweep of the expired
-  // entries makes room, and a full shard is swept at most once every 10 ms. A key not
-  // remembered is simply decided by the backend each time.
+  // Keys the hot-key cache may hold; 0 turns it off. Its memory is bounded by 320 bytes per key
+  // (HotKeyMap::kBytesPerKey); the bounds hold per shard (the cache has 16). When a key's shard
+  // is full, expired denials make room first, then those not looked up lately are evicted; a
+  // key not remembered is simply decided by the backend each time.
   size_t hot_key_capacity = 100'000;
   // Keys the local fallback may hold.
   size_t fallback_max_keys = 1'000'000;

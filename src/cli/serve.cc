@@ -23,6 +23,7 @@
 #include "sluice/open_store.h"
 #include "sluice/resilient_store.h"
 #include "sluice/store.h"
+#include "sluice/store_memory.h"
 
 namespace sluice::cli {
 namespace {
@@ -61,6 +62,7 @@ std::string FieldsNeedingRestart(const ServeFlags& flags, const config::Config& 
   compare("store.url", !flags.store_url.empty(), reloaded.store.url != running.store.url);
   compare("store.timeout_ms", false, reloaded.store.timeout != running.store.timeout);
   compare("store.instances", false, reloaded.store.instances != running.store.instances);
+  compare("store.max_memory", false, reloaded.store.max_memory != running.store.max_memory);
   compare("server.io_threads", flags.io_threads > 0,
           reloaded.server.io_threads != running.server.io_threads);
   compare("server.read_timeout", false,
@@ -163,12 +165,15 @@ int RunServe(const ServeFlags& flags) {
   }
   if (!flags.store_url.empty()) config->store.url = flags.store_url;
 
-  auto backend = OpenStore(config->store.url, OpenStoreOptions{.timeout = config->store.timeout});
+  auto backend = OpenStore(
+      config->store.url,
+      OpenStoreOptions{.timeout = config->store.timeout, .max_memory = config->store.max_memory});
   if (!backend.ok()) return ConfigError(backend.status().message());
 
   // A shared store can fail; each rule's failure policy then decides. The in-memory store
-  // cannot, and takes no detour.
+  // cannot, and takes no detour; its memory is reported.
   http::Metrics metrics;
+  if (const auto* memory = dynamic_cast<const StoreMemory*>(backend->get())) metrics.Watch(*memory);
   std::unique_ptr<ResilientStore> resilient;
   const StoreHealth* health = nullptr;  // a plain store has no breaker to report
   if (config->store.url != "memory://") {

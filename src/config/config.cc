@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "config/duration.h"
 #include "config/yaml_reporter.h"
@@ -91,6 +92,39 @@ class Fields {
       return node.Scalar() == "true";
     }
     return report_.At(node, Path(field), "expected true or false");
+  }
+
+  // A size in bytes: a whole number of bytes, KiB, MiB, GiB or TiB, from kMinMaxMemory to
+  // kMaxMaxMemory.
+  Result<size_t> ReadMemorySize(const YAML::Node& node, std::string_view field) const {
+    static constexpr std::pair<std::string_view, int> kUnits[] = {
+        {"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40}};
+    const std::string text = node.IsScalar() ? node.Scalar() : std::string();
+    const auto bad = [&](std::string_view why) {
+      return report_.At(node, Path(field),
+                        "bad size '" + text + "': " + std::string(why) +
+                            " (expected bytes, or a whole number of KiB, MiB, GiB or TiB, "
+                            "e.g. 256MiB)");
+    };
+    if (!node.IsScalar()) return bad("not a single value");
+    std::string_view digits = text;
+    int shift = 0;
+    for (const auto& [suffix, bits] : kUnits) {
+      if (digits.ends_with(suffix)) {
+        digits.remove_suffix(suffix.size());
+        shift = bits;
+        break;
+      }
+    }
+    uint64_t count = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), count);
+    if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) {
+      return bad("not a whole number with a unit");
+    }
+    if (count > (kMaxMaxMemory >> shift) || (count << shift) < kMinMaxMemory) {
+      return bad("must be between 1MiB and 1TiB");
+    }
+    return static_cast<size_t>(count << shift);
   }
 
   // A bound on /v1/acquire waiters: an integer from 1 to kMaxWaitersBound.
@@ -249,7 +283,9 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
 
   if (const YAML::Node store = top.Get("store"); store.IsDefined()) {
     Fields fields(report, store, "store");
-    if (Status s = fields.Check({"url", "timeout_ms", "instances"}); !s.ok()) return s;
+    if (Status s = fields.Check({"url", "timeout_ms", "instances", "max_memory"}); !s.ok()) {
+      return s;
+    }
     if (const YAML::Node url = fields.Get("url"); url.IsDefined()) {
       auto text = fields.ReadString(url, "url");
       if (!text.ok()) return text.status();
@@ -274,6 +310,11 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
                          "must be between 1 and " + std::to_string(kMaxInstances));
       }
       config.store.instances = *n;
+    }
+    if (const YAML::Node max = fields.Get("max_memory"); max.IsDefined()) {
+      auto bytes = fields.ReadMemorySize(max, "max_memory");
+      if (!bytes.ok()) return bytes.status();
+      config.store.max_memory = *bytes;
     }
   }
 

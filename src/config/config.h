@@ -3,7 +3,7 @@
 //
 //   listen: 127.0.0.1:8080
 //   max_sliding_log_limit: 10000                                        # optional
-//   store: { url: memory://, timeout_ms: 50, instances: 1 }
+//   store: { url: memory://, timeout_ms: 50, instances: 1, max_memory: 256MiB }
 //   server: { io_threads: 2, read_timeout: 10s, idle_timeout: 60s,       # optional
 //             max_waiters: 100000, max_waiters_per_key: 1000, expose_keys: false }
 //   rules:
@@ -64,7 +64,13 @@ struct StoreConfig {
   // How many `sluice serve` processes share the store: a local_fallback rule gives each
   // limit/instances while the store is down.
   int64_t instances = 1;
+  // The bound on the memory:// store's memory, in bytes (MemoryStoreOptions::max_memory): bytes,
+  // or a whole number of KiB, MiB, GiB or TiB ("256MiB"), from kMinMaxMemory to kMaxMaxMemory.
+  size_t max_memory = size_t{256} << 20;
 };
+
+inline constexpr size_t kMinMaxMemory = size_t{1} << 20;
+inline constexpr size_t kMaxMaxMemory = size_t{1} << 40;
 
 struct ServerConfig {
   // 0: one per hardware thread.

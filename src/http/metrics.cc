@@ -154,6 +154,30 @@ std::string Metrics::Exposition() const {
   }
   fmt::format_to(put, "sluice_http_requests_total{{code=\"other\"}} {}\n", Load(http_.back()));
 
+  if (memory_ != nullptr) {
+    const StoreMemoryStats stats = memory_->memory_stats();
+    fmt::format_to(put,
+                   "# HELP sluice_memory_store_bytes Memory the in-memory store holds for its keys "
+                   "(table slots, long keys, sliding_log entries).\n"
+                   "# TYPE sluice_memory_store_bytes gauge\n"
+                   "sluice_memory_store_bytes {}\n"
+                   "# HELP sluice_memory_store_max_bytes The in-memory store's bound "
+                   "(store.max_memory).\n"
+                   "# TYPE sluice_memory_store_max_bytes gauge\n"
+                   "sluice_memory_store_max_bytes {}\n"
+                   "# HELP sluice_memory_store_keys Keys the in-memory store holds.\n"
+                   "# TYPE sluice_memory_store_keys gauge\n"
+                   "sluice_memory_store_keys {}\n"
+                   "# HELP sluice_memory_store_evictions_total States the in-memory store dropped: "
+                   "fresh = back to fresh (no decision changes), lru = live, least recently used, "
+                   "to stay within store.max_memory.\n"
+                   "# TYPE sluice_memory_store_evictions_total counter\n"
+                   "sluice_memory_store_evictions_total{{reason=\"fresh\"}} {}\n"
+                   "sluice_memory_store_evictions_total{{reason=\"lru\"}} {}\n",
+                   stats.bytes, stats.max_bytes, stats.keys, stats.evicted_fresh,
+                   stats.evicted_lru);
+  }
+
   if (health_ != nullptr) {
     const StoreHealthStats stats = health_->stats();
     fmt::format_to(put,

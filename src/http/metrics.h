@@ -24,6 +24,14 @@
 //                                                       one Redis; those that saw a request)
 //   sluice_hot_key_cache_hits_total                     denials made by the hot-key cache
 //
+// With a StoreMemory watched (a MemoryStore's), also:
+//   sluice_memory_store_bytes                           gauge: memory the store holds for keys
+//   sluice_memory_store_max_bytes                       gauge: its bound (store.max_memory)
+//   sluice_memory_store_keys                            gauge: keys held
+//   sluice_memory_store_evictions_total{reason}         states dropped: fresh (back to fresh,
+//                                                       no decision changes) or lru (live, least
+//                                                       recently used, to stay within the bound)
+//
 // A rule's counters are created when a rule set naming it is loaded and then live as long as the
 // Metrics, so a reload neither resets nor loses them.
 //
@@ -44,6 +52,7 @@
 #include "sluice/acquirer.h"
 #include "sluice/decision.h"
 #include "sluice/store_health.h"
+#include "sluice/store_memory.h"
 
 namespace sluice::http {
 
@@ -101,6 +110,9 @@ class Metrics {
   // Adds the store's breakers and hot-key cache to the exposition; `health` must outlive this
   // object. Call before the metrics are served.
   void Watch(const StoreHealth& health) { health_ = &health; }
+  // Adds the store's memory to the exposition; `memory` must outlive this object. Call before the
+  // metrics are served.
+  void Watch(const StoreMemory& memory) { memory_ = &memory; }
   // Adds `waiters` to the sluice_acquire_waiters gauge (several are summed) until
   // StopWatching(waiters); it must live until then.
   void Watch(const WaiterCounts& waiters);
@@ -115,6 +127,7 @@ class Metrics {
   std::vector<const WaiterCounts*> waiters_ GUARDED_BY(rules_mu_);
 
   const StoreHealth* health_ = nullptr;
+  const StoreMemory* memory_ = nullptr;
   std::atomic<uint64_t> store_errors_{0};
   std::array<std::atomic<uint64_t>, kBucketBoundsNs.size() + 1> buckets_{};  // last: +Inf
   std::atomic<uint64_t> duration_sum_ns_{0};

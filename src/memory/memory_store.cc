@@ -2,104 +2,92 @@
 
 #include <algorithm>
 #include <bit>
-#include <boost/unordered/unordered_flat_map.hpp>
-#include <functional>
 #include <string>
+#include <vector>
 
 #include "core/algorithms.h"
 #include "core/composite_key.h"
 #include "core/mutex.h"
+#include "memory/sharded_table.h"
+#include "memory/stored_state.h"
+#include "memory/swept_table.h"
 
 namespace sluice {
 namespace {
 
-struct Entry {
-  core::State state;
-  int64_t expires_at;  // the state is equivalent to fresh from then on
-};
+using core::ScopedKey;
+using memory::StoredState;
+using Traits = memory::StoredStateTraits;
+using Table = memory::SweptTable<StoredState, Traits>;
 
-using core::ComposeKey;
-using core::Hashed;
-using core::HashedKey;
-using Map = boost::unordered_flat_map<std::string, Entry, core::KeyHash, core::KeyEqual>;
-
-constexpr size_t kMinSweepSize = 1024;
-// When a shard is full, sweeping it again sooner than this finds too little to be worth O(n).
-constexpr int64_t kFullSweepIntervalUs = 10'000;
+constexpr size_t kMinMaxMemory = size_t{64} << 10;
+constexpr size_t kMinShardBytes = size_t{1} << 20;
 
 int64_t Ticks(Time t) { return t.time_since_epoch().count(); }
 
+size_t ShardCount(const MemoryStoreOptions& options) {
+  size_t shards = std::bit_ceil(std::max<size_t>(options.shards, 1));
+  while (shards > 1 && options.max_memory / shards < kMinShardBytes) shards /= 2;
+  return shards;
+}
+
+// Decides on a key's state in its slot, and keeps the table's count of the state's heap and the
+// key's expiry (or the key itself) in step.
+Decision DecideHeld(Table& table, Table::Slot& slot, const ScopedKey& key, const Limit& limit,
+                    int64_t now, int64_t cost, int64_t max_delay) {
+  uint8_t kind = slot.kind();
+  const size_t heap_before = Traits::HeapBytes(kind, slot.value());
+  const Decision decision = memory::DecideStored(limit, kind, slot.value(), now, cost, max_delay);
+  slot.set_kind(kind);
+  const size_t heap_after = Traits::HeapBytes(kind, slot.value());
+  table.AddHeapBytes(static_cast<ptrdiff_t>(heap_after - heap_before));
+  if (decision.reset_after.count() == 0) {
+    table.Erase(&slot);
+    return decision;
+  }
+  slot.expires_at = now + decision.reset_after.count();
+  if (heap_after > heap_before) table.Fit(now, {&key, 1});
+  return decision;
+}
+
 }  // namespace
 
-struct alignas(64) MemoryStore::Shard {
-  core::Mutex mu;
-  Map map GUARDED_BY(mu);
-  size_t sweep_at_size GUARDED_BY(mu) = kMinSweepSize;
-  int64_t last_full_sweep GUARDED_BY(mu) = 0;
-  // CheckAll's count of the new keys it would add here.
-  size_t pending_new GUARDED_BY(mu) = 0;
-
-  size_t SweepLocked(int64_t now) REQUIRES(mu) {
-    return boost::unordered::erase_if(
-        map, [now](const auto& kv) { return kv.second.expires_at <= now; });
-  }
-
-  // Makes room for `more` keys if the bound allows; false if the shard is too full.
-  bool RoomFor(size_t more, int64_t now, size_t max_keys) REQUIRES(mu) {
-    if (map.size() + more <= sweep_at_size) return true;
-    if (map.size() + more > max_keys) {
-      if (now - last_full_sweep < kFullSweepIntervalUs) return false;
-      last_full_sweep = now;
-    }
-    SweepLocked(now);
-    // Not std::clamp: max_keys may be below kMinSweepSize, and clamp(v, lo, hi) needs lo <= hi.
-    sweep_at_size = std::min(std::max(2 * map.size(), kMinSweepSize), max_keys);
-    return map.size() + more <= max_keys;
-  }
+struct MemoryStore::Tables : memory::ShardedTable<Table> {
+  using ShardedTable::ShardedTable;
 };
 
-// No lock for the shards' bounds: no other thread can see them yet.
-MemoryStore::MemoryStore(MemoryStoreOptions options) NO_THREAD_SAFETY_ANALYSIS
-    : clock_(options.clock ? *options.clock : SystemClock::Instance()) {
-  const size_t shards = std::bit_ceil(std::max<size_t>(options.shards, 1));
-  shard_mask_ = shards - 1;
-  max_keys_per_shard_ = std::max<size_t>((options.max_keys + shards - 1) / shards, 1);
-  shards_ = std::make_unique<Shard[]>(shards);
-  for (size_t i = 0; i < shards; ++i) {
-    shards_[i].sweep_at_size = std::min(kMinSweepSize, max_keys_per_shard_);
-  }
+MemoryStore::MemoryStore(MemoryStoreOptions options)
+    : clock_(options.clock ? *options.clock : SystemClock::Instance()),
+      max_memory_(std::max(options.max_memory, kMinMaxMemory)) {
+  options.max_memory = max_memory_;
+  tables_ = std::make_unique<Tables>(
+      ShardCount(options),
+      Table::Limits{.max_bytes = max_memory_, .max_entries = options.max_keys});
 }
 
 MemoryStore::~MemoryStore() = default;
 
-MemoryStore::Shard& MemoryStore::ShardFor(size_t hash) {
-  return shards_[core::ShardIndex(hash, shard_mask_ + 1)];
-}
-
 Result<Decision> MemoryStore::DoCheck(const CheckRequest& request) {
   const Limit& limit = *request.limit;
-  const HashedKey key = Hashed(ComposeKey(request.scope, request.key));
-  Shard& shard = ShardFor(key.hash);
+  const ScopedKey key(request.scope, request.key);
+  Tables::Shard& shard = tables_->For(key.hash);
+  Tables::Prefetch(shard, key.hash);
   const int64_t now = Ticks(clock_.now());
 
   core::MutexLock lock(shard.mu);
-  auto it = shard.map.find(key);
-  if (it == shard.map.end()) {
-    core::State fresh = core::FreshState(limit, now);
-    Decision decision = core::Decide(limit, fresh, now, request.cost, request.max_delay.count());
-    if (decision.reset_after.count() == 0) return decision;  // nothing consumed: keep nothing
-    if (!shard.RoomFor(1, now, max_keys_per_shard_)) return Full();
-    shard.map.emplace(std::string(key.key),
-                      Entry{std::move(fresh), now + decision.reset_after.count()});
-    return decision;
+  Table& table = shard.table;
+  if (Table::Slot* slot = table.Find(key)) {
+    return DecideHeld(table, *slot, key, limit, now, request.cost, request.max_delay.count());
   }
-  Decision decision =
-      core::Decide(limit, it->second.state, now, request.cost, request.max_delay.count());
-  if (decision.reset_after.count() == 0) {
-    shard.map.erase(it);
-  } else {
-    it->second.expires_at = now + decision.reset_after.count();
-  }
+  core::State fresh = core::FreshState(limit, now);
+  const Decision decision =
+      core::Decide(limit, fresh, now, request.cost, request.max_delay.count());
+  const int64_t reset_after = decision.reset_after.count();
+  if (reset_after == 0) return decision;  // nothing consumed: keep nothing
+  Table::Slot* slot = table.Insert(key, memory::KindOf(limit.algorithm()), now + reset_after,
+                                   memory::HeapBytes(fresh), now, {});
+  if (slot == nullptr) return Full();
+  memory::Construct(std::move(fresh), &slot->value());
   return decision;
 }
 
@@ -108,9 +96,8 @@ void MemoryStore::DoCheckAsync(const CheckRequest& request, DecisionCallback don
 }
 
 Status MemoryStore::Full() const {
-  return Status::ResourceExhausted("memory store is full (" +
-                                   std::to_string(max_keys_per_shard_ * (shard_mask_ + 1)) +
-                                   " keys); no new key can be tracked until some expire");
+  return Status::ResourceExhausted("memory store is full: no room for a new key within " +
+                                   std::to_string(max_memory_) + " bytes");
 }
 
 // The analysis cannot follow a set of locks taken in a loop: every shard in `shards` is locked
@@ -118,34 +105,36 @@ Status MemoryStore::Full() const {
 Result<std::vector<Decision>> MemoryStore::DoCheckAll(std::span<const CheckRequest> requests)
     NO_THREAD_SAFETY_ANALYSIS {
   struct Item {
-    std::string key;  // ComposeKey's buffer is reused by the next call
-    size_t hash;
-    Shard* shard;
+    Tables::Shard* shard;
     core::State state;  // a copy, decided on
     bool held;          // the key has a state in its shard
   };
   const int64_t now = Ticks(clock_.now());
+  std::vector<ScopedKey> keys;  // also what no insert of the call may evict
+  keys.reserve(requests.size());
   std::vector<Item> items;
   items.reserve(requests.size());
-  std::vector<Shard*> shards;
+  std::vector<Tables::Shard*> shards;
   for (const CheckRequest& r : requests) {
-    const HashedKey key = Hashed(ComposeKey(r.scope, r.key));
-    Shard* shard = &ShardFor(key.hash);
-    items.push_back({std::string(key.key), key.hash, shard, {}, false});
+    const ScopedKey& key = keys.emplace_back(r.scope, r.key);
+    Tables::Shard* shard = &tables_->For(key.hash);
+    items.push_back({shard, {}, false});
     shards.push_back(shard);
   }
   std::sort(shards.begin(), shards.end());
   shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
-  for (Shard* shard : shards) shard->mu.Lock();
+  for (Tables::Shard* shard : shards) shard->mu.Lock();
   struct Unlock {
-    std::vector<Shard*>& shards;
+    std::vector<Tables::Shard*>& shards;
     ~Unlock() NO_THREAD_SAFETY_ANALYSIS {
-      for (Shard* shard : shards) shard->mu.Unlock();
+      for (Tables::Shard* shard : shards) shard->mu.Unlock();
     }
   } unlock{shards};
 
-  const auto find = [](Item& item) NO_THREAD_SAFETY_ANALYSIS {
-    return item.shard->map.find(HashedKey{item.key, item.hash});
+  const auto find = [&](size_t i)
+                        NO_THREAD_SAFETY_ANALYSIS { return items[i].shard->table.Find(keys[i]); };
+  const auto state_or_fresh = [now](const Table::Slot* slot, const Limit& limit) {
+    return slot ? memory::Load(slot->kind(), slot->value()) : core::FreshState(limit, now);
   };
   std::vector<Decision> decisions;
   decisions.reserve(requests.size());
@@ -153,49 +142,70 @@ Result<std::vector<Decision>> MemoryStore::DoCheckAll(std::span<const CheckReque
   for (size_t i = 0; i < requests.size(); ++i) {
     const CheckRequest& r = requests[i];
     Item& item = items[i];
-    auto it = find(item);
-    item.held = it != item.shard->map.end();
-    item.state = item.held ? it->second.state : core::FreshState(*r.limit, now);
+    const Table::Slot* slot = find(i);
+    item.held = slot != nullptr;
+    item.state = state_or_fresh(slot, *r.limit);
     decisions.push_back(core::Decide(*r.limit, item.state, now, r.cost));
     all_allowed = all_allowed && decisions.back().allowed;
   }
   if (!all_allowed) {
     for (size_t i = 0; i < requests.size(); ++i) {
       if (!decisions[i].allowed) continue;
-      // What a peek sees on the state as it was (a denied Decide writes nothing).
-      auto it = find(items[i]);
-      core::State state = it != items[i].shard->map.end()
-                              ? it->second.state
-                              : core::FreshState(*requests[i].limit, now);
+      // A denied Decide writes nothing, so this sees the state as it was.
+      core::State state = state_or_fresh(find(i), *requests[i].limit);
       decisions[i] = core::Decide(*requests[i].limit, state, now, 0);
       decisions[i].allowed = false;
       decisions[i].retry_after = Duration(0);
     }
     return decisions;
   }
-  // Room for every new key before anything is written.
-  for (size_t i = 0; i < requests.size(); ++i) {
-    if (!items[i].held && decisions[i].reset_after.count() > 0) ++items[i].shard->pending_new;
+  // Room for every new key in each shard before anything is written.
+  for (Tables::Shard* shard : shards) {
+    size_t entries = 0, heap = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (items[i].shard != shard || items[i].held || decisions[i].reset_after.count() == 0) {
+        continue;
+      }
+      ++entries;
+      heap += Table::KeyHeapBytes(keys[i].composite_size()) + memory::HeapBytes(items[i].state);
+    }
+    if (entries > 0 && !shard->table.Reserve(entries, heap, now, keys)) return Full();
   }
-  bool room = true;
-  for (Shard* shard : shards) {
-    room = room && shard->RoomFor(shard->pending_new, now, max_keys_per_shard_);
-    shard->pending_new = 0;
-  }
-  if (!room) return Full();
-  for (size_t i = 0; i < requests.size(); ++i) {
+  // The new keys first: if one cannot be inserted after all, those inserted are taken back and
+  // nothing was written.
+  std::vector<size_t> inserted;
+  for (size_t i = 0; i < items.size(); ++i) {
     Item& item = items[i];
     const int64_t reset_after = decisions[i].reset_after.count();
-    auto it = find(item);
-    if (it == item.shard->map.end()) {
-      if (reset_after > 0)
-        item.shard->map.emplace(item.key, Entry{std::move(item.state), now + reset_after});
-    } else if (reset_after == 0) {
-      item.shard->map.erase(it);
-    } else {
-      it->second = Entry{std::move(item.state), now + reset_after};
+    if (item.held || reset_after == 0) continue;
+    Table& table = item.shard->table;
+    Table::Slot* slot = table.Insert(keys[i], memory::KindOf(requests[i].limit->algorithm()),
+                                     now + reset_after, memory::HeapBytes(item.state), now, keys);
+    if (slot == nullptr) {
+      for (size_t j : inserted) items[j].shard->table.Erase(find(j));
+      return Full();
     }
+    memory::Construct(std::move(item.state), &slot->value());
+    inserted.push_back(i);
   }
+  for (size_t i = 0; i < items.size(); ++i) {
+    Item& item = items[i];
+    if (!item.held) continue;
+    Table& table = item.shard->table;
+    Table::Slot* slot = find(i);
+    const int64_t reset_after = decisions[i].reset_after.count();
+    if (reset_after == 0) {
+      table.Erase(slot);
+      continue;
+    }
+    const size_t heap_before = Traits::HeapBytes(slot->kind(), slot->value());
+    Traits::Destroy(slot->kind(), slot->value());
+    const size_t heap_after = memory::HeapBytes(item.state);
+    slot->set_kind(memory::Construct(std::move(item.state), &slot->value()));
+    slot->expires_at = now + reset_after;
+    table.AddHeapBytes(static_cast<ptrdiff_t>(heap_after - heap_before));
+  }
+  for (Tables::Shard* shard : shards) shard->table.Fit(now, keys);
   return decisions;
 }
 
@@ -215,11 +225,10 @@ void MemoryStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, Batc
 }
 
 Status MemoryStore::DoReset(std::string_view scope, std::string_view key) {
-  const HashedKey composite = Hashed(ComposeKey(scope, key));
-  Shard& shard = ShardFor(composite.hash);
+  const ScopedKey scoped(scope, key);
+  Tables::Shard& shard = tables_->For(scoped.hash);
   core::MutexLock lock(shard.mu);
-  auto it = shard.map.find(composite);
-  if (it != shard.map.end()) shard.map.erase(it);
+  if (Table::Slot* slot = shard.table.Find(scoped)) shard.table.Erase(slot);
   return Status::Ok();
 }
 
@@ -227,23 +236,17 @@ void MemoryStore::DoResetAsync(std::string_view scope, std::string_view key, Sta
   done(DoReset(scope, key));
 }
 
-size_t MemoryStore::size() const {
-  size_t total = 0;
-  for (size_t i = 0; i <= shard_mask_; ++i) {
-    core::MutexLock lock(shards_[i].mu);
-    total += shards_[i].map.size();
-  }
-  return total;
-}
+size_t MemoryStore::size() const { return tables_->stats().entries; }
 
-size_t MemoryStore::Sweep() {
-  const int64_t now = Ticks(clock_.now());
-  size_t dropped = 0;
-  for (size_t i = 0; i <= shard_mask_; ++i) {
-    core::MutexLock lock(shards_[i].mu);
-    dropped += shards_[i].SweepLocked(now);
-  }
-  return dropped;
+size_t MemoryStore::Sweep() { return tables_->Sweep(Ticks(clock_.now())); }
+
+StoreMemoryStats MemoryStore::memory_stats() const {
+  const Table::Stats stats = tables_->stats();
+  return {.keys = stats.entries,
+          .bytes = stats.bytes,
+          .max_bytes = max_memory_,
+          .evicted_fresh = stats.dropped_fresh,
+          .evicted_lru = stats.evicted_lru};
 }
 
 }  // namespace sluice

@@ -6,7 +6,10 @@
 namespace sluice {
 
 Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOptions& options) {
-  if (url == "memory://") return std::unique_ptr<Store>(std::make_unique<MemoryStore>());
+  if (url == "memory://") {
+    return std::unique_ptr<Store>(
+        std::make_unique<MemoryStore>(MemoryStoreOptions{.max_memory = options.max_memory}));
+  }
   if (url.starts_with("redis://") || url.starts_with("unix://") ||
       url.starts_with("redis+cluster://")) {
     auto store = RedisStore::Create(

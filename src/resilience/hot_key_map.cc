@@ -1,50 +1,58 @@
 #include "resilience/hot_key_map.h"
 
 #include <algorithm>
+#include <new>
+
+#include "core/composite_key.h"
+#include "memory/slot_memory.h"
 
 namespace sluice::resilience {
+namespace {
 
-HotKeyMap::HotKeyMap(size_t capacity) : per_shard_(std::max<size_t>(capacity / kShards, 1)) {}
+int64_t Ticks(Time t) { return t.time_since_epoch().count(); }
+
+// Each shard needs room for its first array (a page) and the next (two).
+constexpr size_t kMinShardBytes = 3 * memory::kPageBytes;
+
+}  // namespace
+
+HotKeyMap::HotKeyMap(size_t capacity)
+    : shards_(kShards, {.max_bytes = std::max(capacity * kBytesPerKey, kShards * kMinShardBytes),
+                        .max_entries = capacity}) {}
 
 std::optional<HotKeyEntry> HotKeyMap::Find(std::string_view scope, std::string_view key, Time now,
                                            const Limit& limit) {
-  const core::HashedKey composite = core::Hashed(core::ComposeKey(scope, key));
-  Shard& shard = ShardFor(composite);
+  const core::ScopedKey scoped(scope, key);
+  auto& shard = shards_.For(scoped.hash);
   core::MutexLock lock(shard.mu);
-  auto it = shard.map.find(composite);
-  if (it == shard.map.end()) return std::nullopt;
-  if (it->second.denied_until <= now || it->second.limit != limit) {
-    shard.map.erase(it);
+  Table::Slot* slot = shard.table.Find(scoped);
+  if (slot == nullptr) return std::nullopt;
+  if (slot->value().denied_until <= now || slot->value().limit != limit) {
+    shard.table.Erase(slot);
     return std::nullopt;
   }
-  return it->second;
+  return slot->value();
 }
 
 void HotKeyMap::Put(std::string_view scope, std::string_view key, const HotKeyEntry& entry,
                     Time now) {
-  const core::HashedKey composite = core::Hashed(core::ComposeKey(scope, key));
-  Shard& shard = ShardFor(composite);
+  const core::ScopedKey scoped(scope, key);
+  auto& shard = shards_.For(scoped.hash);
   core::MutexLock lock(shard.mu);
-  if (auto it = shard.map.find(composite); it != shard.map.end()) {
-    it->second = entry;
-    return;
+  Table::Slot* slot = shard.table.Find(scoped);
+  if (slot == nullptr) {
+    slot = shard.table.Insert(scoped, 0, Ticks(entry.denied_until), 0, Ticks(now), {});
+    if (slot == nullptr) return;  // no room: the key is decided by the backend each time
   }
-  if (shard.map.size() >= per_shard_ && !shard.SweptRoom(now, per_shard_)) return;
-  shard.map.emplace(std::string(composite.key), entry);
+  slot->expires_at = Ticks(entry.denied_until);
+  new (&slot->value()) HotKeyEntry(entry);
 }
 
 void HotKeyMap::Erase(std::string_view scope, std::string_view key) {
-  const core::HashedKey composite = core::Hashed(core::ComposeKey(scope, key));
-  Shard& shard = ShardFor(composite);
+  const core::ScopedKey scoped(scope, key);
+  auto& shard = shards_.For(scoped.hash);
   core::MutexLock lock(shard.mu);
-  if (auto it = shard.map.find(composite); it != shard.map.end()) shard.map.erase(it);
-}
-
-bool HotKeyMap::Shard::SweptRoom(Time now, size_t bound) {
-  if (now - last_sweep < kFullSweepInterval) return false;
-  last_sweep = now;
-  boost::unordered::erase_if(map, [now](const auto& kv) { return kv.second.denied_until <= now; });
-  return map.size() < bound;
+  if (Table::Slot* slot = shard.table.Find(scoped)) shard.table.Erase(slot);
 }
 
 }  // namespace sluice::resilience

@@ -1,22 +1,21 @@
 // The hot-key cache's storage: what the cache remembers of a denial (HotKeyEntry) for each
-// (scope, key) pair, in a map bounded in size and sharded by the pair's hash, a lock per shard.
-// The bound holds per shard: a full shard makes room by dropping the entries that expired, at
-// most once every 10 ms (sooner, a sweep would find too little to be worth its O(n)), and
-// otherwise takes no new key. The map is kept behind this class, apart from the cache's rules,
-// so that another sharded map (MemoryStore's) can take its place.
+// (scope, key) pair. It is the table MemoryStore keeps its states in (memory::ShardedTable of
+// memory::SweptTable, a lock per shard), with a slot of 128 bytes to hold an entry, so that both
+// maps are one implementation with one set of bounds: at most `capacity` keys and
+// capacity × kBytesPerKey bytes, split evenly over the shards. A new key in a full shard first
+// drops the entries that expired, then evicts those not looked up lately (SweptTable's hand);
+// losing one only costs its key a round trip to the backend.
 //
 // Thread safety: fully thread-safe.
 #pragma once
 
-#include <boost/unordered/unordered_flat_map.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <string>
 #include <string_view>
 
-#include "core/composite_key.h"
-#include "core/mutex.h"
+#include "memory/sharded_table.h"
+#include "memory/swept_table.h"
 #include "sluice/clock.h"
 #include "sluice/limit.h"
 
@@ -36,6 +35,10 @@ struct HotKeyEntry {
 
 class HotKeyMap {
  public:
+  static constexpr size_t kShards = 16;
+  // A slot (128 bytes) at the table's highest load (4/5), twice over: the array doubles.
+  static constexpr size_t kBytesPerKey = 320;
+
   // At most `capacity` keys in all, spread over the shards (at least one per shard).
   explicit HotKeyMap(size_t capacity);
 
@@ -43,30 +46,18 @@ class HotKeyMap {
   // `limit` (the rule has not changed since). An entry found dead is dropped.
   std::optional<HotKeyEntry> Find(std::string_view scope, std::string_view key, Time now,
                                   const Limit& limit);
-  // Sets the pair's entry; a new pair in a full shard is kept only if a sweep makes room.
+  // Sets the pair's entry; a new pair makes room as the class comment says.
   void Put(std::string_view scope, std::string_view key, const HotKeyEntry& entry, Time now);
   void Erase(std::string_view scope, std::string_view key);
 
+  // Entries held, and those evicted before they expired.
+  size_t size() const { return shards_.stats().entries; }
+  uint64_t evicted() const { return shards_.stats().evicted_lru; }
+
  private:
-  static constexpr size_t kShards = 16;
-  static constexpr Duration kFullSweepInterval = std::chrono::milliseconds(10);
+  using Table = memory::SweptTable<HotKeyEntry, memory::PlainValueTraits<HotKeyEntry>, 128>;
 
-  struct alignas(64) Shard {
-    core::Mutex mu;
-    boost::unordered_flat_map<std::string, HotKeyEntry, core::KeyHash, core::KeyEqual> map
-        GUARDED_BY(mu);
-    Time last_sweep GUARDED_BY(mu) = Time() - kFullSweepInterval;
-
-    // Drops what expired, unless the last sweep was too recent; true if that made room.
-    bool SweptRoom(Time now, size_t bound) REQUIRES(mu);
-  };
-
-  Shard& ShardFor(const core::HashedKey& key) {
-    return shards_[core::ShardIndex(key.hash, kShards)];
-  }
-
-  const size_t per_shard_;
-  Shard shards_[kShards];
+  memory::ShardedTable<Table> shards_;
 };
 
 }  // namespace sluice::resilience

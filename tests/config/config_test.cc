@@ -65,6 +65,7 @@ TEST(ConfigTest, OptionalSectionsHaveDefaults) {
   EXPECT_EQ(config->store.url, "memory://");
   EXPECT_EQ(config->store.timeout, milliseconds(50));
   EXPECT_EQ(config->store.instances, 1);
+  EXPECT_EQ(config->store.max_memory, size_t{256} << 20);
   EXPECT_EQ(config->rules[0].on_error, FailurePolicy::kFailOpen);
   EXPECT_EQ(config->server.io_threads, 0);
   EXPECT_EQ(config->server.read_timeout, seconds(10));
@@ -74,6 +75,21 @@ TEST(ConfigTest, OptionalSectionsHaveDefaults) {
   EXPECT_FALSE(config->server.expose_keys);
   EXPECT_EQ(config->rules[0].max_waiters, 100'000u);
   EXPECT_EQ(config->rules[0].max_waiters_per_key, 1'000u);
+}
+
+// store.max_memory: bytes, or a whole number of binary units.
+TEST(ConfigTest, MaxMemoryTakesBytesOrBinaryUnits) {
+  const std::pair<std::string_view, size_t> cases[] = {
+      {"1048576", size_t{1} << 20}, {"2048KiB", size_t{2} << 20}, {"16MiB", size_t{16} << 20},
+      {"3GiB", size_t{3} << 30},    {"1TiB", size_t{1} << 40},
+  };
+  for (const auto& [text, bytes] : cases) {
+    auto config = ParseConfig("store: {max_memory: " + std::string(text) +
+                                  "}\nrules: [{name: a, algorithm: gcra, limit: 1, period: 1s}]",
+                              "x.yaml");
+    ASSERT_TRUE(config.ok()) << text << ": " << config.status().ToString();
+    EXPECT_EQ(config->store.max_memory, bytes) << text;
+  }
 }
 
 TEST(ConfigTest, TheShippedExampleIsValidAndBuiltIn) {
@@ -165,6 +181,27 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
       {"store: memory://\n", "bad.yaml:1: store: expected a mapping of fields"},
       {"store: {url: memory://, instances: 0}\n",
        "bad.yaml:1: store.instances: must be between 1 and 1000000"},
+      {"store: {max_memory: 256MB}\n",
+       "bad.yaml:1: store.max_memory: bad size '256MB': not a whole number with a unit (expected "
+       "bytes, or a whole number of KiB, MiB, GiB or TiB, e.g. 256MiB)"},
+      {"store: {max_memory: 1.5GiB}\n",
+       "bad.yaml:1: store.max_memory: bad size '1.5GiB': not a whole number with a unit (expected "
+       "bytes, or a whole number of KiB, MiB, GiB or TiB, e.g. 256MiB)"},
+      {"store: {max_memory: -1}\n",
+       "bad.yaml:1: store.max_memory: bad size '-1': not a whole number with a unit (expected "
+       "bytes, or a whole number of KiB, MiB, GiB or TiB, e.g. 256MiB)"},
+      {"store: {max_memory: 512KiB}\n",
+       "bad.yaml:1: store.max_memory: bad size '512KiB': must be between 1MiB and 1TiB (expected "
+       "bytes, or a whole number of KiB, MiB, GiB or TiB, e.g. 256MiB)"},
+      {"store: {max_memory: 2TiB}\n",
+       "bad.yaml:1: store.max_memory: bad size '2TiB': must be between 1MiB and 1TiB (expected "
+       "bytes, or a whole number of KiB, MiB, GiB or TiB, e.g. 256MiB)"},
+      {"store: {max_memory: 99999999999999999999GiB}\n",
+       "bad.yaml:1: store.max_memory: bad size '99999999999999999999GiB': not a whole number with "
+       "a unit (expected bytes, or a whole number of KiB, MiB, GiB or TiB, e.g. 256MiB)"},
+      {"store: {max_memory: [1]}\n",
+       "bad.yaml:1: store.max_memory: bad size '': not a single value (expected bytes, or a whole "
+       "number of KiB, MiB, GiB or TiB, e.g. 256MiB)"},
       {"server:\n  io_threads: 0\n", "bad.yaml:2: server.io_threads: must be between 1 and 256"},
       {"server:\n  max_waiters: -5\n",
        "bad.yaml:2: server.max_waiters: must be between 1 and 10000000"},

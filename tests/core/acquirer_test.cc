@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sluice/memory_store.h"
+#include "support/failing_store.h"
 
 namespace sluice {
 namespace {
@@ -292,10 +293,10 @@ TEST_F(AcquirerTest, BadInputAndStoreErrorsAreErrors) {
   EXPECT_EQ(Find("too_costly")->result.status().code(), StatusCode::kCostExceedsLimit);
   EXPECT_EQ(Find("no_key")->result.status().code(), StatusCode::kInvalidArgument);
 
-  MemoryStore tiny(MemoryStoreOptions{.clock = &clock_, .max_keys = 1, .shards = 1});
-  Limiter limiter(tiny, "tiny", MakeLimit(Algorithm::kGcra, 10, 1s, 1));
+  testing::FailingStore full;
+  full.error = Status::ResourceExhausted("memory store is full");
+  Limiter limiter(full, "full", MakeLimit(Algorithm::kGcra, 10, 1s, 1));
   Acquirer acquirer(limiter, timers_);
-  ASSERT_TRUE(acquirer.Acquire("one", 1, 0s).ok());
   EXPECT_EQ(acquirer.Acquire("two", 1, 0s).status().code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(acquirer.stats().errors, 1u);
 }

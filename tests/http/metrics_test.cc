@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "sluice/memory_store.h"
+
 namespace sluice::http {
 namespace {
 
@@ -36,6 +38,30 @@ TEST(MetricsTest, RuleCountersAreCreatedOnceAndKept) {
   EXPECT_TRUE(Has(text, "sluice_decisions_total{rule=\"login\",source=\"local_fallback\"} 0\n"));
   EXPECT_FALSE(Has(text, "sluice_breaker_state"));  // no ResilientStore watched
   EXPECT_TRUE(Has(text, "sluice_checks_total{rule=\"login\",result=\"allowed\"} 0\n"));
+}
+
+// A MemoryStore's memory, read through its StoreMemory interface at each exposition.
+TEST(MetricsTest, MemoryStoreBytesBoundAndEvictions) {
+  ManualClock clock;
+  MemoryStore store(MemoryStoreOptions{.clock = &clock, .max_memory = size_t{1} << 20});
+  Metrics metrics;
+  EXPECT_FALSE(Has(metrics.Exposition(), "sluice_memory_store"));  // no store watched
+  metrics.Watch(store);
+  const Limit limit = *Limit::Create(Algorithm::kGcra, 10, std::chrono::seconds(1));
+  ASSERT_TRUE(store.Check({.scope = "api", .limit = &limit, .key = "a"})->allowed);
+  std::string text = metrics.Exposition();
+  EXPECT_TRUE(Has(text, "# TYPE sluice_memory_store_bytes gauge\n"));
+  EXPECT_TRUE(Has(text, "sluice_memory_store_bytes 4096\n")) << text;  // the first table's page
+  EXPECT_TRUE(Has(text, "sluice_memory_store_max_bytes 1048576\n"));
+  EXPECT_TRUE(Has(text, "sluice_memory_store_keys 1\n"));
+  EXPECT_TRUE(Has(text, "# TYPE sluice_memory_store_evictions_total counter\n"));
+  EXPECT_TRUE(Has(text, "sluice_memory_store_evictions_total{reason=\"fresh\"} 0\n"));
+  EXPECT_TRUE(Has(text, "sluice_memory_store_evictions_total{reason=\"lru\"} 0\n"));
+  clock.Advance(std::chrono::seconds(1));
+  ASSERT_EQ(store.Sweep(), 1u);
+  text = metrics.Exposition();
+  EXPECT_TRUE(Has(text, "sluice_memory_store_keys 0\n"));
+  EXPECT_TRUE(Has(text, "sluice_memory_store_evictions_total{reason=\"fresh\"} 1\n"));
 }
 
 // Counts of acquires in progress, as the acquire lines keep them.

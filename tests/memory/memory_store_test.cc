@@ -312,51 +312,178 @@ TEST(MemoryStoreTest, ResetRefusesWhatACheckRefuses) {
   EXPECT_TRUE(store.Reset(std::string(kMaxScopeBytes, 's'), std::string(kMaxKeyBytes, 'k')).ok());
 }
 
-TEST(MemoryStoreBound, AtMaxKeysNewKeysAreRefusedAndOldOnesKeepWorking) {
+// At max_keys, a new key is admitted and makes room by evicting keys not used lately; a key in
+// use keeps its exact count however many new keys pass.
+TEST(MemoryStoreBound, AtMaxKeysNewKeysEvictTheLeastRecentlyUsedAndKeysInUseKeepTheirCounts) {
   ManualClock clock;
   // One shard, so the bound is exactly max_keys (it is split evenly over shards).
   MemoryStore store(MemoryStoreOptions{.clock = &clock, .max_keys = 64, .shards = 1});
-  Limiter limiter(store, "api", MakeLimit(Algorithm::kFixedWindow, 5, seconds(10)));
-  int refused = 0, admitted = 0;
-  for (int i = 0; i < 200; ++i) {
-    auto d = limiter.Check(Key(i));
-    if (d.ok()) {
-      ++admitted;
-    } else {
-      ASSERT_EQ(d.status().code(), StatusCode::kResourceExhausted);
-      EXPECT_NE(d.status().message().find("memory store is full"), std::string::npos);
-      ++refused;
+  Limiter limiter(store, "api", MakeLimit(Algorithm::kFixedWindow, 1000, std::chrono::hours(1)));
+  constexpr int kClients = 8;
+  std::vector<int64_t> checks(kClients, 0);
+  const auto check_clients = [&] {
+    for (int c = 0; c < kClients; ++c) {
+      auto d = limiter.Check("client" + std::to_string(c));
+      ASSERT_TRUE(d.ok()) << d.status().ToString();
+      EXPECT_EQ(d->remaining, 1000 - ++checks[c]) << "client " << c;
     }
-  }
-  EXPECT_EQ(store.size(), 64u);
-  EXPECT_EQ(admitted, 64);
-  EXPECT_EQ(refused, 136);
-  // Keys already held keep being decided, and a peek of an unknown key needs no room.
-  for (int i = 0; i < 64; ++i) {
-    auto d = limiter.Check(Key(i));
-    ASSERT_TRUE(d.ok()) << i;
-    EXPECT_EQ(d->remaining, 3);
-  }
-  EXPECT_TRUE(limiter.Check(Key(500), 0).ok());
-  // Once the window passes the states are fresh, and room comes back, up to the bound again.
-  clock.Advance(seconds(10));
-  for (int i = 1000; i < 1064; ++i) {
+  };
+  check_clients();
+  for (int i = 0; i < 2000; ++i) {
     auto d = limiter.Check(Key(i));
     ASSERT_TRUE(d.ok()) << i << " " << d.status().ToString();
+    EXPECT_EQ(d->remaining, 999) << i;
+    ASSERT_LE(store.size(), 64u);
+    if (i % 16 == 15) check_clients();
   }
-  EXPECT_EQ(limiter.Check(Key(2000)).status().code(), StatusCode::kResourceExhausted);
-  EXPECT_EQ(store.size(), 64u);
+  const StoreMemoryStats stats = store.memory_stats();
+  EXPECT_EQ(stats.keys, store.size());
+  EXPECT_EQ(stats.evicted_fresh, 0u);  // nothing is back to fresh within the hour
+  EXPECT_GE(stats.evicted_lru, 2000u + kClients - 64);
+  // A peek of an unknown key takes no room, and evicts nothing.
+  EXPECT_TRUE(limiter.Check(Key(5000), 0).ok());
+  EXPECT_EQ(store.memory_stats().evicted_lru, stats.evicted_lru);
+}
+
+// Room is made first from states back to fresh (dropping them changes no decision), then from
+// the keys not checked lately: a key checked again since it was added stays through the hand's
+// round.
+TEST(MemoryStoreBound, FreshStatesGoFirstThenKeysNotUsedSince) {
+  ManualClock clock;
+  MemoryStore store(MemoryStoreOptions{.clock = &clock, .max_keys = 16, .shards = 1});
+  Limiter brief(store, "brief", MakeLimit(Algorithm::kSlidingLog, 3, seconds(1)));
+  Limiter lasting(store, "lasting", MakeLimit(Algorithm::kSlidingLog, 3, seconds(100)));
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(brief.Check(Key(i))->allowed);
+    ASSERT_TRUE(lasting.Check(Key(i))->allowed);
+  }
+  ASSERT_EQ(store.size(), 16u);
+  clock.Advance(seconds(2));  // every "brief" state is back to fresh
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(lasting.Check(Key(i))->remaining, 1);  // used again
+
+  Limiter other(store, "other", MakeLimit(Algorithm::kSlidingLog, 3, seconds(100)));
+  ASSERT_TRUE(other.Check(Key(0))->allowed);
+  StoreMemoryStats stats = store.memory_stats();
+  EXPECT_EQ(stats.evicted_fresh, 8u);  // all of them, at once
+  EXPECT_EQ(stats.evicted_lru, 0u);
+  EXPECT_EQ(store.size(), 9u);
+  // Up to the bound, nothing more goes.
+  for (int i = 1; i < 8; ++i) ASSERT_TRUE(other.Check(Key(i))->allowed);
+  EXPECT_EQ(store.size(), 16u);
+  EXPECT_EQ(store.memory_stats().evicted_lru, 0u);
+  // Past it, keys used once go, down to 7/8 of the bound to spare the next inserts the work: the
+  // four "lasting" keys checked again keep their counts.
+  ASSERT_TRUE(other.Check(Key(8))->allowed);
+  stats = store.memory_stats();
+  EXPECT_EQ(stats.evicted_lru, 3u);
+  EXPECT_EQ(store.size(), 14u);
+  for (int i = 0; i < 4; ++i) {
+    auto d = lasting.Check(Key(i));
+    ASSERT_TRUE(d.ok());
+    EXPECT_TRUE(d->allowed) << i;
+    EXPECT_EQ(d->remaining, 0) << i;
+  }
 }
 
 TEST(MemoryStoreBound, ShardedStoreNeverHoldsMoreThanMaxKeys) {
   ManualClock clock;
   MemoryStore store(MemoryStoreOptions{.clock = &clock, .max_keys = 64, .shards = 4});
   Limiter limiter(store, "api", MakeLimit(Algorithm::kGcra, 5, seconds(10)));
-  int admitted = 0;
-  for (int i = 0; i < 1000; ++i) admitted += limiter.Check(Key(i)).ok();
-  EXPECT_LE(store.size(), 64u);
-  EXPECT_EQ(static_cast<size_t>(admitted), store.size());
-  EXPECT_GT(admitted, 32);  // each of the 4 shards fills its 16 slots with enough keys
+  for (int i = 0; i < 1000; ++i) {
+    auto d = limiter.Check(Key(i));
+    ASSERT_TRUE(d.ok() && d->allowed) << i;
+    ASSERT_LE(store.size(), 64u);
+  }
+  EXPECT_GT(store.size(), 32u);  // each of the 4 shards holds up to its 16 keys
+  EXPECT_EQ(store.memory_stats().evicted_lru, 1000u - store.size());
+}
+
+// What max_memory counts: the slot arrays (a page, 64 slots of 64 bytes, to start with), keys
+// whose composite form (1 + scope + key bytes) exceeds the 20 bytes a slot holds, and sliding_log
+// entries (16 bytes each), each heap block as malloc takes it (8 bytes more, in 16s, at least 32).
+TEST(MemoryStoreMemory, CountsSlotsLongKeysAndSlidingLogEntries) {
+  ManualClock clock;
+  MemoryStore store(MemoryStoreOptions{.clock = &clock, .max_memory = size_t{1} << 20});
+  const Limit gcra = MakeLimit(Algorithm::kGcra, 10, seconds(1));
+  const Limit log = MakeLimit(Algorithm::kSlidingLog, 10, std::chrono::hours(1));
+  const auto check = [&](const Limit& limit, std::string_view key) {
+    auto d = store.Check({.scope = "api", .limit = &limit, .key = key});
+    ASSERT_TRUE(d.ok() && d->allowed) << key;
+  };
+  const auto bytes = [&] { return store.memory_stats().bytes; };
+  EXPECT_EQ(bytes(), 0u);
+  EXPECT_EQ(store.memory_stats().max_bytes, size_t{1} << 20);
+  check(gcra, "short");
+  EXPECT_EQ(bytes(), 4096u);
+  const std::string long_key(100, 'k');  // 104 bytes composed: a block of 112
+  check(gcra, long_key);
+  EXPECT_EQ(bytes(), 4096u + 112);
+  check(log, "log");  // one entry: a block of 32
+  EXPECT_EQ(bytes(), 4096u + 112 + 32);
+  clock.Advance(seconds(1));
+  check(log, "log");  // two: 48
+  EXPECT_EQ(bytes(), 4096u + 112 + 48);
+  clock.Advance(seconds(1));
+  check(log, "log");  // room for four: 80
+  EXPECT_EQ(bytes(), 4096u + 112 + 80);
+  ASSERT_TRUE(store.Reset("api", "log").ok());
+  EXPECT_EQ(bytes(), 4096u + 112);
+  ASSERT_TRUE(store.Reset("api", long_key).ok());
+  EXPECT_EQ(bytes(), 4096u);
+  // 4/5 of the slots hold keys (51 of 64); beyond, the states back to fresh are dropped ("short"
+  // is, two seconds on), then the array doubles (the old one is given back).
+  for (int i = 0; i < 51; ++i) check(gcra, Key(i));
+  EXPECT_EQ(store.size(), 51u);
+  EXPECT_EQ(bytes(), 8192u);
+  EXPECT_EQ(store.memory_stats().keys, 51u);
+  EXPECT_EQ(store.memory_stats().evicted_fresh, 1u);
+}
+
+// A long flood of distinct keys on a table of thousands of slots: evictions are spread over the
+// array, so its runs stay short and every new key finds room (evicting a stretch of neighbouring
+// slots at a time crowded the rest into runs too long to insert into).
+TEST(MemoryStoreMemory, ALongFloodKeepsFindingRoom) {
+  ManualClock clock;
+  MemoryStore store(
+      MemoryStoreOptions{.clock = &clock, .max_memory = size_t{1} << 20, .shards = 1});
+  Limiter flood(store, "flood", MakeLimit(Algorithm::kGcra, 10, std::chrono::hours(1)));
+  for (int i = 0; i < 200'000; ++i) {
+    auto d = flood.Check(Key(i));
+    ASSERT_TRUE(d.ok() && d->allowed) << i << " " << d.status().ToString();
+  }
+  EXPECT_GT(store.memory_stats().evicted_lru, 180'000u);
+}
+
+// A flood of new keys, long ones and sliding_log entries included, never takes the store past
+// max_memory, and the keys in use keep their exact counts.
+TEST(MemoryStoreMemory, AFloodOfNewKeysStaysWithinMaxMemory) {
+  ManualClock clock;
+  constexpr size_t kMaxMemory = size_t{64} << 10;
+  MemoryStore store(MemoryStoreOptions{.clock = &clock, .max_memory = kMaxMemory});
+  Limiter flood(store, "flood", MakeLimit(Algorithm::kSlidingLog, 10, std::chrono::hours(1)));
+  Limiter clients(store, "clients",
+                  MakeLimit(Algorithm::kFixedWindow, 100'000, std::chrono::hours(1)));
+  std::vector<int64_t> checks(4, 0);
+  size_t peak = 0;
+  for (int i = 0; i < 20'000; ++i) {
+    // Every third key is long enough to be held out of line.
+    const std::string key = i % 3 ? Key(i) : std::string(40, 'x') + Key(i);
+    auto d = flood.Check(key);
+    ASSERT_TRUE(d.ok() && d->allowed) << i << " " << d.status().ToString();
+    peak = std::max(peak, store.memory_stats().bytes);
+    ASSERT_LE(store.memory_stats().bytes, kMaxMemory) << i;
+    if (i % 16 == 0) {
+      for (size_t c = 0; c < checks.size(); ++c) {
+        auto client = clients.Check(Key(static_cast<int>(c)));
+        ASSERT_TRUE(client.ok() && client->allowed);
+        EXPECT_EQ(client->remaining, 100'000 - ++checks[c]) << "client " << c;
+      }
+    }
+  }
+  const StoreMemoryStats stats = store.memory_stats();
+  EXPECT_GT(stats.evicted_lru, 15'000u);
+  EXPECT_EQ(stats.evicted_fresh, 0u);
+  EXPECT_GT(peak, kMaxMemory / 2);  // the bound, not something smaller, is what held it
 }
 
 }  // namespace
@@ -440,6 +567,32 @@ TEST(MemoryStoreCheckAll, AFullStoreRefusesTheWholeCall) {
   EXPECT_EQ(store.CheckAll(both).status().code(), StatusCode::kResourceExhausted);
   // "held" was not charged by the refused call: 4 remain after this one.
   EXPECT_EQ(store.Check({.scope = "a", .limit = &limit, .key = "held"})->remaining, 3);
+}
+
+// At the bound, a CheckAll's new keys make room by evicting other keys, never its own.
+TEST(MemoryStoreCheckAll, AtTheBoundEvictsOtherKeysNeverItsOwn) {
+  ManualClock clock;
+  MemoryStore store(MemoryStoreOptions{.clock = &clock, .max_keys = 8, .shards = 1});
+  const Limit limit = *Limit::Create(Algorithm::kFixedWindow, 5, 1h);
+  const auto check = [&](std::string_view key) {
+    return store.Check({.scope = "a", .limit = &limit, .key = key});
+  };
+  for (const char* key : {"mine1", "mine2", "x1", "x2", "x3", "x4", "x5", "x6"}) {
+    ASSERT_TRUE(check(key)->allowed);
+  }
+  const CheckRequest all[] = {{.scope = "a", .limit = &limit, .key = "mine1"},
+                              {.scope = "a", .limit = &limit, .key = "mine2"},
+                              {.scope = "a", .limit = &limit, .key = "new1"},
+                              {.scope = "a", .limit = &limit, .key = "new2"}};
+  auto got = store.CheckAll(all);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  for (const Decision& d : *got) EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(store.memory_stats().evicted_lru, 3u);  // down to 7/8 of the bound, then two more
+  EXPECT_EQ(store.size(), 7u);
+  EXPECT_EQ(check("mine1")->remaining, 2);
+  EXPECT_EQ(check("mine2")->remaining, 2);
+  EXPECT_EQ(check("new1")->remaining, 3);
+  EXPECT_EQ(check("new2")->remaining, 3);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The hot-key cache on its own: a denial served only for the cost denied, under the limit it was
 // made under, counted down until it passes; and its map's contract (what a swap of the map must
-// keep): entries die at their expiry or under another limit, and a full shard takes a new key
-// only when a sweep, at most once per 10 ms, makes room.
+// keep): entries die at their expiry or under another limit, and a full shard makes room by
+// dropping expired entries first, then those not looked up lately.
 #include "resilience/hot_key_cache.h"
 
 #include <gtest/gtest.h>
@@ -77,13 +77,13 @@ TEST_F(HotKeyCacheTest, ForgetAndReservations) {
   EXPECT_TRUE(HotKeyCache::Serves(Request(limit_, 1)));
 }
 
-TEST(HotKeyMap, AFullShardTakesANewKeyOnlyWhenASweepMakesRoom) {
-  // Three keys of one shard (of the map's 16), found among bounded candidates.
+TEST(HotKeyMap, AFullShardDropsExpiredEntriesThenThoseNotLookedUpLately) {
+  // Three keys of one shard, found among bounded candidates.
   std::vector<std::string> keys;
   size_t shard = 0;
   for (int i = 0; i < 10'000 && keys.size() < 3; ++i) {
     const std::string key = "k" + std::to_string(i);
-    const size_t s = core::ShardIndex(core::Hashed(core::ComposeKey("api", key)).hash, 16);
+    const size_t s = core::ShardIndex(core::ScopedKey("api", key).hash, HotKeyMap::kShards);
     if (keys.empty()) shard = s;
     if (s == shard) keys.push_back(key);
   }
@@ -98,24 +98,29 @@ TEST(HotKeyMap, AFullShardTakesANewKeyOnlyWhenASweepMakesRoom) {
                        .fresh_at = clock.now() + lasts,
                        .replenish_at = clock.now() + lasts};
   };
-  HotKeyMap map(16);  // one key per shard
+  HotKeyMap map(2 * HotKeyMap::kShards);  // two keys per shard
   map.Put("api", keys[0], entry(4ms), clock.now());
-  map.Put("api", keys[1], entry(4ms), clock.now());  // full; the sweep finds nothing expired
+  map.Put("api", keys[1], entry(4ms), clock.now());
+  EXPECT_TRUE(map.Find("api", keys[0], clock.now(), limit).has_value());  // looked up lately
+  map.Put("api", keys[2], entry(4ms), clock.now());  // full, nothing expired: keys[1] goes
+  EXPECT_EQ(map.evicted(), 1u);
   EXPECT_TRUE(map.Find("api", keys[0], clock.now(), limit).has_value());
   EXPECT_FALSE(map.Find("api", keys[1], clock.now(), limit).has_value());
-
-  clock.Advance(5ms);  // keys[0] expired, but the last sweep was 5 ms ago
-  map.Put("api", keys[2], entry(4ms), clock.now());
-  EXPECT_FALSE(map.Find("api", keys[2], clock.now(), limit).has_value());
-  clock.Advance(5ms);  // 10 ms since that sweep: this one makes room
-  map.Put("api", keys[2], entry(4ms), clock.now());
   EXPECT_TRUE(map.Find("api", keys[2], clock.now(), limit).has_value());
+  EXPECT_EQ(map.size(), 2u);
 
-  map.Put("api", keys[2], entry(8ms), clock.now());  // a known key is replaced, full or not
+  clock.Advance(5ms);  // both expired: they make room, and nothing live is evicted
+  map.Put("api", keys[1], entry(4ms), clock.now());
+  EXPECT_EQ(map.size(), 1u);
+  EXPECT_EQ(map.evicted(), 1u);
+  EXPECT_TRUE(map.Find("api", keys[1], clock.now(), limit).has_value());
+
+  map.Put("api", keys[1], entry(8ms), clock.now());  // a known key is replaced
   clock.Advance(6ms);
-  EXPECT_TRUE(map.Find("api", keys[2], clock.now(), limit).has_value());
-  map.Erase("api", keys[2]);
-  EXPECT_FALSE(map.Find("api", keys[2], clock.now(), limit).has_value());
+  EXPECT_TRUE(map.Find("api", keys[1], clock.now(), limit).has_value());
+  map.Erase("api", keys[1]);
+  EXPECT_FALSE(map.Find("api", keys[1], clock.now(), limit).has_value());
+  EXPECT_EQ(map.size(), 0u);
 }
 
 }  // namespace

@@ -10,8 +10,8 @@
 // ResilientStore, the policy decides as it does for any caller; on another store, fail_open
 // admits (Verdict::degraded) and fail_closed and local_fallback (which needs a ResilientStore's
 // local limiter) refuse with 503. Any other error is refused: 503 with Retry-After for a full
-// store (RESOURCE_EXHAUSTED: a MemoryStore at max_keys, which clients rotating keys can reach),
-// 500 for a fault (INTERNAL). Verdict::error says why, for the application's logs.
+// store (RESOURCE_EXHAUSTED: a MemoryStore that cannot make room for a new key), 500 for a
+// fault (INTERNAL). Verdict::error says why, for the application's logs.
 //
 // Shaping (RateLimiterOptions::delay, like nginx `limit_req burst=N` without `nodelay`): up to
 // `delay` requests beyond what the limit admits at once are not refused but held until their
