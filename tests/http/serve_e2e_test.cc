@@ -600,7 +600,8 @@ TEST(ServeE2ETest, SighupWarnsOnceAboutTheFieldsThatNeedARestart) {
   WriteFile(service.config_path(), std::string("listen: 127.0.0.1:1\n"
                                                "store: {url: memory://, timeout_ms: 70}\n"
                                                "server: {io_threads: 3, read_timeout: 5s,\n"
-                                               "         idle_timeout: 60s, max_waiters: 10}\n") +
+                                               "         idle_timeout: 60s, max_waiters: 10,\n"
+                                               "         max_connections: 500}\n") +
                                        kRules);
   service.process().Signal(SIGHUP);
   ASSERT_TRUE(service.process().WaitForLog("reloaded 2 rule(s)")) << service.process().Log();
@@ -608,7 +609,7 @@ TEST(ServeE2ETest, SighupWarnsOnceAboutTheFieldsThatNeedARestart) {
   EXPECT_NE(service.process().Log().find(
                 "changed in " + service.config_path() +
                 " but only applied on restart, still running the old values: store.timeout_ms, "
-                "server.read_timeout\n"),
+                "server.read_timeout, server.max_connections\n"),
             std::string::npos)
       << service.process().Log();
 }
