@@ -81,7 +81,7 @@ class Server::Session : public std::enable_shared_from_this<Session> {
     busy_ = false;
     if (draining_ || server_.draining_.load()) return Close();
     if (buffer_.size() > 0) return ReadRequest();  // pipelined
-    server_.EnterIdle(this, had_request_);
+    server_.EnterIdle(this);
     stream_.expires_after(server_.options_.idle_timeout);
     stream_.async_read_some(buffer_.prepare(kReadChunk),
                             [self = shared_from_this()](beast::error_code ec, size_t n) {
@@ -119,7 +119,6 @@ class Server::Session : public std::enable_shared_from_this<Session> {
     if (ec) return Close();
 
     busy_ = true;
-    had_request_ = true;
     const auto& request = parser_->get();
     keep_alive_ = request.keep_alive();
     version_ = request.version();
@@ -238,7 +237,6 @@ class Server::Session : public std::enable_shared_from_this<Session> {
   bool watching_ = false;      // WatchClient's read is pending
   bool answer_ready_ = false;  // the Api answered while watching_
   bool draining_ = false;
-  bool had_request_ = false;  // a whole request has arrived on this connection
   bool linger_ = false;
   size_t lingered_ = 0;
 };
@@ -354,7 +352,10 @@ std::shared_ptr<Server::Session> Server::ReclaimIdle() {
 
 void Server::Register(Session* session) {
   core::MutexLock lock(mu_);
-  sessions_.emplace(session, Standing{});
+  Standing& standing = sessions_[session];
+  // Idle from the start: what an attacker opens and leaves silent is reclaimed first.
+  standing.idle = &fresh_idle_;
+  standing.idle_at = fresh_idle_.insert(fresh_idle_.end(), session);
 }
 
 void Server::Unregister(Session* session) {
@@ -368,11 +369,12 @@ void Server::Unregister(Session* session) {
   if (sessions_.empty()) cv_.notify_all();
 }
 
-void Server::EnterIdle(Session* session, bool kept_alive) {
+void Server::EnterIdle(Session* session) {
   core::MutexLock lock(mu_);
   Standing& standing = sessions_.at(session);
-  standing.idle = kept_alive ? &kept_idle_ : &fresh_idle_;
-  standing.idle_at = standing.idle->insert(standing.idle->end(), session);
+  if (standing.idle != nullptr) return;  // not yet used since Register
+  standing.idle = &kept_idle_;
+  standing.idle_at = kept_idle_.insert(kept_idle_.end(), session);
 }
 
 bool Server::LeaveIdle(Session* session) {

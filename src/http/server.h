@@ -127,10 +127,11 @@ class Server {
   std::shared_ptr<Session> ReclaimIdle() REQUIRES(mu_);
   // Ends the I/O threads, dropping whatever they still had to do.
   void Stop();
+  // Counts `session` in, idle (waiting for its first request), on strand_ after Admit.
   void Register(Session* session);
   void Unregister(Session* session);
-  // `session` waits for a request (`kept_alive`: it has had one before), and may be reclaimed.
-  void EnterIdle(Session* session, bool kept_alive);
+  // `session` waits for its next request, and may be reclaimed.
+  void EnterIdle(Session* session);
   // `session` has something to read: false if it was reclaimed meanwhile, and must close.
   bool LeaveIdle(Session* session);
 

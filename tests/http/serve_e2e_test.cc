@@ -1,13 +1,8 @@
 // `sluice serve` as a user runs it: the real binary (its path is the first argument of this test
 // program) on a free loopback port with a temporary config, spoken to over real HTTP.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/raw_connection.h"
 #include "support/redis_server.h"
 #include "support/serve_process.h"
 
@@ -27,62 +23,13 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 using sluice::testing::LocalClient;
 using sluice::testing::Process;
+using sluice::testing::RawConnection;
+using sluice::testing::RawExchange;
+using sluice::testing::RawPost;
 using sluice::testing::Service;
 using sluice::testing::TempDir;
 using sluice::testing::WaitUntilUp;
 using sluice::testing::WriteFile;
-
-// A TCP connection to the service for what an HTTP client hides: pipelining, or leaving with a
-// request unanswered.
-class RawConnection {
- public:
-  explicit RawConnection(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    if (fd_ < 0) return;
-    timeval timeout{.tv_sec = 10, .tv_usec = 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) Close();
-  }
-  ~RawConnection() { Close(); }
-  RawConnection(const RawConnection&) = delete;
-  RawConnection& operator=(const RawConnection&) = delete;
-
-  bool Send(const std::string& bytes) const {
-    return fd_ >= 0 && send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
-                           static_cast<ssize_t>(bytes.size());
-  }
-  // Everything read until the server closes the connection (or 10 s pass without a byte).
-  std::string ReadToEnd() const {
-    std::string out;
-    char buf[4096];
-    for (ssize_t n; fd_ >= 0 && (n = recv(fd_, buf, sizeof buf, 0)) > 0;) {
-      out.append(buf, static_cast<size_t>(n));
-    }
-    return out;
-  }
-  void Close() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
-
-// Sends raw bytes on a new connection and returns everything read until the server closes it.
-std::string RawExchange(int port, const std::string& bytes) {
-  RawConnection connection(port);
-  return connection.Send(bytes) ? connection.ReadToEnd() : "";
-}
-
-std::string RawPost(std::string_view target, const std::string& body) {
-  return "POST " + std::string(target) +
-         " HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
-         body;
-}
 
 // The value of the /metrics line of `series` (a name and its labels), or -1.
 int64_t MetricValue(int port, std::string_view series) {
