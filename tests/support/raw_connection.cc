@@ -27,10 +27,14 @@ bool RawConnection::Send(std::string_view bytes) const {
          send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
 }
 
-std::string RawConnection::ReadToEnd() const {
+std::string RawConnection::ReadToEnd() const { return ReadAll(0); }
+
+std::string RawConnection::ReadableBytes() const { return ReadAll(MSG_DONTWAIT); }
+
+std::string RawConnection::ReadAll(int flags) const {
   std::string out;
   char buf[4096];
-  for (ssize_t n; fd_ >= 0 && (n = recv(fd_, buf, sizeof buf, 0)) > 0;) {
+  for (ssize_t n; fd_ >= 0 && (n = recv(fd_, buf, sizeof buf, flags)) > 0;) {
     out.append(buf, static_cast<size_t>(n));
   }
   return out;

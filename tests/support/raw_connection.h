@@ -24,12 +24,18 @@ class RawConnection {
   // One HTTP response with a Content-Length, read whole; what was read if the connection ends
   // (or 10 s pass without a byte) before.
   std::string ReadResponse() const;
+  // The bytes there to read now, without waiting.
+  std::string ReadableBytes() const;
   // Whether the server closes the connection (or resets it) within `timeout`, sending nothing
   // (bytes sent, already there or arriving, make it false).
   bool ClosedByServer(std::chrono::milliseconds timeout) const;
   void Close();
 
  private:
+  // What recv with `flags` reads until the connection ends, a timeout or (MSG_DONTWAIT) nothing
+  // more is there.
+  std::string ReadAll(int flags) const;
+
   int fd_;
 };
 
