@@ -210,9 +210,11 @@ TEST(ServeFloodTest, OutOfFileDescriptorsAcceptingPausesInsteadOfSpinningAndReco
   const std::chrono::milliseconds cpu = CpuTime(pid) - cpu_before;
   std::printf("out of file descriptors with %d connections waiting: %lld ms of CPU in 1 s\n",
               kMaxConnections, static_cast<long long>(cpu.count()));
-  EXPECT_LT(cpu, 50ms);  // retrying at once takes 160 ms per second here, and more when idle
+  EXPECT_LT(cpu, 50ms);  // retrying at once took 160 ms per second on a loaded machine
   // Connections already open are still served.
-  EXPECT_LT(TimeCheck(legit), kAnsweredWithin);
+  std::vector<microseconds> checks;
+  for (int i = 0; i < 5; ++i) checks.push_back(TimeCheck(legit));
+  EXPECT_LT(Median(checks), kAnsweredWithin);
   const std::string log = service.process().Log();
   size_t warnings = 0;
   for (size_t at = 0; (at = log.find("accept failed", at)) != std::string::npos; ++at) ++warnings;
