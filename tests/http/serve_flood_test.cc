@@ -34,6 +34,7 @@ using namespace std::chrono_literals;
 using sluice::testing::RawConnection;
 using sluice::testing::RawPost;
 using sluice::testing::Service;
+using sluice::testing::WaitUntilUp;
 using std::chrono::microseconds;
 
 constexpr int kMaxConnections = 200;
@@ -185,11 +186,8 @@ TEST(ServeFloodTest, HalfSentRequestsFillTheBoundAndTheRestAreRefusedAtOnce) {
 
   // Once the flood leaves, the service answers again; what it did is counted.
   for (const auto& connection : flood) connection->Close();
+  ASSERT_TRUE(WaitUntilUp(service.port(), service.process()));
   httplib::Client client = service.Client();
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (!client.Get("/healthz") && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(10ms);
-  }
   TimeCheck(client);
   EXPECT_EQ(Metric(service, "sluice_http_connections_refused_total"), refused + 5);
   EXPECT_GE(Metric(service, "sluice_http_idle_connections_closed_total"), reclaimed);
@@ -224,11 +222,8 @@ TEST(ServeFloodTest, OutOfFileDescriptorsAcceptingPausesInsteadOfSpinningAndReco
 
   // Descriptors released, the connections still waiting are accepted and new ones served.
   for (const auto& connection : flood) connection->Close();
+  ASSERT_TRUE(WaitUntilUp(service.port(), service.process()));
   httplib::Client client = service.Client();
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (!client.Get("/healthz") && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(10ms);
-  }
   TimeCheck(client);
   EXPECT_GE(Metric(service, "sluice_http_accept_errors_total"), 5);  // one per 50 ms pause
   if (HasFailure()) std::printf("%s", service.process().Log().c_str());
