@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "config/example_config.h"
 #include "http/api.h"
+#include "http/connection_limit.h"
 #include "http/metrics.h"
 #include "http/rule_table.h"
 #include "http/server.h"
@@ -69,6 +70,8 @@ std::string FieldsNeedingRestart(const ServeFlags& flags, const config::Config& 
           reloaded.server.read_timeout != running.server.read_timeout);
   compare("server.idle_timeout", false,
           reloaded.server.idle_timeout != running.server.idle_timeout);
+  compare("server.max_connections", false,
+          reloaded.server.max_connections != running.server.max_connections);
   std::string list;
   for (std::string_view field : fields) {
     if (!list.empty()) list += ", ";
@@ -194,14 +197,17 @@ int RunServe(const ServeFlags& flags) {
   options.io_threads = IoThreads(flags, *config);
   options.read_timeout = config->server.read_timeout;
   options.idle_timeout = config->server.idle_timeout;
+  options.max_connections = http::SetUpConnectionLimit(config->server.max_connections);
   http::Server server(options, api);
   if (Status s = server.Listen(); !s.ok()) {
     spdlog::error("{}", s.message());
     return 1;
   }
-  spdlog::info("serving on {}:{} with {} rule(s) from {}, store {}, {} I/O thread(s)",
-               config->listen.host, server.port(), config->rules.size(), source, config->store.url,
-               options.io_threads);
+  spdlog::info(
+      "serving on {}:{} with {} rule(s) from {}, store {}, {} I/O thread(s), at most {} "
+      "connections",
+      config->listen.host, server.port(), config->rules.size(), source, config->store.url,
+      options.io_threads, options.max_connections);
 
   server.Start();
   while (signals.Next() == ServiceSignal::kReload) {

@@ -320,8 +320,8 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
 
   if (const YAML::Node server = top.Get("server"); server.IsDefined()) {
     Fields fields(report, server, "server");
-    if (Status s = fields.Check({"io_threads", "read_timeout", "idle_timeout", "max_waiters",
-                                 "max_waiters_per_key", "expose_keys"});
+    if (Status s = fields.Check({"io_threads", "read_timeout", "idle_timeout", "max_connections",
+                                 "max_waiters", "max_waiters_per_key", "expose_keys"});
         !s.ok()) {
       return s;
     }
@@ -344,6 +344,15 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
         return report.At(node, fields.Path(field), "must be at least 1ms");
       }
       *target = *d;
+    }
+    if (const YAML::Node max = fields.Get("max_connections"); max.IsDefined()) {
+      auto n = fields.ReadInteger(max, "max_connections");
+      if (!n.ok()) return n.status();
+      if (*n < 1 || static_cast<uint64_t>(*n) > kMaxConnectionsBound) {
+        return report.At(max, fields.Path("max_connections"),
+                         "must be between 1 and " + std::to_string(kMaxConnectionsBound));
+      }
+      config.server.max_connections = static_cast<size_t>(*n);
     }
     if (Status s = fields.ReadWaitersBounds(config.server); !s.ok()) return s;
     if (const YAML::Node expose = fields.Get("expose_keys"); expose.IsDefined()) {

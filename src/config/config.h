@@ -5,7 +5,8 @@
 //   max_sliding_log_limit: 10000                                        # optional
 //   store: { url: memory://, timeout_ms: 50, instances: 1, max_memory: 256MiB }
 //   server: { io_threads: 2, read_timeout: 10s, idle_timeout: 60s,       # optional
-//             max_waiters: 100000, max_waiters_per_key: 1000, expose_keys: false }
+//             max_connections: 10000, max_waiters: 100000, max_waiters_per_key: 1000,
+//             expose_keys: false }
 //   rules:
 //     - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20, on_error: fail_open,
 //         max_waiters: 5000, max_waiters_per_key: 100 }                  # the last two optional
@@ -17,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +35,8 @@ namespace sluice::config {
 inline constexpr size_t kMaxRuleNameBytes = 64;
 // The largest bound on /v1/acquire waiters a config may set.
 inline constexpr size_t kMaxWaitersBound = 10'000'000;
+// The largest server.max_connections a config may set (each connection is a file descriptor).
+inline constexpr size_t kMaxConnectionsBound = 1'000'000;
 // The largest limit a sliding_log rule may have unless the config raises it (up to
 // Limit::kMaxSlidingLogCount): the log keeps one entry per admission, about 100 bytes each in
 // Redis, so a key of such a rule holds up to 1 MB; sliding_window needs a few dozen bytes at any
@@ -79,6 +83,9 @@ struct ServerConfig {
   Duration read_timeout = std::chrono::seconds(10);
   // The longest a keep-alive connection may wait for its next request.
   Duration idle_timeout = std::chrono::seconds(60);
+  // The HTTP connections open at once; beyond it new ones are refused. Unset: derived at start
+  // from the process's file-descriptor limit (cli/file_limit.h).
+  std::optional<size_t> max_connections;
   // The process's /v1/acquire requests in progress, over every rule.
   size_t max_waiters = 100'000;
   // The default of each rule's max_waiters_per_key.

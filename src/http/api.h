@@ -105,6 +105,9 @@ class Api {
   // Whether GET /v1/top shows the keys denied most (default: no, it answers 403).
   void SetExposeKeys(bool expose) { top_.SetExposeKeys(expose); }
 
+  // Where the service counts, for the HTTP layer's own counts (connections).
+  Metrics& metrics() { return metrics_; }
+
  private:
   Metrics& metrics_;
   mutable core::Mutex rules_mu_;

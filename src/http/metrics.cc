@@ -153,6 +153,24 @@ std::string Metrics::Exposition() const {
                    Load(http_[i]));
   }
   fmt::format_to(put, "sluice_http_requests_total{{code=\"other\"}} {}\n", Load(http_.back()));
+  fmt::format_to(put,
+                 "# HELP sluice_http_connections HTTP connections open.\n"
+                 "# TYPE sluice_http_connections gauge\n"
+                 "sluice_http_connections {}\n"
+                 "# HELP sluice_http_connections_refused_total Connections refused at "
+                 "server.max_connections.\n"
+                 "# TYPE sluice_http_connections_refused_total counter\n"
+                 "sluice_http_connections_refused_total {}\n"
+                 "# HELP sluice_http_idle_connections_closed_total Idle connections closed to make "
+                 "room near server.max_connections.\n"
+                 "# TYPE sluice_http_idle_connections_closed_total counter\n"
+                 "sluice_http_idle_connections_closed_total {}\n"
+                 "# HELP sluice_http_accept_errors_total Accepts that failed (out of file "
+                 "descriptors).\n"
+                 "# TYPE sluice_http_accept_errors_total counter\n"
+                 "sluice_http_accept_errors_total {}\n",
+                 Load(connections_.open), Load(connections_.refused),
+                 Load(connections_.idle_closed), Load(connections_.accept_errors));
 
   if (memory_ != nullptr) {
     const StoreMemoryStats stats = memory_->memory_stats();

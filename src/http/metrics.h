@@ -14,6 +14,13 @@
 //                                                       cancelled)
 //   sluice_acquire_waiters{rule}                        gauge: /v1/acquire requests in progress
 //                                                       (as the WaiterCounts watched count them)
+//   sluice_http_connections                             gauge: connections open, counted against
+//                                                       server.max_connections
+//   sluice_http_connections_refused_total               connections refused at the bound (503)
+//   sluice_http_idle_connections_closed_total           idle connections closed to make room
+//                                                       near the bound
+//   sluice_http_accept_errors_total                     accepts that failed (out of file
+//                                                       descriptors), each pausing accepts
 //
 // With a StoreHealth watched (a ResilientStore's), also:
 //   sluice_breaker_state{state}                         1 for the worst breaker's state
@@ -99,6 +106,13 @@ class Metrics {
     rule.acquires[static_cast<size_t>(outcome)].fetch_add(1, std::memory_order_relaxed);
   }
   void CountStoreError() { store_errors_.fetch_add(1, std::memory_order_relaxed); }
+  // The HTTP server's connections (http/server.h).
+  void SetOpenConnections(size_t open) { connections_.open.store(open, std::memory_order_relaxed); }
+  void CountConnectionRefused() { connections_.refused.fetch_add(1, std::memory_order_relaxed); }
+  void CountIdleConnectionClosed() {
+    connections_.idle_closed.fetch_add(1, std::memory_order_relaxed);
+  }
+  void CountAcceptError() { connections_.accept_errors.fetch_add(1, std::memory_order_relaxed); }
   void ObserveCheckDuration(std::chrono::nanoseconds elapsed);
   void CountHttpResponse(int status);
 
@@ -132,6 +146,12 @@ class Metrics {
   std::array<std::atomic<uint64_t>, kBucketBoundsNs.size() + 1> buckets_{};  // last: +Inf
   std::atomic<uint64_t> duration_sum_ns_{0};
   std::array<std::atomic<uint64_t>, kHttpCodes.size() + 1> http_{};  // last: other codes
+  struct {
+    std::atomic<uint64_t> open{0};
+    std::atomic<uint64_t> refused{0};
+    std::atomic<uint64_t> idle_closed{0};
+    std::atomic<uint64_t> accept_errors{0};
+  } connections_;
 };
 
 }  // namespace sluice::http

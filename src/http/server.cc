@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/core.hpp>
@@ -30,6 +31,16 @@ constexpr size_t kMaxLingerBytes = 1 << 20;
 constexpr auto kLingerTime = std::chrono::seconds(1);
 constexpr auto kAcceptBackoff = std::chrono::milliseconds(50);
 
+std::string RefusalResponse(size_t max_connections) {
+  const std::string body = fmt::format(
+      R"({{"error":"too many connections: the server holds at most {} at once; retry later"}})",
+      max_connections);
+  return fmt::format(
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+      "Retry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{}",
+      body.size(), body);
+}
+
 bool IsHttpSyntaxError(const beast::error_code& ec) {
   return ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
          ec != bhttp::error::partial_message;
@@ -52,6 +63,11 @@ class Server::Session : public std::enable_shared_from_this<Session> {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitForRequest(); });
   }
 
+  // Closes the connection, reclaimed while it waited for a request (Server::ReclaimIdle).
+  void Reclaim() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Close(); });
+  }
+
   // Closes the connection once the request in flight, if any, is answered.
   void Drain() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
@@ -65,11 +81,12 @@ class Server::Session : public std::enable_shared_from_this<Session> {
     busy_ = false;
     if (draining_ || server_.draining_.load()) return Close();
     if (buffer_.size() > 0) return ReadRequest();  // pipelined
+    server_.EnterIdle(this);
     stream_.expires_after(server_.options_.idle_timeout);
     stream_.async_read_some(buffer_.prepare(kReadChunk),
                             [self = shared_from_this()](beast::error_code ec, size_t n) {
                               self->buffer_.commit(n);
-                              if (ec) return self->Close();
+                              if (!self->server_.LeaveIdle(self.get()) || ec) return self->Close();
                               self->ReadRequest();
                             });
   }
@@ -227,6 +244,8 @@ class Server::Session : public std::enable_shared_from_this<Session> {
 Server::Server(ServerOptions options, Api& api)
     : options_(std::move(options)),
       api_(api),
+      reclaim_from_(std::max<size_t>(options_.max_connections - options_.max_connections / 10, 1)),
+      refusal_(RefusalResponse(options_.max_connections)),
       strand_(net::make_strand(ioc_)),
       acceptor_(strand_),
       accept_backoff_(strand_) {}
@@ -259,27 +278,113 @@ uint16_t Server::port() const { return acceptor_.local_endpoint().port(); }
 void Server::Accept() {
   acceptor_.async_accept(net::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
     if (!acceptor_.is_open()) return;
-    if (ec) {
-      // Typically out of file descriptors: wait for some to be released rather than spin.
-      spdlog::warn("accept failed: {}", ec.message());
-      accept_backoff_.expires_after(kAcceptBackoff);
-      accept_backoff_.async_wait([this](beast::error_code) { Accept(); });
-      return;
-    }
-    std::make_shared<Session>(*this, std::move(socket))->Start();
+    if (ec) return PauseAccepting(ec);
+    Admit(std::move(socket));
     Accept();
   });
 }
 
+void Server::PauseAccepting(const beast::error_code& error) {
+  // Typically out of file descriptors: wait for some to be released rather than spin.
+  api_.metrics().CountAcceptError();
+  if (const uint64_t failed = accept_errors_.Count(std::chrono::steady_clock::now())) {
+    spdlog::warn(
+        "accept failed: {} ({} time(s) since the last warning); accepting again every "
+        "{} ms",
+        error.message(), failed, kAcceptBackoff.count());
+  }
+  accept_backoff_.expires_after(kAcceptBackoff);
+  accept_backoff_.async_wait([this](beast::error_code) { Accept(); });
+}
+
+void Server::Admit(tcp::socket socket) {
+  std::shared_ptr<Session> reclaimed;
+  bool admitted = false;
+  {
+    core::MutexLock lock(mu_);
+    if (open_ >= reclaim_from_) reclaimed = ReclaimIdle();
+    admitted = open_ < options_.max_connections;
+    if (admitted) ++open_;
+    api_.metrics().SetOpenConnections(open_);
+  }
+  if (reclaimed) {
+    api_.metrics().CountIdleConnectionClosed();
+    reclaimed->Reclaim();
+  }
+  if (!admitted) return Refuse(std::move(socket));
+  std::make_shared<Session>(*this, std::move(socket))->Start();
+}
+
+void Server::Refuse(tcp::socket socket) {
+  api_.metrics().CountConnectionRefused();
+  if (const uint64_t refused = refusals_.Count(std::chrono::steady_clock::now())) {
+    spdlog::warn(
+        "refusing new connections: {} open (server.max_connections) and none idle; {} "
+        "refused since the last warning",
+        options_.max_connections, refused);
+  }
+  beast::error_code ignored;
+  socket.non_blocking(true, ignored);
+  // What the client has sent already is read first: closing with unread bytes would reset the
+  // connection, which can discard the 503 before the client reads it.
+  std::array<char, kReadChunk> unread;
+  socket.receive(net::buffer(unread), 0, ignored);
+  socket.send(net::buffer(refusal_), 0, ignored);
+  socket.close(ignored);
+}
+
+std::shared_ptr<Server::Session> Server::ReclaimIdle() {
+  for (std::list<Session*>* idle : {&fresh_idle_, &kept_idle_}) {
+    while (!idle->empty()) {
+      Session* session = idle->front();
+      idle->pop_front();
+      Standing& standing = sessions_.at(session);
+      standing.idle = nullptr;
+      std::shared_ptr<Session> alive = session->weak_from_this().lock();
+      if (!alive) continue;  // being destroyed: Unregister uncounts it
+      standing.reclaimed = true;
+      --open_;
+      return alive;
+    }
+  }
+  return nullptr;
+}
+
 void Server::Register(Session* session) {
   core::MutexLock lock(mu_);
-  sessions_.insert(session);
+  Standing& standing = sessions_[session];
+  // Idle from the start: what an attacker opens and leaves silent is reclaimed first.
+  standing.idle = &fresh_idle_;
+  standing.idle_at = fresh_idle_.insert(fresh_idle_.end(), session);
 }
 
 void Server::Unregister(Session* session) {
   core::MutexLock lock(mu_);
-  sessions_.erase(session);
+  const auto it = sessions_.find(session);
+  const Standing& standing = it->second;
+  if (standing.idle != nullptr) standing.idle->erase(standing.idle_at);
+  if (!standing.reclaimed) --open_;
+  sessions_.erase(it);
+  api_.metrics().SetOpenConnections(open_);
   if (sessions_.empty()) cv_.notify_all();
+}
+
+void Server::EnterIdle(Session* session) {
+  core::MutexLock lock(mu_);
+  Standing& standing = sessions_.at(session);
+  if (standing.idle != nullptr) return;  // not yet used since Register
+  standing.idle = &kept_idle_;
+  standing.idle_at = kept_idle_.insert(kept_idle_.end(), session);
+}
+
+bool Server::LeaveIdle(Session* session) {
+  core::MutexLock lock(mu_);
+  Standing& standing = sessions_.at(session);
+  if (standing.idle != nullptr) {
+    standing.idle->erase(standing.idle_at);
+    standing.idle = nullptr;
+  }
+  return !standing.reclaimed;
 }
 
 void Server::Start() {
@@ -301,7 +406,7 @@ void Server::Drain() {
     accept_backoff_.cancel();
   });
   std::vector<std::shared_ptr<Session>> live;
-  for (Session* session : sessions_) {
+  for (const auto& [session, standing] : sessions_) {
     // Null while the session is being destroyed.
     if (auto alive = session->weak_from_this().lock()) live.push_back(std::move(alive));
   }

@@ -7,6 +7,17 @@
 // header_limit), its body (413 above body_limit), the time for a request to arrive once started
 // (read_timeout) and for a kept-alive connection to stay silent (idle_timeout).
 //
+// Connections are bounded by max_connections. From 90% of it, each new connection first closes
+// the connection that has waited longest for a request (one that has never sent a byte before
+// one kept alive after an answer): a flood of silent connections only churns itself, while
+// connections in the middle of a request are never cut. At the bound with none waiting, a new
+// connection is answered a fixed 503 (Connection: close, Retry-After: 1) without reading its
+// request and closed at once, so a refusal costs one descriptor for microseconds. An accept that
+// fails (out of file descriptors: EMFILE, ENFILE) pauses accepting for 50 ms rather than
+// retrying at once; its warning is logged at most every 10 s. All counted in Metrics
+// (sluice_http_connections, ..._refused_total, sluice_http_idle_connections_closed_total,
+// sluice_http_accept_errors_total).
+//
 // Start serves on threads of its own; Drain stops gracefully: it stops accepting, closes idle
 // connections, lets requests in flight be answered (on a closing connection), and returns once
 // every connection is gone or drain_timeout has passed. What calls them (signals, for
@@ -21,13 +32,17 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
-#include <unordered_set>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/mutex.h"
@@ -46,6 +61,8 @@ struct ServerOptions {
   size_t header_limit = 8 * 1024;
   size_t body_limit = kMaxBodyBytes;
   Duration drain_timeout = std::chrono::seconds(10);
+  // Connections open at once (at least 1); see above for what happens near and at it.
+  size_t max_connections = 10'000;
 };
 
 class Server {
@@ -72,25 +89,77 @@ class Server {
   class Session;
   using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
 
+  // What the server knows of a connection.
+  struct Standing {
+    // Closed to make room: no longer counted against the bound, and takes no more requests.
+    bool reclaimed = false;
+    // While the connection waits for a request: the list it waits in, and its place there.
+    std::list<Session*>* idle = nullptr;
+    std::list<Session*>::iterator idle_at;
+  };
+
+  // A warning logged at most once per interval, with how often its cause happened meanwhile.
+  class OccasionalWarning {
+   public:
+    static constexpr auto kInterval = std::chrono::seconds(10);
+    // Counts one occurrence; returns the occurrences since the last warning when one is due
+    // now, else 0.
+    uint64_t Count(std::chrono::steady_clock::time_point now) {
+      ++count_;
+      if (now < next_) return 0;
+      next_ = now + kInterval;
+      return std::exchange(count_, 0);
+    }
+
+   private:
+    std::chrono::steady_clock::time_point next_;
+    uint64_t count_ = 0;
+  };
+
   void Accept();
+  // After a failed accept: accepts again in a while.
+  void PauseAccepting(const boost::system::error_code& error);
+  // Serves the connection, or refuses it at the bound.
+  void Admit(boost::asio::ip::tcp::socket socket);
+  void Refuse(boost::asio::ip::tcp::socket socket);
+  // Takes the connection that has waited longest for a request out of the count, to be closed
+  // (null if none waits). The caller drops what it returns only after unlocking mu_.
+  std::shared_ptr<Session> ReclaimIdle() REQUIRES(mu_);
   // Ends the I/O threads, dropping whatever they still had to do.
   void Stop();
+  // Counts `session` in, idle (waiting for its first request), on strand_ after Admit.
   void Register(Session* session);
   void Unregister(Session* session);
+  // `session` waits for its next request, and may be reclaimed.
+  void EnterIdle(Session* session);
+  // `session` has something to read: false if it was reclaimed meanwhile, and must close.
+  bool LeaveIdle(Session* session);
 
   const ServerOptions options_;
   Api& api_;
+  // Reclaiming idle connections starts at this many open.
+  const size_t reclaim_from_;
+  // The response to a connection refused at the bound.
+  const std::string refusal_;
 
   // Declared before the io_context: sessions destroyed with it still unregister here.
   core::Mutex mu_;
   std::condition_variable cv_;
-  std::unordered_set<Session*> sessions_ GUARDED_BY(mu_);
+  std::unordered_map<Session*, Standing> sessions_ GUARDED_BY(mu_);
+  // The connections counted against max_connections: accepted, not yet closed or reclaimed.
+  size_t open_ GUARDED_BY(mu_) = 0;
+  // Connections waiting for a request, longest waiting first: those that never had one, and
+  // those kept alive after an answer.
+  std::list<Session*> fresh_idle_ GUARDED_BY(mu_);
+  std::list<Session*> kept_idle_ GUARDED_BY(mu_);
   std::atomic<bool> draining_{false};
 
   boost::asio::io_context ioc_;
   Strand strand_;  // the acceptor's and the accept backoff timer's
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer accept_backoff_;
+  OccasionalWarning refusals_;       // on strand_
+  OccasionalWarning accept_errors_;  // on strand_
   // While started: keeps the I/O threads running when no I/O is pending, as while a session
   // waits for the Api (a store call, an acquire's slot).
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;

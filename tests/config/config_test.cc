@@ -20,7 +20,7 @@ TEST(ConfigTest, ParsesEveryField) {
   auto config = ParseConfig(R"(listen: 0.0.0.0:9000
 store: { url: "redis://127.0.0.1:6379", timeout_ms: 20, instances: 4 }
 server: { io_threads: 3, read_timeout: 2s, idle_timeout: 500ms, max_waiters: 500,
-          max_waiters_per_key: 20, expose_keys: true }
+          max_waiters_per_key: 20, expose_keys: true, max_connections: 300 }
 rules:
   - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20, on_error: local_fallback,
       max_waiters: 50, max_waiters_per_key: 5 }
@@ -39,6 +39,7 @@ rules:
   EXPECT_EQ(config->server.io_threads, 3);
   EXPECT_EQ(config->server.read_timeout, seconds(2));
   EXPECT_EQ(config->server.idle_timeout, milliseconds(500));
+  EXPECT_EQ(config->server.max_connections, 300u);
   EXPECT_EQ(config->server.max_waiters, 500u);
   EXPECT_EQ(config->server.max_waiters_per_key, 20u);
   EXPECT_TRUE(config->server.expose_keys);
@@ -70,6 +71,7 @@ TEST(ConfigTest, OptionalSectionsHaveDefaults) {
   EXPECT_EQ(config->server.io_threads, 0);
   EXPECT_EQ(config->server.read_timeout, seconds(10));
   EXPECT_EQ(config->server.idle_timeout, seconds(60));
+  EXPECT_EQ(config->server.max_connections, std::nullopt);  // from the fd limit, at start
   EXPECT_EQ(config->server.max_waiters, 100'000u);
   EXPECT_EQ(config->server.max_waiters_per_key, 1'000u);
   EXPECT_FALSE(config->server.expose_keys);
@@ -209,7 +211,13 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
        "bad.yaml:2: server.max_waiters_per_key: expected an integer"},
       {"server:\n  waiters: 1\n",
        "bad.yaml:2: server.waiters: unknown field (expected io_threads, read_timeout, "
-       "idle_timeout, max_waiters, max_waiters_per_key, expose_keys)"},
+       "idle_timeout, max_connections, max_waiters, max_waiters_per_key, expose_keys)"},
+      {"server:\n  max_connections: 0\n",
+       "bad.yaml:2: server.max_connections: must be between 1 and 1000000"},
+      {"server:\n  max_connections: 1000001\n",
+       "bad.yaml:2: server.max_connections: must be between 1 and 1000000"},
+      {"server:\n  max_connections: lots\n",
+       "bad.yaml:2: server.max_connections: expected an integer, got 'lots'"},
       {"server:\n  expose_keys: yes\n", "bad.yaml:2: server.expose_keys: expected true or false"},
       {"server:\n  read_timeout: soon\n",
        "bad.yaml:2: server.read_timeout: bad duration 'soon': expected a whole number and a "

@@ -150,6 +150,25 @@ TEST(MetricsTest, HttpResponsesByCodeWithOthersTogether) {
   EXPECT_EQ(metrics.http_responses_for_testing(418), 2u);  // "other"
 }
 
+TEST(MetricsTest, ConnectionsOpenRefusedReclaimedAndAcceptErrors) {
+  Metrics metrics;
+  metrics.SetOpenConnections(7);
+  metrics.SetOpenConnections(5);
+  metrics.CountConnectionRefused();
+  metrics.CountConnectionRefused();
+  metrics.CountIdleConnectionClosed();
+  metrics.CountAcceptError();
+  metrics.CountAcceptError();
+  metrics.CountAcceptError();
+  const std::string text = metrics.Exposition();
+  EXPECT_TRUE(Has(text, "# TYPE sluice_http_connections gauge\nsluice_http_connections 5\n"));
+  EXPECT_TRUE(Has(text,
+                  "# TYPE sluice_http_connections_refused_total counter\n"
+                  "sluice_http_connections_refused_total 2\n"));
+  EXPECT_TRUE(Has(text, "sluice_http_idle_connections_closed_total 1\n"));
+  EXPECT_TRUE(Has(text, "sluice_http_accept_errors_total 3\n")) << text;
+}
+
 TEST(MetricsTest, CountsFromManyThreadsAddUp) {
   Metrics metrics;
   RuleCounters& rule = metrics.ForRule("api");

@@ -1,13 +1,8 @@
 // `sluice serve` as a user runs it: the real binary (its path is the first argument of this test
 // program) on a free loopback port with a temporary config, spoken to over real HTTP.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/raw_connection.h"
 #include "support/redis_server.h"
 #include "support/serve_process.h"
 
@@ -27,62 +23,13 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 using sluice::testing::LocalClient;
 using sluice::testing::Process;
+using sluice::testing::RawConnection;
+using sluice::testing::RawExchange;
+using sluice::testing::RawPost;
 using sluice::testing::Service;
 using sluice::testing::TempDir;
 using sluice::testing::WaitUntilUp;
 using sluice::testing::WriteFile;
-
-// A TCP connection to the service for what an HTTP client hides: pipelining, or leaving with a
-// request unanswered.
-class RawConnection {
- public:
-  explicit RawConnection(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    if (fd_ < 0) return;
-    timeval timeout{.tv_sec = 10, .tv_usec = 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) Close();
-  }
-  ~RawConnection() { Close(); }
-  RawConnection(const RawConnection&) = delete;
-  RawConnection& operator=(const RawConnection&) = delete;
-
-  bool Send(const std::string& bytes) const {
-    return fd_ >= 0 && send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
-                           static_cast<ssize_t>(bytes.size());
-  }
-  // Everything read until the server closes the connection (or 10 s pass without a byte).
-  std::string ReadToEnd() const {
-    std::string out;
-    char buf[4096];
-    for (ssize_t n; fd_ >= 0 && (n = recv(fd_, buf, sizeof buf, 0)) > 0;) {
-      out.append(buf, static_cast<size_t>(n));
-    }
-    return out;
-  }
-  void Close() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
-
-// Sends raw bytes on a new connection and returns everything read until the server closes it.
-std::string RawExchange(int port, const std::string& bytes) {
-  RawConnection connection(port);
-  return connection.Send(bytes) ? connection.ReadToEnd() : "";
-}
-
-std::string RawPost(std::string_view target, const std::string& body) {
-  return "POST " + std::string(target) +
-         " HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
-         body;
-}
 
 // The value of the /metrics line of `series` (a name and its labels), or -1.
 int64_t MetricValue(int port, std::string_view series) {
@@ -600,7 +547,8 @@ TEST(ServeE2ETest, SighupWarnsOnceAboutTheFieldsThatNeedARestart) {
   WriteFile(service.config_path(), std::string("listen: 127.0.0.1:1\n"
                                                "store: {url: memory://, timeout_ms: 70}\n"
                                                "server: {io_threads: 3, read_timeout: 5s,\n"
-                                               "         idle_timeout: 60s, max_waiters: 10}\n") +
+                                               "         idle_timeout: 60s, max_waiters: 10,\n"
+                                               "         max_connections: 500}\n") +
                                        kRules);
   service.process().Signal(SIGHUP);
   ASSERT_TRUE(service.process().WaitForLog("reloaded 2 rule(s)")) << service.process().Log();
@@ -608,7 +556,7 @@ TEST(ServeE2ETest, SighupWarnsOnceAboutTheFieldsThatNeedARestart) {
   EXPECT_NE(service.process().Log().find(
                 "changed in " + service.config_path() +
                 " but only applied on restart, still running the old values: store.timeout_ms, "
-                "server.read_timeout\n"),
+                "server.read_timeout, server.max_connections\n"),
             std::string::npos)
       << service.process().Log();
 }
