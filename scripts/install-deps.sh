@@ -13,6 +13,8 @@ packages=(
   redis-server redis-tools curl wrk
   # The dashboard's tests: its scripts under node, its page in headless Chromium (chromedriver).
   nodejs chromium chromium-driver
+  # Forward auth through real reverse proxies (tests/http/forward_auth_proxy_test.cc).
+  nginx caddy
   # The Debian package and its tests (tests/package/): CPack's shlibdeps, lintian, the unit's
   # checks (systemd-analyze, strace), the man page's.
   dpkg-dev file lintian systemd strace man-db bsdextrautils procps

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -166,13 +167,86 @@ class Fields {
   std::string path_;
 };
 
+// RFC 9110 section 5.1: a field name is a token.
+bool IsHeaderName(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+  });
+}
+
+// One part of a rule's `key`: forwarded_for, real_ip, method, uri, or {header: NAME}.
+Result<KeyPart> ParseKeyPart(const Reporter& report, const YAML::Node& node,
+                             const std::string& path) {
+  using Source = KeyPart::Source;
+  if (node.IsScalar()) {
+    for (auto [name, source] :
+         {std::pair{"forwarded_for", Source::kForwardedFor}, std::pair{"real_ip", Source::kRealIp},
+          std::pair{"method", Source::kMethod}, std::pair{"uri", Source::kUri}}) {
+      if (node.Scalar() == name) return KeyPart{.source = source, .header = {}};
+    }
+  } else if (node.IsMap()) {
+    Fields fields(report, node, path);
+    if (Status s = fields.Check({"header"}); !s.ok()) return s;
+    const YAML::Node header = fields.Get("header");
+    if (!header.IsDefined()) return fields.Missing("header");
+    auto name = fields.ReadString(header, "header");
+    if (!name.ok()) return name.status();
+    if (!IsHeaderName(*name)) {
+      return report.At(header, fields.Path("header"), "'" + *name + "' is not a header name");
+    }
+    return KeyPart{.source = Source::kHeader, .header = std::move(*name)};
+  }
+  return report.At(node, path,
+                   "expected forwarded_for, real_ip, method, uri or {header: NAME}, got '" +
+                       (node.IsScalar() ? node.Scalar() : std::string("a list")) + "'");
+}
+
+// A rule's forward auth: `key` (a part, or a list of parts) and `deny_status`.
+Status ParseForwardAuth(const Reporter& report, const Fields& fields, const Config& config,
+                        ForwardAuth& auth) {
+  auth.trusted_proxies = config.forward_auth.trusted_proxies;
+  auth.client_prefixes = config.forward_auth.client_prefixes;
+  const YAML::Node key = fields.Get("key");
+  if (key.IsDefined()) {
+    const bool list = key.IsSequence();
+    if (list && key.size() == 0) return report.At(key, fields.Path("key"), "must not be empty");
+    for (size_t i = 0; i < (list ? key.size() : 1); ++i) {
+      const std::string path = fields.Path("key") + (list ? "[" + std::to_string(i) + "]" : "");
+      auto part = ParseKeyPart(report, list ? key[i] : key, path);
+      if (!part.ok()) return part.status();
+      const bool address = part->source == KeyPart::Source::kForwardedFor ||
+                           part->source == KeyPart::Source::kRealIp;
+      if (address && !config.forward_auth.any_trusted) {
+        return report.At(list ? key[i] : key, path,
+                         "a client address needs forward_auth.trusted_proxies: the addresses "
+                         "of the proxies whose headers are believed");
+      }
+      auth.key.push_back(std::move(*part));
+    }
+  }
+  if (const YAML::Node status = fields.Get("deny_status"); status.IsDefined()) {
+    auto n = fields.ReadInteger(status, "deny_status");
+    if (!n.ok()) return n.status();
+    if (*n != 429 && *n != 403) {
+      return report.At(status, fields.Path("deny_status"), "must be 429 or 403");
+    }
+    if (auth.key.empty()) {
+      return report.At(status, fields.Path("deny_status"),
+                       "is for forward auth (/v1/auth): give the rule a key");
+    }
+    auth.deny_status = static_cast<int>(*n);
+  }
+  return Status::Ok();
+}
+
 Result<Rule> ParseRule(const Reporter& report, const YAML::Node& node, size_t index,
                        const Config& config) {
   const ServerConfig& server = config.server;
   const std::string path = "rules[" + std::to_string(index) + "]";
   Fields fields(report, node, path);
   if (Status s = fields.Check({"name", "algorithm", "limit", "period", "burst", "on_error",
-                               "max_waiters", "max_waiters_per_key"});
+                               "max_waiters", "max_waiters_per_key", "key", "deny_status"});
       !s.ok()) {
     return s;
   }
@@ -250,15 +324,62 @@ Result<Rule> ParseRule(const Reporter& report, const YAML::Node& node, size_t in
             .limit = *limit,
             .on_error = on_error,
             .max_waiters_per_key = server.max_waiters_per_key,
-            .max_waiters = server.max_waiters};
+            .max_waiters = server.max_waiters,
+            .auth = {}};
   if (Status s = fields.ReadWaitersBounds(rule); !s.ok()) return s;
+  if (Status s = ParseForwardAuth(report, fields, config, rule.auth); !s.ok()) return s;
   return rule;
+}
+
+// forward_auth: {trusted_proxies: [CIDR...], client_prefixes: {ipv4: 32, ipv6: 64}}
+Status ParseForwardAuthSection(const Reporter& report, const YAML::Node& node,
+                               ForwardAuthConfig& auth) {
+  Fields fields(report, node, "forward_auth");
+  if (Status s = fields.Check({"trusted_proxies", "client_prefixes"}); !s.ok()) return s;
+  if (const YAML::Node list = fields.Get("trusted_proxies"); list.IsDefined()) {
+    if (!list.IsSequence()) {
+      return report.At(list, fields.Path("trusted_proxies"), "expected a list of addresses");
+    }
+    std::vector<std::string> cidrs;
+    for (size_t i = 0; i < list.size(); ++i) {
+      auto cidr = fields.ReadString(list[i], "trusted_proxies[" + std::to_string(i) + "]");
+      if (!cidr.ok()) return cidr.status();
+      cidrs.push_back(std::move(*cidr));
+    }
+    auto trusted = middleware::TrustedProxies::Parse(cidrs);
+    if (!trusted.ok()) {
+      return report.At(list, fields.Path("trusted_proxies"), trusted.status().message());
+    }
+    auth.trusted_proxies = *trusted;
+    auth.any_trusted = !cidrs.empty();
+  }
+  if (const YAML::Node prefixes = fields.Get("client_prefixes"); prefixes.IsDefined()) {
+    Fields bits(report, prefixes, fields.Path("client_prefixes"));
+    if (Status s = bits.Check({"ipv4", "ipv6"}); !s.ok()) return s;
+    int64_t ipv4 = auth.client_prefixes.ipv4();
+    int64_t ipv6 = auth.client_prefixes.ipv6();
+    for (auto [field, target] : {std::pair{"ipv4", &ipv4}, std::pair{"ipv6", &ipv6}}) {
+      const YAML::Node value = bits.Get(field);
+      if (!value.IsDefined()) continue;
+      auto n = bits.ReadInteger(value, field);
+      if (!n.ok()) return n.status();
+      *target = *n;
+    }
+    auto created =
+        middleware::ClientPrefixes::Create(static_cast<int>(ipv4), static_cast<int>(ipv6));
+    if (!created.ok()) {
+      return report.At(prefixes, fields.Path("client_prefixes"), created.status().message());
+    }
+    auth.client_prefixes = *created;
+  }
+  return Status::Ok();
 }
 
 Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
   Config config;
   Fields top(report, root, "");
-  if (Status s = top.Check({"listen", "max_sliding_log_limit", "store", "server", "rules"});
+  if (Status s = top.Check(
+          {"listen", "max_sliding_log_limit", "store", "server", "forward_auth", "rules"});
       !s.ok()) {
     return s;
   }
@@ -360,6 +481,10 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
       if (!value.ok()) return value.status();
       config.server.expose_keys = *value;
     }
+  }
+
+  if (const YAML::Node auth = top.Get("forward_auth"); auth.IsDefined()) {
+    if (Status s = ParseForwardAuthSection(report, auth, config.forward_auth); !s.ok()) return s;
   }
 
   const YAML::Node rules = top.Get("rules");

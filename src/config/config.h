@@ -10,6 +10,10 @@
 //   rules:
 //     - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20, on_error: fail_open,
 //         max_waiters: 5000, max_waiters_per_key: 100 }                  # the last two optional
+//     - { name: per_client, algorithm: fixed_window, limit: 5, period: 1h,
+//         key: [forwarded_for, uri], deny_status: 403 }                 # forward auth (optional)
+//   forward_auth: { trusted_proxies: [127.0.0.1, 10.0.0.0/8],            # optional
+//                   client_prefixes: { ipv4: 32, ipv6: 64 } }
 //
 // Parsing is strict: an unknown or repeated field, a value of the wrong type, a duplicate rule
 // name, a bad duration or a limit that Limit::Create rejects is an error whose message names the
@@ -25,6 +29,7 @@
 
 #include "sluice/clock.h"
 #include "sluice/limit.h"
+#include "sluice/middleware/middleware.h"
 #include "sluice/status.h"
 #include "sluice/store.h"
 
@@ -43,6 +48,30 @@ inline constexpr size_t kMaxConnectionsBound = 1'000'000;
 // limit.
 inline constexpr int64_t kDefaultMaxSlidingLogLimit = 10'000;
 
+// Where the key of a forward-auth check (GET /v1/auth/{rule}, http/auth_handler.h) comes from:
+// the headers a reverse proxy sends with its auth subrequest.
+struct KeyPart {
+  enum class Source {
+    kForwardedFor,  // the client address: X-Forwarded-For, walked past the trusted proxies
+    kRealIp,        // the client address: X-Real-IP, as the trusted proxy set it
+    kHeader,        // the value of `header` (an API key, a tenant)
+    kMethod,        // X-Forwarded-Method, or X-Original-Method
+    kUri,           // the path of X-Original-URI, or of X-Forwarded-Uri (no query string)
+  };
+  Source source = Source::kForwardedFor;
+  std::string header;  // kHeader only
+};
+
+// A rule's forward auth: the parts of its key (several are composed as middleware::Compose
+// does), the status of a denial, and, from the config's forward_auth section, whose address
+// headers are believed and how much of a client's address is its key.
+struct ForwardAuth {
+  std::vector<KeyPart> key;  // empty: the rule answers no /v1/auth
+  int deny_status = 429;     // or 403, for nginx's auth_request
+  middleware::TrustedProxies trusted_proxies;
+  middleware::ClientPrefixes client_prefixes;
+};
+
 struct Rule {
   std::string name;
   Limit limit;
@@ -53,6 +82,7 @@ struct Rule {
   // max_waiters_per_key, and no bound of the rule's own (the server's max_waiters).
   size_t max_waiters_per_key = 1'000;
   size_t max_waiters = 100'000;
+  ForwardAuth auth;
 };
 
 struct ListenAddress {
@@ -94,12 +124,20 @@ struct ServerConfig {
   bool expose_keys = false;
 };
 
+// The forward_auth section: what every rule's ForwardAuth takes from it.
+struct ForwardAuthConfig {
+  middleware::TrustedProxies trusted_proxies;
+  bool any_trusted = false;  // a rule keyed on a client address needs a trusted proxy
+  middleware::ClientPrefixes client_prefixes;
+};
+
 struct Config {
   ListenAddress listen;
   // The largest limit a sliding_log rule may have.
   int64_t max_sliding_log_limit = kDefaultMaxSlidingLogLimit;
   StoreConfig store;
   ServerConfig server;
+  ForwardAuthConfig forward_auth;
   std::vector<Rule> rules;  // at least one; names unique
 };
 

@@ -14,6 +14,7 @@ Api::Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules,
     : metrics_(metrics),
       rules_(std::move(rules)),
       checks_(store, metrics, answers_),
+      auths_(store, metrics, answers_),
       acquires_(metrics, answers_, timers),
       ready_(store, health, answers_) {}
 
@@ -45,6 +46,8 @@ bool Api::Handle(const Request& request, Exchange& exchange) {
     if (route("POST") && ReadBody(request, exchange, answers_, document)) {
       checks_.Handle(document, rules(), exchange);
     }
+  } else if (path.starts_with(kAuthPathPrefix)) {
+    auths_.Handle(path.substr(kAuthPathPrefix.size()), request.client, rules(), exchange);
   } else if (path == "/healthz") {
     if (route("GET")) {
       exchange.response.body = R"({"status":"ok"})";
@@ -67,8 +70,8 @@ bool Api::Handle(const Request& request, Exchange& exchange) {
     }
   } else {
     answers_.Fail(exchange, 404,
-                  "no such path; try POST /v1/check, /v1/acquire, GET /healthz, /readyz, "
-                  "/metrics, /v1/top or / (the dashboard)");
+                  "no such path; try POST /v1/check, /v1/acquire, any /v1/auth/{rule}, GET "
+                  "/healthz, /readyz, /metrics, /v1/top or / (the dashboard)");
   }
   return false;
 }

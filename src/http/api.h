@@ -1,6 +1,7 @@
 // The decision service's HTTP API as a function of a request's method, target and body, apart
 // from any socket, so it can be unit-tested and fuzzed directly. The Api routes each request to
-// its handler (check_handler.h, acquire_handler.h, ready_handler.h, top_handler.h, dashboard.h):
+// its handler (check_handler.h, acquire_handler.h, auth_handler.h, ready_handler.h,
+// top_handler.h, dashboard.h):
 //
 //   POST /v1/check   {"rule":"api","key":"user:42","cost":1}  → 200 {"allowed":..., "source":
 //                    "store", "degraded":false} ("source" names the path that decided: see
@@ -21,6 +22,9 @@
 //                    still waiting when the service stops (CancelWaits; later ones get 503) or
 //                    when their client leaves (Abandon). Needs the Api to be given Timers; 501
 //                    otherwise.
+//   ANY /v1/auth/{rule}  the auth subrequest of a reverse proxy, keyed by the rule's `key`
+//                    from the request's headers: 204 allowed, 429 (or the rule's deny_status,
+//                    403) denied, 401 nothing to key on (see http/auth_handler.h)
 //   GET /healthz     200 while the process serves
 //   GET /readyz      200 when the store's readiness probe (Store::ProbeAsync: a peek on an
 //                    internal key) answers, else 503; through a ResilientStore, the backend's own
@@ -51,6 +55,7 @@
 #include "core/mutex.h"
 #include "http/acquire_handler.h"
 #include "http/answers.h"
+#include "http/auth_handler.h"
 #include "http/check_handler.h"
 #include "http/exchange.h"
 #include "http/metrics.h"
@@ -115,6 +120,7 @@ class Api {
   TopKeys top_keys_{SystemClock::Instance()};
   Answers answers_{metrics_, top_keys_};
   CheckHandler checks_;
+  AuthHandler auths_;
   AcquireHandler acquires_;
   ReadyHandler ready_;
   TopHandler top_{top_keys_, answers_};

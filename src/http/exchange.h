@@ -17,6 +17,10 @@
 
 #include "sluice/store.h"
 
+namespace sluice::middleware {
+class RequestView;
+}  // namespace sluice::middleware
+
 namespace sluice::http {
 
 inline constexpr size_t kMaxBodyBytes = 64 * 1024;
@@ -25,6 +29,8 @@ struct Request {
   std::string_view method;
   std::string_view target;
   std::string_view body;
+  // The peer and the headers, for /v1/auth; null when the caller has none to show.
+  const middleware::RequestView* client = nullptr;
 };
 
 struct Header {
@@ -65,6 +71,7 @@ class Exchange {
   friend class Answers;
   friend class CheckHandler;
   friend class AcquireHandler;
+  friend class AuthHandler;
 
   struct BatchItem {
     const ServedRule* rule = nullptr;  // null: `error` says why the item was not decided

@@ -11,7 +11,10 @@ ServedRule::ServedRule(Store& store, const config::Rule& rule, RuleCounters& cou
       policy_header(middleware::RateLimitPolicyValue(rule.name, rule.limit)),
       counters(&counters),
       waiter_bounds{.max_waiters_per_key = rule.max_waiters_per_key,
-                    .max_waiters = rule.max_waiters} {}
+                    .max_waiters = rule.max_waiters},
+      deny_status(rule.auth.deny_status) {
+  if (!rule.auth.key.empty()) auth_key.emplace(rule.auth);
+}
 
 std::shared_ptr<const RuleTable> RuleTable::Build(const std::vector<config::Rule>& rules,
                                                   Store& store, Metrics& metrics) {

@@ -1,17 +1,20 @@
 // The rules `sluice serve` serves: an immutable table, looked up by name, of each rule's Limiter
 // (the one path from a rule to its checks, sluice/limiter.h) and what only the service adds to
-// it: its RateLimit-Policy value, its counters and the bounds on its acquires in progress.
+// it: its RateLimit-Policy value, its counters, the bounds on its acquires in progress and the
+// key and denial status of its forward auth.
 //
 // Thread safety: immutable once built; shared by the requests that use it (a reload builds a
 // new table, and requests in flight keep the one they started with).
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "config/config.h"
+#include "http/auth_key.h"
 #include "http/metrics.h"
 #include "sluice/acquirer.h"
 #include "sluice/limiter.h"
@@ -27,7 +30,9 @@ struct ServedRule {
   Limiter limiter;
   std::string policy_header;
   RuleCounters* counters;
-  AcquirerOptions waiter_bounds;  // of /v1/acquire, per key and in all
+  AcquirerOptions waiter_bounds;    // of /v1/acquire, per key and in all
+  std::optional<AuthKey> auth_key;  // of /v1/auth, when the rule has a key
+  int deny_status;                  // of /v1/auth
 };
 
 class RuleTable {

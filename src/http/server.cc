@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "sluice/middleware/beast.h"
+
 namespace sluice::http {
 namespace {
 
@@ -46,12 +48,19 @@ bool IsHttpSyntaxError(const beast::error_code& ec) {
          ec != bhttp::error::partial_message;
 }
 
+// The client's address; unspecified when the socket cannot tell (the client has gone).
+tcp::endpoint PeerOf(const tcp::socket& socket) {
+  beast::error_code ignored;
+  return socket.remote_endpoint(ignored);
+}
+
 }  // namespace
 
 class Server::Session : public std::enable_shared_from_this<Session> {
  public:
   Session(Server& server, tcp::socket socket)
       : server_(server),
+        peer_(PeerOf(socket)),
         stream_(std::move(socket)),
         buffer_(server.options_.header_limit + server.options_.body_limit + kReadChunk),
         exchange_([this] { OnExchangeDone(); }) {}
@@ -124,7 +133,8 @@ class Server::Session : public std::enable_shared_from_this<Session> {
     version_ = request.version();
     stream_.expires_never();
     in_flight_ = shared_from_this();
-    if (server_.api_.Handle({request.method_string(), request.target(), request.body()},
+    const middleware::BeastRequest client(request, peer_);
+    if (server_.api_.Handle({request.method_string(), request.target(), request.body(), &client},
                             exchange_)) {
       WatchClient();
     }
@@ -224,6 +234,7 @@ class Server::Session : public std::enable_shared_from_this<Session> {
   }
 
   Server& server_;
+  tcp::endpoint peer_;
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;

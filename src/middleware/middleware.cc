@@ -248,12 +248,16 @@ RateLimiter::RateLimiter(Limiter& limiter, KeyExtractor key, std::string policy_
       cost_(cost),
       max_delay_(max_delay) {}
 
-Result<std::string> RateLimiter::KeyOf(const RequestView& request) const {
-  std::string key = key_(request).value_or(std::string(kAnonymous));
-  if (key.empty()) return std::string(kAnonymous);
+Result<std::string> StoredKey(std::string key) {
   // A key that looks hashed is hashed too, so that no key can pose as another's hash.
   if (key.size() > kMaxKeyBytes || key.starts_with(kHashedPrefix)) return Hashed(key);
   return key;
+}
+
+Result<std::string> RateLimiter::KeyOf(const RequestView& request) const {
+  std::string key = key_(request).value_or(std::string(kAnonymous));
+  if (key.empty()) return std::string(kAnonymous);
+  return StoredKey(std::move(key));
 }
 
 Result<RateLimiter> RateLimiter::Create(Limiter& limiter, KeyExtractor key, std::string policy_name,

@@ -149,7 +149,7 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
        "bad.yaml:6: rules[0].burst: burst must be positive, got -1"},
       {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    brust: 5\n",
        "bad.yaml:6: rules[0].brust: unknown field (expected name, algorithm, limit, period, "
-       "burst, on_error, max_waiters, max_waiters_per_key)"},
+       "burst, on_error, max_waiters, max_waiters_per_key, key, deny_status)"},
       {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    max_waiters_per_key: many\n",
        "bad.yaml:6: rules[0].max_waiters_per_key: expected an integer, got 'many'"},
       {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    max_waiters: 10000001\n",
@@ -173,7 +173,7 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
       {"rules: {a: 1}\n", "bad.yaml:1: rules: expected a non-empty list of rules"},
       {"lissen: 127.0.0.1:80\n",
        "bad.yaml:1: lissen: unknown field (expected listen, max_sliding_log_limit, store, server, "
-       "rules)"},
+       "forward_auth, rules)"},
       {"listen: localhost\nrules: []\n",
        "bad.yaml:1: listen: bad listen address 'localhost': expected HOST:PORT"},
       {"store: {url: memory://, timeout_ms: 0}\n",
@@ -232,6 +232,98 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
     ASSERT_FALSE(config.ok()) << c.yaml;
     EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(config.status().message(), c.error) << c.yaml;
+  }
+}
+
+TEST(ConfigTest, ForwardAuthKeysAndTrustedProxies) {
+  auto config = ParseConfig(R"(forward_auth:
+  trusted_proxies: [10.0.0.0/8, "::1"]
+  client_prefixes: {ipv4: 24, ipv6: 56}
+rules:
+  - {name: ip, algorithm: gcra, limit: 1, period: 1s, key: forwarded_for, deny_status: 403}
+  - {name: real, algorithm: gcra, limit: 1, period: 1s, key: [real_ip]}
+  - {name: all, algorithm: gcra, limit: 1, period: 1s,
+     key: [{header: X-Api-Key}, method, uri, forwarded_for]}
+  - {name: plain, algorithm: gcra, limit: 1, period: 1s}
+)",
+                            "auth.yaml");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  using Source = KeyPart::Source;
+  const auto sources = [](const Rule& rule) {
+    std::vector<Source> parts;
+    for (const KeyPart& part : rule.auth.key) parts.push_back(part.source);
+    return parts;
+  };
+  EXPECT_EQ(sources(config->rules[0]), std::vector{Source::kForwardedFor});
+  EXPECT_EQ(config->rules[0].auth.deny_status, 403);
+  EXPECT_TRUE(config->rules[0].auth.trusted_proxies.Contains("10.1.2.3"));
+  EXPECT_TRUE(config->rules[0].auth.trusted_proxies.Contains("::1"));
+  EXPECT_FALSE(config->rules[0].auth.trusted_proxies.Contains("192.0.2.1"));
+  EXPECT_EQ(config->rules[0].auth.client_prefixes.ipv4(), 24);
+  EXPECT_EQ(config->rules[0].auth.client_prefixes.ipv6(), 56);
+  EXPECT_EQ(sources(config->rules[1]), std::vector{Source::kRealIp});
+  EXPECT_EQ(config->rules[1].auth.deny_status, 429);
+  EXPECT_EQ(sources(config->rules[2]),
+            (std::vector{Source::kHeader, Source::kMethod, Source::kUri, Source::kForwardedFor}));
+  EXPECT_EQ(config->rules[2].auth.key[0].header, "X-Api-Key");
+  EXPECT_TRUE(config->rules[3].auth.key.empty());
+  // Without the section: no proxy trusted, /32 and /64.
+  auto plain = ParseConfig(
+      "rules:\n  - {name: k, algorithm: gcra, limit: 1, period: 1s, "
+      "key: {header: X-Tenant}}\n",
+      "plain.yaml");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_FALSE(plain->rules[0].auth.trusted_proxies.Contains("127.0.0.1"));
+  EXPECT_EQ(plain->rules[0].auth.client_prefixes.ipv6(), 64);
+}
+
+TEST(ConfigTest, ForwardAuthMistakesAreReportedWithFileLineAndField) {
+  const std::string rule = "rules:\n  - {name: a, algorithm: gcra, limit: 1, period: 1s, ";
+  const std::string trusted = "forward_auth: {trusted_proxies: [127.0.0.1]}\n";
+  const std::vector<BadConfig> cases = {
+      {rule + "key: client}\n",
+       "bad.yaml:2: rules[0].key: expected forwarded_for, real_ip, method, uri or {header: NAME}, "
+       "got 'client'"},
+      {rule + "key: [uri, [method]]}\n",
+       "bad.yaml:2: rules[0].key[1]: expected forwarded_for, real_ip, method, uri or {header: "
+       "NAME}, got 'a list'"},
+      {rule + "key: []}\n", "bad.yaml:2: rules[0].key: must not be empty"},
+      {rule + "key: {header: \"X Api\"}}\n",
+       "bad.yaml:2: rules[0].key.header: 'X Api' is not a header name"},
+      {rule + "key: {heder: X-Api-Key}}\n",
+       "bad.yaml:2: rules[0].key.heder: unknown field (expected header)"},
+      {rule + "key: [uri, forwarded_for]}\n",
+       "bad.yaml:2: rules[0].key[1]: a client address needs forward_auth.trusted_proxies: the "
+       "addresses of the proxies whose headers are believed"},
+      {trusted + rule + "key: real_ip, deny_status: 401}\n",
+       "bad.yaml:3: rules[0].deny_status: must be 429 or 403"},
+      {rule + "deny_status: 403}\n",
+       "bad.yaml:2: rules[0].deny_status: is for forward auth (/v1/auth): give the rule a key"},
+      {"forward_auth: {trusted_proxies: [10.0.0.0/33]}\n" + rule + "key: uri}\n",
+       "bad.yaml:1: forward_auth.trusted_proxies: bad trusted proxy '10.0.0.0/33': expected an "
+       "address or a CIDR block like 10.0.0.0/8"},
+      {"forward_auth: {trusted_proxies: 10.0.0.0/8}\n" + rule + "key: uri}\n",
+       "bad.yaml:1: forward_auth.trusted_proxies: expected a list of addresses"},
+      {"forward_auth: {client_prefixes: {ipv6: 129}}\n" + rule + "key: uri}\n",
+       "bad.yaml:1: forward_auth.client_prefixes: client prefixes go from /0 to /32 (IPv4) and "
+       "/128 (IPv6), got /32 and /129"},
+      {"forward_auth: {trusted: []}\n" + rule + "key: uri}\n",
+       "bad.yaml:1: forward_auth.trusted: unknown field (expected trusted_proxies, "
+       "client_prefixes)"},
+  };
+  for (const BadConfig& c : cases) {
+    auto config = ParseConfig(c.yaml, "bad.yaml");
+    ASSERT_FALSE(config.ok()) << c.yaml;
+    EXPECT_EQ(config.status().message(), c.error) << c.yaml;
+  }
+}
+
+TEST(ConfigTest, TheProxyExamplesAreValid) {
+  for (const char* proxy : {"nginx", "traefik", "caddy"}) {
+    auto config =
+        LoadConfigFile(std::string(SLUICE_SOURCE_DIR "/examples/") + proxy + "/sluice.yaml");
+    ASSERT_TRUE(config.ok()) << proxy << ": " << config.status().ToString();
+    for (const Rule& rule : config->rules) EXPECT_FALSE(rule.auth.key.empty()) << rule.name;
   }
 }
 

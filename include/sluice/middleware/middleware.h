@@ -127,6 +127,10 @@ KeyExtractor Path();
 // backslash, a part with nothing to key on is "-", and a part that is "-" itself is "\-".
 KeyExtractor Compose(std::vector<KeyExtractor> parts);
 
+// The key checked for an extracted key: `key` itself, unless it is above kMaxKeyBytes or starts
+// with "sha256:", then "sha256:" and its SHA-256 in hex (as above). INTERNAL if libcrypto fails.
+Result<std::string> StoredKey(std::string key);
+
 // The answer for one request.
 struct Verdict {
   bool allowed = true;
