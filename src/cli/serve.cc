@@ -19,6 +19,8 @@
 #include "http/metrics.h"
 #include "http/rule_table.h"
 #include "http/server.h"
+#include "rls/front_end.h"
+#include "rls/json_endpoint.h"
 #include "sluice/acquirer.h"
 #include "sluice/open_store.h"
 #include "sluice/resilient_store.h"
@@ -178,11 +180,33 @@ int RunServe(const ServeFlags& flags) {
     metrics.Watch(*health);
   }
   Store& store = resilient ? *resilient : **backend;
+  // Envoy's rate limit service, when configured; declared before the Api, whose /json uses it.
+  std::unique_ptr<rls::FrontEnd> rls;
+  if (!config->rls.config_dir.empty()) {
+    auto started = rls::FrontEnd::Start(config->rls, store);
+    if (!started.ok()) {
+      if (started.status().code() != StatusCode::kUnavailable) {
+        return ConfigError("rls: " + started.status().message());
+      }
+      spdlog::error("{}", started.status().message());
+      return 1;
+    }
+    rls = std::move(*started);
+    spdlog::info("rls: {} domain(s) from {}, gRPC on {}", rls->domains(), config->rls.config_dir,
+                 rls->grpc_port() > 0 ? std::to_string(rls->grpc_port()) : "no port");
+  }
   WaitTimers wait_timers;
   http::Api api(store, metrics, http::RuleTable::Build(config->rules, store, metrics), health,
                 &wait_timers.timers());
   api.SetMaxWaiters(config->server.max_waiters);
   api.SetExposeKeys(config->server.expose_keys);
+  if (rls) {
+    api.SetJsonRoute(
+        [&rls](std::string_view body, http::Api::JsonDone done) {
+          rls::AnswerJson(rls->service(), body, std::move(done));
+        },
+        [&rls] { return rls->Exposition(); });
+  }
   http::ServerOptions options;
   options.host = config->listen.host;
   options.port = config->listen.port;
@@ -201,8 +225,10 @@ int RunServe(const ServeFlags& flags) {
   server.Start();
   while (signals.Next() == ServiceSignal::kReload) {
     Reload(flags, *config, source, store, metrics, api);
+    if (rls) (void)rls->Reload();  // logged either way
   }
   server.Drain();
+  if (rls) rls->Shutdown(std::chrono::seconds(5));
   return 0;
 }
 

@@ -6,6 +6,9 @@
 //   store: { url: memory://, timeout_ms: 50, instances: 1 }
 //   server: { io_threads: 2, read_timeout: 10s, idle_timeout: 60s,       # optional
 //             max_waiters: 100000, max_waiters_per_key: 1000, expose_keys: false }
+//   rls: { config_dir: /etc/ratelimit, grpc_listen: 127.0.0.1:8081,    # optional: Envoy's
+//          shadow_mode: false, x_ratelimit_headers: false,               # rate limit service
+//          on_error: fail_open }                                        # (rls/service.h)
 //   rules:
 //     - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20, on_error: fail_open,
 //         max_waiters: 5000, max_waiters_per_key: 100 }                  # the last two optional
@@ -17,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,6 +85,18 @@ struct ServerConfig {
   bool expose_keys = false;
 };
 
+// The Envoy rate limit service (RLS v3): envoyproxy/ratelimit's configuration files in
+// `config_dir`, answered on gRPC at `grpc_listen` and on the HTTP port at POST /json.
+struct RlsConfig {
+  std::string config_dir;                    // empty: no rate limit service
+  std::optional<ListenAddress> grpc_listen;  // unset: no gRPC, /json only
+  bool shadow_mode = false;                  // every descriptor decided and counted, never denied
+  bool x_ratelimit_headers = false;          // envoyproxy/ratelimit's X-RateLimit-* headers too
+  // The failure policy of a limit that sets no on_error; nullopt (`on_error: error`): the store's
+  // outage is answered with a gRPC error, for Envoy's failure_mode_deny to decide.
+  std::optional<FailurePolicy> on_error = FailurePolicy::kFailOpen;
+};
+
 struct Config {
   ListenAddress listen;
   // The largest limit a sliding_log rule may have.
@@ -88,6 +104,7 @@ struct Config {
   StoreConfig store;
   ServerConfig server;
   std::vector<Rule> rules;  // at least one; names unique
+  RlsConfig rls;
 };
 
 // `file_name` is only used in error messages.

@@ -28,7 +28,7 @@ std::string LabelValue(std::string_view text) {
 }  // namespace
 
 DescriptorCounters& Stats::For(std::string_view key) {
-  core::MutexLock lock(mu_);
+  std::lock_guard lock(mu_);
   if (auto it = keys_.find(key); it != keys_.end()) return *it->second;
   if (keys_.size() >= kMaxKeys) key = kOverflowKey;
   auto& slot = keys_[std::string(key)];
@@ -63,7 +63,7 @@ std::string Stats::Exposition() const {
       {"within_limit", &DescriptorCounters::within_limit},
       {"shadow_mode", &DescriptorCounters::shadow_mode},
   };
-  core::MutexLock lock(mu_);
+  std::lock_guard lock(mu_);
   std::string out;
   for (const auto& [name, field] : kCounters) {
     fmt::format_to(std::back_inserter(out), "# TYPE sluice_rls_{} counter\n", name);

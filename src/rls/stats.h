@@ -18,10 +18,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
-
-#include "core/mutex.h"
 
 namespace sluice::rls {
 
@@ -60,8 +59,9 @@ class Stats {
   std::string Exposition() const;
 
  private:
-  mutable core::Mutex mu_;
-  std::map<std::string, std::unique_ptr<DescriptorCounters>, std::less<>> keys_ GUARDED_BY(mu_);
+  // Not core::Mutex: its annotation macros clash with those of the abseil gRPC includes.
+  mutable std::mutex mu_;
+  std::map<std::string, std::unique_ptr<DescriptorCounters>, std::less<>> keys_;  // guarded by mu_
 };
 
 }  // namespace sluice::rls
