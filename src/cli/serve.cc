@@ -228,7 +228,12 @@ int RunServe(const ServeFlags& flags) {
     if (rls) (void)rls->Reload();  // logged either way
   }
   server.Drain();
-  if (rls) rls->Shutdown(std::chrono::seconds(5));
+  if (rls) {
+    // Calls in flight end within the store's deadline; a second bounds the stop, for gRPC 1.51
+    // holds Shutdown to its deadline while a C++ client keeps its channel open.
+    rls->Shutdown(std::chrono::seconds(1));
+    spdlog::info("rls: stopped");
+  }
   return 0;
 }
 

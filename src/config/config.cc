@@ -239,7 +239,7 @@ Result<Rule> ParseRule(const Reporter& report, const YAML::Node& node, size_t in
 Result<RlsConfig> ParseRls(const Reporter& report, const YAML::Node& node) {
   Fields fields(report, node, "rls");
   if (Status s = fields.Check(
-          {"config_dir", "grpc_listen", "shadow_mode", "x_ratelimit_headers", "on_error"});
+          {"config_dir", "grpc_listen", "shadow_mode", "x_ratelimit_headers", "on_error", "watch"});
       !s.ok()) {
     return s;
   }
@@ -260,7 +260,8 @@ Result<RlsConfig> ParseRls(const Reporter& report, const YAML::Node& node) {
     rls.grpc_listen = *address;
   }
   for (auto [field, target] : {std::pair{"shadow_mode", &rls.shadow_mode},
-                               std::pair{"x_ratelimit_headers", &rls.x_ratelimit_headers}}) {
+                               std::pair{"x_ratelimit_headers", &rls.x_ratelimit_headers},
+                               std::pair{"watch", &rls.watch}}) {
     const YAML::Node flag = fields.Get(field);
     if (!flag.IsDefined()) continue;
     auto value = fields.ReadBool(flag, field);

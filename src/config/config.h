@@ -8,7 +8,7 @@
 //             max_waiters: 100000, max_waiters_per_key: 1000, expose_keys: false }
 //   rls: { config_dir: /etc/ratelimit, grpc_listen: 127.0.0.1:8081,    # optional: Envoy's
 //          shadow_mode: false, x_ratelimit_headers: false,               # rate limit service
-//          on_error: fail_open }                                        # (rls/service.h)
+//          on_error: fail_open, watch: true }                           # (rls/front_end.h)
 //   rules:
 //     - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20, on_error: fail_open,
 //         max_waiters: 5000, max_waiters_per_key: 100 }                  # the last two optional
@@ -92,6 +92,7 @@ struct RlsConfig {
   std::optional<ListenAddress> grpc_listen;  // unset: no gRPC, /json only
   bool shadow_mode = false;                  // every descriptor decided and counted, never denied
   bool x_ratelimit_headers = false;          // envoyproxy/ratelimit's X-RateLimit-* headers too
+  bool watch = true;                         // reload when a file of config_dir changes
   // The failure policy of a limit that sets no on_error; nullopt (`on_error: error`): the store's
   // outage is answered with a gRPC error, for Envoy's failure_mode_deny to decide.
   std::optional<FailurePolicy> on_error = FailurePolicy::kFailOpen;

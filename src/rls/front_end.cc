@@ -52,7 +52,9 @@ Result<std::unique_ptr<FrontEnd>> FrontEnd::Start(const config::RlsConfig& confi
 
 FrontEnd::FrontEnd(const config::RlsConfig& config, Store& store,
                    std::shared_ptr<const ServiceConfig> loaded)
-    : config_(config), service_(store, stats_, std::move(loaded)), watcher_([this] { Watch(); }) {}
+    : config_(config), service_(store, stats_, std::move(loaded)) {
+  if (config_.watch) watcher_ = std::thread([this] { Watch(); });
+}
 
 FrontEnd::~FrontEnd() { Shutdown(Duration(0)); }
 

@@ -1,7 +1,8 @@
 // The rate limit service as `sluice serve` runs it: envoyproxy/ratelimit's configuration loaded
 // from a directory, the Service deciding over the server's store, the gRPC server when an address
 // is given, the stats, envoyproxy/ratelimit's POST /json (rls/json_endpoint.h), and reloads: on
-// Reload (SIGHUP) and when a file of the directory changes (polled every second). A reload that
+// Reload (SIGHUP) and, unless `watch` is off, when a file of the directory changes (polled every
+// second). A reload that
 // fails to read, parse or combine any file is rejected whole; the previous configuration keeps
 // serving.
 //
