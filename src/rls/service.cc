@@ -108,6 +108,10 @@ Status Call::Match() {
   std::vector<DescriptorEntry> entries;
   MatchKeys keys;
   for (const auto& descriptor : request_.descriptors()) {
+    if (descriptor.is_negative_hits()) {
+      return Status::InvalidArgument(
+          "is_negative_hits is not supported: hits are never given back");
+    }
     entries.clear();
     for (const auto& entry : descriptor.entries()) entries.push_back({entry.key(), entry.value()});
     std::optional<LimitOverride> override_limit;

@@ -5,7 +5,9 @@
 //
 //  - hits: a descriptor's own hits_addend when set (0 peeks: checks without consuming), else the
 //    request's hits_addend, 0 meaning 1 as Envoy sends it.
-//  - Descriptors that match no limit, or an unlimited one, are OK and count nothing.
+//  - Descriptors that match no limit, or an unlimited one, are OK and count nothing. A descriptor
+//    with is_negative_hits is refused (INVALID_ARGUMENT): no store gives hits back. quota_mode is
+//    not applied: such a descriptor decides as any other.
 //  - Every limit of every enforced descriptor is decided in one Store::CheckAll: a request that
 //    is over any limit consumes nothing from the others. Descriptors in shadow mode (per
 //    descriptor, or every one with the service's shadow_mode) are decided in a second CheckAll

@@ -192,6 +192,23 @@ TEST_F(RlsConformance, EmptyDomainOrNoDescriptorIsInvalidArgument) {
   EXPECT_EQ(Call("web", {}, 0, response).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
+TEST_F(RlsConformance, NegativeHitsAreRefused) {
+  Serve({kPrecedence});
+  pb::RateLimitRequest request;
+  request.set_domain("web");
+  auto* descriptor = request.add_descriptors();
+  auto* entry = descriptor->add_entries();
+  entry->set_key("path");
+  entry->set_value("/home");
+  descriptor->set_is_negative_hits(true);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + seconds(10));
+  pb::RateLimitResponse response;
+  EXPECT_EQ(stub_->ShouldRateLimit(&context, request, &response).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(stats_.For("web.path").total_hits.load(), 0u);
+}
+
 constexpr std::string_view kUser = R"(
 domain: api
 descriptors:
