@@ -8,6 +8,7 @@
 
 #include "middleware/rate_limit_headers.h"
 #include "rls/stats.h"
+#include "sluice/limiter.h"
 
 namespace sluice::rls {
 namespace {
@@ -56,17 +57,18 @@ void AddHeader(pb::RateLimitResponse& response, std::string_view name, std::stri
 // A ShouldRateLimit in progress, from the match to the answer.
 class Call : public std::enable_shared_from_this<Call> {
  public:
-  Call(std::shared_ptr<const ServiceConfig> config, Stats& stats,
+  Call(Store& store, std::shared_ptr<const ServiceConfig> config, Stats& stats,
        const pb::RateLimitRequest& request, pb::RateLimitResponse& response,
        std::function<void(Status)> done)
-      : config_(std::move(config)),
+      : store_(store),
+        config_(std::move(config)),
         stats_(stats),
         request_(request),
         response_(response),
         done_(std::move(done)) {}
 
   Status Match();
-  void Decide(Store& store);
+  void Decide();
   void Fail(const Status& error) { done_(error); }
 
  private:
@@ -79,6 +81,7 @@ class Call : public std::enable_shared_from_this<Call> {
   Verdict VerdictOf(size_t descriptor) const;
   void Answer(const std::vector<Verdict>& verdicts);
 
+  Store& store_;
   std::shared_ptr<const ServiceConfig> config_;
   Stats& stats_;
   const pb::RateLimitRequest& request_;
@@ -89,7 +92,9 @@ class Call : public std::enable_shared_from_this<Call> {
   std::vector<uint64_t> hits_;
   std::vector<std::string> counter_keys_;  // per descriptor
   std::vector<std::string> stats_keys_;    // per descriptor
-  std::vector<std::string> check_keys_;    // per LimitCheck; not resized once requests point in
+  // Per LimitCheck, reserved up front: the requests point into them.
+  std::vector<std::string> check_keys_;
+  std::vector<Limiter> limiters_;
   std::vector<LimitCheck> checks_;
   std::vector<std::vector<size_t>> checks_of_;  // per descriptor: its LimitChecks
   CheckGroup groups_[2];
@@ -132,6 +137,7 @@ Status Call::Match() {
   size_t limits = 0;
   for (const rls::Match& match : matches_) limits += match.limits().size();
   check_keys_.reserve(limits);
+  limiters_.reserve(limits);
   checks_.reserve(limits);
   checks_of_.resize(n);
   for (size_t d = 0; d < n; ++d) {
@@ -180,19 +186,16 @@ void Call::AddCheck(size_t descriptor, const RateLimitSpec& spec, size_t index, 
   check.request = into.requests.size();
   const int64_t cost =
       static_cast<int64_t>(std::min<uint64_t>(hits, std::numeric_limits<int64_t>::max() / 2));
-  into.requests.push_back(CheckRequest{
-      .scope = scope,
-      .limit = &*spec.limit,
-      .key = key,
-      .cost = cost,
-      .on_error =
-          spec.on_error.value_or(options.default_on_error.value_or(FailurePolicy::kFailClosed))});
+  const Limiter& limiter = limiters_.emplace_back(
+      store_, std::string(scope), *spec.limit,
+      spec.on_error.value_or(options.default_on_error.value_or(FailurePolicy::kFailClosed)));
+  into.requests.push_back(limiter.Request(key, cost));
   const bool over = cost > spec.limit->capacity();
   into.over_here.push_back(over);
   into.any_over_here = into.any_over_here || over;
 }
 
-void Call::Decide(Store& store) {
+void Call::Decide() {
   pending_.store(3, std::memory_order_relaxed);  // the two groups, and this call's own hold
   auto self = shared_from_this();
   for (CheckGroup& group : groups_) {
@@ -200,7 +203,7 @@ void Call::Decide(Store& store) {
       if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish();
       continue;
     }
-    store.CheckAllAsync(group.requests, [self, &group](Result<std::vector<Decision>> decisions) {
+    store_.CheckAllAsync(group.requests, [self, &group](Result<std::vector<Decision>> decisions) {
       group.decisions = std::move(decisions);
       if (self->pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) self->Finish();
     });
@@ -326,9 +329,9 @@ std::shared_ptr<const ServiceConfig> Service::config() const {
 
 void Service::ShouldRateLimit(const pb::RateLimitRequest& request, pb::RateLimitResponse& response,
                               std::function<void(Status)> done) {
-  auto call = std::make_shared<Call>(config(), stats_, request, response, std::move(done));
+  auto call = std::make_shared<Call>(store_, config(), stats_, request, response, std::move(done));
   if (Status s = call->Match(); !s.ok()) return call->Fail(s);
-  call->Decide(store_);
+  call->Decide();
 }
 
 }  // namespace sluice::rls
