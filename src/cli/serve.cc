@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "cli/signals.h"
@@ -69,6 +70,11 @@ std::string FieldsNeedingRestart(const ServeFlags& flags, const config::Config& 
           reloaded.server.read_timeout != running.server.read_timeout);
   compare("server.idle_timeout", false,
           reloaded.server.idle_timeout != running.server.idle_timeout);
+  const auto rls_fields = [](const config::RlsConfig& rls) {
+    return std::tuple(rls.config_dir, rls.grpc_listen ? rls.grpc_listen->ToString() : "",
+                      rls.shadow_mode, rls.x_ratelimit_headers, rls.on_error, rls.watch);
+  };
+  compare("rls", false, rls_fields(reloaded.rls) != rls_fields(running.rls));
   std::string list;
   for (std::string_view field : fields) {
     if (!list.empty()) list += ", ";
