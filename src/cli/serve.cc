@@ -189,7 +189,9 @@ int RunServe(const ServeFlags& flags) {
   // Envoy's rate limit service, when configured; declared before the Api, whose /json uses it.
   std::unique_ptr<rls::FrontEnd> rls;
   if (!config->rls.config_dir.empty()) {
-    auto started = rls::FrontEnd::Start(config->rls, store);
+    // A Redis Cluster decides all or nothing within one slot only: one descriptor's limits.
+    auto started =
+        rls::FrontEnd::Start(config->rls, store, config->store.url.starts_with("redis+cluster://"));
     if (!started.ok()) {
       if (started.status().code() != StatusCode::kUnavailable) {
         return ConfigError("rls: " + started.status().message());

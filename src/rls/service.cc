@@ -13,24 +13,28 @@
 namespace sluice::rls {
 namespace {
 
-// The scope of a configured limit's counters, and of a request's own limit's: a descriptor's
-// second and later limits add "#<index>" to its counter key.
+// The scope of a configured limit's counters, and of a request's own limit's. A descriptor's
+// second and later limits count under "rls#<index>", on the same key: one hash tag, so a Redis
+// Cluster decides them together.
 constexpr std::string_view kScope = "rls";
 constexpr std::string_view kOverrideScope = "rls.override";
 constexpr size_t kNone = std::numeric_limits<size_t>::max();
-
-enum Group : size_t { kEnforced = 0, kShadow = 1 };
 
 // One limit of one descriptor, and where it is decided.
 struct LimitCheck {
   size_t descriptor = 0;
   const RateLimitSpec* spec = nullptr;
-  Group group = kEnforced;
+  size_t group = 0;  // index in Call::groups_
+  bool shadow = false;
   size_t request = kNone;  // index in its group's requests; kNone: over the limit here
   bool error_if_degraded = false;
 };
 
+// The checks decided by one Store::CheckAll: the enforced descriptors' or the shadow ones' (or,
+// with descriptors_apart, one descriptor's).
 struct CheckGroup {
+  bool shadow = false;
+  size_t descriptor = kNone;  // with descriptors_apart
   std::vector<CheckRequest> requests;
   std::vector<bool> over_here;  // per request: its cost is above the limit's capacity
   bool any_over_here = false;
@@ -76,7 +80,8 @@ class Call : public std::enable_shared_from_this<Call> {
     if (d.has_hits_addend()) return d.hits_addend().value();
     return request_.hits_addend() == 0 ? 1 : request_.hits_addend();
   }
-  void AddCheck(size_t descriptor, const RateLimitSpec& spec, size_t index, Group group);
+  size_t GroupFor(size_t descriptor, bool shadow);
+  void AddCheck(size_t descriptor, const RateLimitSpec& spec, size_t index, bool shadow);
   void Finish();
   Verdict VerdictOf(size_t descriptor) const;
   void Answer(const std::vector<Verdict>& verdicts);
@@ -93,11 +98,11 @@ class Call : public std::enable_shared_from_this<Call> {
   std::vector<std::string> counter_keys_;  // per descriptor
   std::vector<std::string> stats_keys_;    // per descriptor
   // Per LimitCheck, reserved up front: the requests point into them.
-  std::vector<std::string> check_keys_;
+  std::vector<std::string> scopes_;
   std::vector<Limiter> limiters_;
   std::vector<LimitCheck> checks_;
   std::vector<std::vector<size_t>> checks_of_;  // per descriptor: its LimitChecks
-  CheckGroup groups_[2];
+  std::vector<CheckGroup> groups_;
   std::atomic<int> pending_{0};
 };
 
@@ -136,41 +141,56 @@ Status Call::Match() {
 
   size_t limits = 0;
   for (const rls::Match& match : matches_) limits += match.limits().size();
-  check_keys_.reserve(limits);
+  scopes_.reserve(limits);
   limiters_.reserve(limits);
   checks_.reserve(limits);
   checks_of_.resize(n);
   for (size_t d = 0; d < n; ++d) {
     const rls::Match& match = matches_[d];
-    const Group group = match.shadow_mode() || config_->options.shadow_mode ? kShadow : kEnforced;
+    const bool shadow = match.shadow_mode() || config_->options.shadow_mode;
     const auto specs = match.limits();
-    for (size_t i = 0; i < specs.size(); ++i) AddCheck(d, specs[i], i, group);
+    for (size_t i = 0; i < specs.size(); ++i) AddCheck(d, specs[i], i, shadow);
   }
+  // Over a limit already: the other checks of its kind (enforced or shadow) are only looked at.
+  bool over_here[2] = {false, false};
+  for (const CheckGroup& group : groups_) over_here[group.shadow] |= group.any_over_here;
   for (CheckGroup& group : groups_) {
-    if (!group.any_over_here) continue;
-    // Over a limit already: the others are only looked at.
+    if (!over_here[group.shadow]) continue;
     for (CheckRequest& check : group.requests) check.cost = 0;
   }
   return Status::Ok();
 }
 
-void Call::AddCheck(size_t descriptor, const RateLimitSpec& spec, size_t index, Group group) {
+size_t Call::GroupFor(size_t descriptor, bool shadow) {
+  const size_t apart = config_->options.descriptors_apart ? descriptor : kNone;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    if (groups_[g].shadow == shadow && groups_[g].descriptor == apart) return g;
+  }
+  CheckGroup& group = groups_.emplace_back();
+  group.shadow = shadow;
+  group.descriptor = apart;
+  return groups_.size() - 1;
+}
+
+void Call::AddCheck(size_t descriptor, const RateLimitSpec& spec, size_t index, bool shadow) {
   LimitCheck& check = checks_.emplace_back();
   checks_of_[descriptor].push_back(checks_.size() - 1);
   check.descriptor = descriptor;
   check.spec = &spec;
-  check.group = group;
+  check.group = GroupFor(descriptor, shadow);
+  check.shadow = shadow;
   const auto& options = config_->options;
   check.error_if_degraded = !spec.on_error && !options.default_on_error;
-  std::string& key = check_keys_.emplace_back(counter_keys_[descriptor]);
-  if (index > 0) key += "#" + std::to_string(index);
-  CheckGroup& into = groups_[group];
+  const std::string& key = counter_keys_[descriptor];
+  std::string& scope =
+      scopes_.emplace_back(matches_[descriptor].override_limit ? kOverrideScope : kScope);
+  if (index > 0) scope += "#" + std::to_string(index);
+  CheckGroup& into = groups_[check.group];
   const uint64_t hits = hits_[descriptor];
   if (!spec.limit) {  // 0 requests per unit: every hit is over
     into.any_over_here = true;
     return;
   }
-  const std::string_view scope = matches_[descriptor].override_limit ? kOverrideScope : kScope;
   for (size_t r = 0; r < into.requests.size(); ++r) {
     if (into.requests[r].scope == scope && into.requests[r].key == key) {
       check.request = r;
@@ -187,7 +207,7 @@ void Call::AddCheck(size_t descriptor, const RateLimitSpec& spec, size_t index, 
   const int64_t cost =
       static_cast<int64_t>(std::min<uint64_t>(hits, std::numeric_limits<int64_t>::max() / 2));
   const Limiter& limiter = limiters_.emplace_back(
-      store_, std::string(scope), *spec.limit,
+      store_, scope, *spec.limit,
       spec.on_error.value_or(options.default_on_error.value_or(FailurePolicy::kFailClosed)));
   into.requests.push_back(limiter.Request(key, cost));
   const bool over = cost > spec.limit->capacity();
@@ -196,7 +216,8 @@ void Call::AddCheck(size_t descriptor, const RateLimitSpec& spec, size_t index, 
 }
 
 void Call::Decide() {
-  pending_.store(3, std::memory_order_relaxed);  // the two groups, and this call's own hold
+  // The groups, and this call's own hold until every group is sent.
+  pending_.store(static_cast<int>(groups_.size()) + 1, std::memory_order_relaxed);
   auto self = shared_from_this();
   for (CheckGroup& group : groups_) {
     if (group.requests.empty()) {
@@ -265,7 +286,7 @@ void Call::Answer(const std::vector<Verdict>& verdicts) {
     }
     if (verdict.reported == nullptr) continue;
     const RateLimitSpec& spec = *verdict.reported->spec;
-    const bool shadow = verdict.reported->group == kShadow;
+    const bool shadow = verdict.reported->shadow;
     if (verdict.over && !shadow) {
       status->set_code(pb::RateLimitResponse::OVER_LIMIT);
       response_.set_overall_code(pb::RateLimitResponse::OVER_LIMIT);

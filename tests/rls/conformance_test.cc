@@ -22,6 +22,7 @@
 #include "sluice/memory_store.h"
 #include "sluice/open_store.h"
 #include "sluice/resilient_store.h"
+#include "support/redis_cluster.h"
 #include "support/redis_server.h"
 
 namespace sluice::rls {
@@ -686,6 +687,43 @@ TEST_F(RlsStoreOutage, WithoutADefaultAnUnsetOnErrorIsAnError) {
             grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(Ask("out", {Desc({{"closed", "a"}})}).overall_code(), kOver);
   EXPECT_LT(std::chrono::steady_clock::now() - started, seconds(2));
+}
+
+// A Redis Cluster (3 masters) decides all or nothing within one slot: with descriptors_apart,
+// each descriptor's limits together on its key's slot, the descriptors apart.
+class RlsOnRedisCluster : public RlsConformance {
+ protected:
+  void SetUp() override {
+    cluster_ = testing::RedisCluster::Start(3, 0);
+    ASSERT_NE(cluster_, nullptr);
+    auto store = OpenStore(cluster_->url(), OpenStoreOptions{.timeout = seconds(2)});
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_on_cluster_ = std::move(*store);
+  }
+
+  std::unique_ptr<testing::RedisCluster> cluster_;
+  std::unique_ptr<Store> store_on_cluster_;
+};
+
+TEST_F(RlsOnRedisCluster, EachDescriptorsLimitsAreAllOrNothingOnItsSlot) {
+  Serve({kTwoLimits, kUser}, ServiceOptions{.descriptors_apart = true}, store_on_cluster_.get());
+  const Desc client = Desc({{"client", "c"}});
+  EXPECT_EQ(Ask("multi", {client}, 2).overall_code(), kOk);
+  EXPECT_EQ(Ask("multi", {client}).overall_code(), kOver);  // the second's limit
+  // Keys on different slots, in one request: each decided.
+  std::vector<Desc> users;
+  for (int i = 0; i < 8; ++i) users.push_back(Desc({{"user", "u" + std::to_string(i)}}));
+  const auto response = Ask("api", users, 2);
+  EXPECT_EQ(response.overall_code(), kOk);
+  for (const auto& status : response.statuses()) EXPECT_EQ(status.limit_remaining(), 3u);
+}
+
+TEST_F(RlsOnRedisCluster, WithoutDescriptorsApartKeysOnSeveralSlotsAreRefused) {
+  Serve({kUser}, {}, store_on_cluster_.get());
+  std::vector<Desc> users;
+  for (int i = 0; i < 8; ++i) users.push_back(Desc({{"user", "u" + std::to_string(i)}}));
+  pb::RateLimitResponse response;
+  EXPECT_EQ(Call("api", users, 0, response).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 }  // namespace
