@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/bench_load.h"
 #include "config/duration.h"
 #include "core/mutex.h"
 #include "sluice/limiter.h"
@@ -22,47 +23,6 @@ namespace sluice::cli {
 namespace {
 
 using Steady = std::chrono::steady_clock;
-
-// Latencies in microseconds, log-linear: exact below 64 µs, then 32 buckets per power of two
-// (≤ 3% error). Fixed size, lock-free.
-class Histogram {
- public:
-  void Record(int64_t us) { counts_[Bucket(std::max<int64_t>(us, 0))].fetch_add(1); }
-
-  int64_t Percentile(double p) const {
-    uint64_t total = 0;
-    for (const auto& c : counts_) total += c.load();
-    if (total == 0) return 0;
-    const auto rank = static_cast<uint64_t>(p * static_cast<double>(total - 1)) + 1;
-    uint64_t seen = 0;
-    for (size_t i = 0; i < kBuckets; ++i) {
-      seen += counts_[i].load();
-      if (seen >= rank) return UpperBound(i);
-    }
-    return UpperBound(kBuckets - 1);
-  }
-
- private:
-  static constexpr int kSubBits = 5;  // 32 sub-buckets per power of two
-  static constexpr size_t kLinear = 64;
-  static constexpr size_t kBuckets = kLinear + 40 * (1 << kSubBits);
-
-  static size_t Bucket(int64_t v) {
-    const auto u = static_cast<uint64_t>(v);
-    if (u < kLinear) return u;
-    const int power = std::bit_width(u) - 1;  // >= 6
-    const uint64_t sub = (u >> (power - kSubBits)) & ((1 << kSubBits) - 1);
-    return std::min(kLinear + (power - 6) * (1 << kSubBits) + sub, kBuckets - 1);
-  }
-  static int64_t UpperBound(size_t bucket) {
-    if (bucket < kLinear) return static_cast<int64_t>(bucket);
-    const size_t power = (bucket - kLinear) / (1 << kSubBits) + 6;
-    const size_t sub = (bucket - kLinear) % (1 << kSubBits);
-    return static_cast<int64_t>(((uint64_t{1} << kSubBits | sub) + 1) << (power - kSubBits)) - 1;
-  }
-
-  std::array<std::atomic<uint64_t>, kBuckets> counts_{};
-};
 
 struct Tally {
   std::atomic<uint64_t> allowed{0}, denied{0}, errors{0};
@@ -78,22 +38,6 @@ struct Tally {
       denied.fetch_add(1, std::memory_order_relaxed);
     }
   }
-};
-
-class KeyPicker {
- public:
-  KeyPicker(const std::string& prefix, int64_t keys, uint64_t seed)
-      : prefix_(prefix), keys_(static_cast<uint64_t>(keys)), rng_(seed) {}
-  const std::string& Next() {
-    key_.assign(prefix_);
-    key_.append(std::to_string(rng_() % keys_));
-    return key_;
-  }
-
- private:
-  std::string prefix_, key_;
-  uint64_t keys_;
-  std::mt19937_64 rng_;
 };
 
 // `concurrency` chains of asynchronous checks: each completion starts the next, until the end.
@@ -180,6 +124,12 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchFlags& f) {
   bench->add_flag("--resilient", f.resilient,
                   "Through a ResilientStore (hot-key cache, breaker, failure policy)");
   bench->add_flag("--json", f.json, "Print one JSON object");
+  bench->add_option("--rls", f.rls,
+                    "HOST:PORT of a rate limit service (gRPC) to load instead of a store");
+  bench->add_option("--rls-domain", f.rls_domain, "Its requests' domain")->capture_default_str();
+  bench->add_option("--rls-descriptors", f.rls_descriptors, "Descriptors per request")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   return bench;
 }
 
@@ -193,6 +143,7 @@ int RunBench(const BenchFlags& f) {
   if (f.keys < 1 || f.concurrency < 1 || f.io_threads < 1 || f.connections < 1) {
     return Fail("--keys, --concurrency, --io-threads and --connections must be at least 1");
   }
+  if (!f.rls.empty()) return RunRlsBench(f, *duration);
   auto limit = Limit::Create(*algorithm, f.limit, *period,
                              f.burst > 0 ? std::optional(f.burst) : std::nullopt);
   if (!limit.ok()) return Fail(limit.status().message());

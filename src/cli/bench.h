@@ -24,6 +24,12 @@ struct BenchFlags {
   // Through a ResilientStore: its hot-key cache answers keys known to be over their limit.
   bool resilient = false;
   bool json = false;
+  // Set: load the rate limit service at this HOST:PORT over gRPC instead of a store, each
+  // ShouldRateLimit with `rls_descriptors` descriptors ("user", "<key-prefix><i>") in
+  // `rls_domain`.
+  std::string rls;
+  std::string rls_domain = "bench";
+  int rls_descriptors = 1;
 };
 
 CLI::App* AddBenchCommand(CLI::App& app, BenchFlags& flags);

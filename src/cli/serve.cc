@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "cli/signals.h"
@@ -20,6 +21,8 @@
 #include "http/metrics.h"
 #include "http/rule_table.h"
 #include "http/server.h"
+#include "rls/front_end.h"
+#include "rls/json_endpoint.h"
 #include "sluice/acquirer.h"
 #include "sluice/open_store.h"
 #include "sluice/resilient_store.h"
@@ -72,6 +75,11 @@ std::string FieldsNeedingRestart(const ServeFlags& flags, const config::Config& 
           reloaded.server.idle_timeout != running.server.idle_timeout);
   compare("server.max_connections", false,
           reloaded.server.max_connections != running.server.max_connections);
+  const auto rls_fields = [](const config::RlsConfig& rls) {
+    return std::tuple(rls.config_dir, rls.grpc_listen ? rls.grpc_listen->ToString() : "",
+                      rls.shadow_mode, rls.x_ratelimit_headers, rls.on_error, rls.watch);
+  };
+  compare("rls", false, rls_fields(reloaded.rls) != rls_fields(running.rls));
   std::string list;
   for (std::string_view field : fields) {
     if (!list.empty()) list += ", ";
@@ -186,11 +194,35 @@ int RunServe(const ServeFlags& flags) {
     metrics.Watch(*health);
   }
   Store& store = resilient ? *resilient : **backend;
+  // Envoy's rate limit service, when configured; declared before the Api, whose /json uses it.
+  std::unique_ptr<rls::FrontEnd> rls;
+  if (!config->rls.config_dir.empty()) {
+    // A Redis Cluster decides all or nothing within one slot only: one descriptor's limits.
+    auto started =
+        rls::FrontEnd::Start(config->rls, store, config->store.url.starts_with("redis+cluster://"));
+    if (!started.ok()) {
+      if (started.status().code() != StatusCode::kUnavailable) {
+        return ConfigError("rls: " + started.status().message());
+      }
+      spdlog::error("{}", started.status().message());
+      return 1;
+    }
+    rls = std::move(*started);
+    spdlog::info("rls: {} domain(s) from {}, gRPC on {}", rls->domains(), config->rls.config_dir,
+                 rls->grpc_port() > 0 ? std::to_string(rls->grpc_port()) : "no port");
+  }
   WaitTimers wait_timers;
   http::Api api(store, metrics, http::RuleTable::Build(config->rules, store, metrics), health,
                 &wait_timers.timers());
   api.SetMaxWaiters(config->server.max_waiters);
   api.SetExposeKeys(config->server.expose_keys);
+  if (rls) {
+    api.SetJsonRoute(
+        [&rls](std::string_view body, http::Api::JsonDone done) {
+          rls::AnswerJson(rls->service(), body, std::move(done));
+        },
+        [&rls] { return rls->Exposition(); });
+  }
   http::ServerOptions options;
   options.host = config->listen.host;
   options.port = config->listen.port;
@@ -212,8 +244,15 @@ int RunServe(const ServeFlags& flags) {
   server.Start();
   while (signals.Next() == ServiceSignal::kReload) {
     Reload(flags, *config, source, store, metrics, api);
+    if (rls) (void)rls->Reload();  // logged either way
   }
   server.Drain();
+  if (rls) {
+    // Calls in flight end within the store's deadline; a second bounds the stop, for gRPC 1.51
+    // holds Shutdown to its deadline while a C++ client keeps its channel open.
+    rls->Shutdown(std::chrono::seconds(1));
+    spdlog::info("rls: stopped");
+  }
   return 0;
 }
 

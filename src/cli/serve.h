@@ -3,6 +3,8 @@
 // reloads the rules from the same file, atomically, keeping the old ones if the new file is bad
 // (cli/signals.h: SIGHUPs that come during a reload are one more reload, and a signal that comes
 // while the service starts is taken once it serves).
+// With an `rls` section it is also Envoy's rate limit service (rls/front_end.h): gRPC beside HTTP,
+// POST /json, its directory reloaded on SIGHUP too (its options apply on restart).
 // `sluice serve --check-config FILE` only validates FILE, as a service manager runs it before a
 // start.
 #pragma once

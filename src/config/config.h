@@ -7,6 +7,9 @@
 //   server: { io_threads: 2, read_timeout: 10s, idle_timeout: 60s,       # optional
 //             max_connections: 10000, max_waiters: 100000, max_waiters_per_key: 1000,
 //             expose_keys: false }
+//   rls: { config_dir: /etc/ratelimit, grpc_listen: 127.0.0.1:8081,    # optional: Envoy's
+//          shadow_mode: false, x_ratelimit_headers: false,               # rate limit service
+//          on_error: fail_open, watch: true }                           # (rls/front_end.h)
 //   rules:
 //     - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20, on_error: fail_open,
 //         max_waiters: 5000, max_waiters_per_key: 100 }                  # the last two optional
@@ -131,6 +134,19 @@ struct ForwardAuthConfig {
   middleware::ClientPrefixes client_prefixes;
 };
 
+// The Envoy rate limit service (RLS v3): envoyproxy/ratelimit's configuration files in
+// `config_dir`, answered on gRPC at `grpc_listen` and on the HTTP port at POST /json.
+struct RlsConfig {
+  std::string config_dir;                    // empty: no rate limit service
+  std::optional<ListenAddress> grpc_listen;  // unset: no gRPC, /json only
+  bool shadow_mode = false;                  // every descriptor decided and counted, never denied
+  bool x_ratelimit_headers = false;          // envoyproxy/ratelimit's X-RateLimit-* headers too
+  bool watch = true;                         // reload when a file of config_dir changes
+  // The failure policy of a limit that sets no on_error; nullopt (`on_error: error`): the store's
+  // outage is answered with a gRPC error, for Envoy's failure_mode_deny to decide.
+  std::optional<FailurePolicy> on_error = FailurePolicy::kFailOpen;
+};
+
 struct Config {
   ListenAddress listen;
   // The largest limit a sliding_log rule may have.
@@ -139,6 +155,7 @@ struct Config {
   ServerConfig server;
   ForwardAuthConfig forward_auth;
   std::vector<Rule> rules;  // at least one; names unique
+  RlsConfig rls;
 };
 
 // `file_name` is only used in error messages.

@@ -59,7 +59,16 @@ bool Api::Handle(const Request& request, Exchange& exchange) {
     if (route("GET")) {
       exchange.response.content_type = "text/plain; version=0.0.4; charset=utf-8";
       exchange.response.body = metrics_.Exposition();
+      if (json_route_metrics_) exchange.response.body += json_route_metrics_();
       answers_.Finish(exchange);
+    }
+  } else if (path == "/json" && json_route_) {
+    if (route("POST")) {
+      json_route_(request.body, [this, &exchange](int status, std::string body) {
+        exchange.response.status = status;
+        exchange.response.body = std::move(body);
+        answers_.Finish(exchange);
+      });
     }
   } else if (path == "/v1/top") {
     if (route("GET")) top_.Handle(request, *rules(), exchange);

@@ -35,6 +35,8 @@
 //                    without `rule`; see http/top_keys_json.h), when SetExposeKeys allows it:
 //                    403 otherwise, for keys are the clients' identities
 //   GET / and /ui    the dashboard (see http/dashboard.h)
+//   POST /json       envoyproxy/ratelimit's endpoint, when a rate limit service is set
+//                    (SetJsonRoute; rls/json_endpoint.h), its metrics added to /metrics
 //
 // Errors are {"error":"..."}: 400 bad JSON or check, 404 unknown path, 405 wrong method (with
 // Allow), 413 body over kMaxBodyBytes; for a check or an acquire the store answered with an
@@ -49,7 +51,9 @@
 // acquires waiting for a slot).
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "core/mutex.h"
@@ -112,6 +116,15 @@ class Api {
 
   // Where the service counts, for the HTTP layer's own counts (connections).
   Metrics& metrics() { return metrics_; }
+  // A front end beside this API's own (the Envoy rate limit service): what answers POST /json,
+  // calling `done` once with the status and the JSON body, and more /metrics lines. Set both
+  // before serving.
+  using JsonDone = std::function<void(int status, std::string body)>;
+  using JsonRoute = std::function<void(std::string_view body, JsonDone done)>;
+  void SetJsonRoute(JsonRoute route, std::function<std::string()> metrics) {
+    json_route_ = std::move(route);
+    json_route_metrics_ = std::move(metrics);
+  }
 
  private:
   Metrics& metrics_;
@@ -124,6 +137,8 @@ class Api {
   AcquireHandler acquires_;
   ReadyHandler ready_;
   TopHandler top_{top_keys_, answers_};
+  JsonRoute json_route_;
+  std::function<std::string()> json_route_metrics_;
 };
 
 }  // namespace sluice::http

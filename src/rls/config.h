@@ -18,8 +18,9 @@
 // sluice adds, all optional, so a file of that service means what it meant there:
 //   algorithm  one of sluice's six; fixed_window (that service's only one) by default
 //   burst      for token_bucket, leaky_bucket and gcra
-//   on_error   fail_open, fail_closed or local_fallback; unset, a store failure is reported to
-//              the caller (Envoy's failure_mode_deny decides), as that service does
+//   on_error   fail_open, fail_closed or local_fallback; unset, the service's default decides
+//              (rls/service.h: fail_open unless `rls.on_error: error` reports the failure to the
+//              caller, for Envoy's failure_mode_deny to decide, as that service does)
 //   rate_limits: [ {...}, {...} ] in place of rate_limit: several limits on one descriptor.
 //
 // Parsing is strict: an unknown or repeated field, a value of the wrong type, an empty key, a
@@ -51,7 +52,7 @@ struct RateLimitSpec {
   // What sluice enforces: `requests_per_unit` per unit, with the algorithm and burst given. Absent
   // when requests_per_unit is 0: every hit is over the limit.
   std::optional<Limit> limit;
-  // Unset: a store failure goes back to the caller as an error.
+  // Unset: the service's default (ServiceOptions::default_on_error).
   std::optional<FailurePolicy> on_error;
 };
 

@@ -77,6 +77,31 @@ TEST(ConfigTest, OptionalSectionsHaveDefaults) {
   EXPECT_FALSE(config->server.expose_keys);
   EXPECT_EQ(config->rules[0].max_waiters, 100'000u);
   EXPECT_EQ(config->rules[0].max_waiters_per_key, 1'000u);
+  EXPECT_TRUE(config->rls.config_dir.empty());
+}
+
+TEST(ConfigTest, RateLimitServiceSection) {
+  auto config = ParseConfig(
+      "rls: {config_dir: /etc/ratelimit, grpc_listen: \"127.0.0.1:8081\", shadow_mode: true,\n"
+      "      x_ratelimit_headers: true, on_error: error, watch: false}\n"
+      "rules: [{name: a, algorithm: fixed_window, limit: 1, period: 1s}]",
+      "x.yaml");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->rls.config_dir, "/etc/ratelimit");
+  ASSERT_TRUE(config->rls.grpc_listen.has_value());
+  EXPECT_EQ(config->rls.grpc_listen->ToString(), "127.0.0.1:8081");
+  EXPECT_TRUE(config->rls.shadow_mode);
+  EXPECT_TRUE(config->rls.x_ratelimit_headers);
+  EXPECT_FALSE(config->rls.on_error.has_value());
+  EXPECT_FALSE(config->rls.watch);
+
+  config = ParseConfig(
+      "rls: {config_dir: d}\nrules: [{name: a, algorithm: fixed_window, limit: 1, period: 1s}]",
+      "x.yaml");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_FALSE(config->rls.grpc_listen.has_value());
+  EXPECT_EQ(config->rls.on_error, FailurePolicy::kFailOpen);
+  EXPECT_TRUE(config->rls.watch);
 }
 
 // store.max_memory: bytes, or a whole number of binary units.
@@ -173,7 +198,18 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
       {"rules: {a: 1}\n", "bad.yaml:1: rules: expected a non-empty list of rules"},
       {"lissen: 127.0.0.1:80\n",
        "bad.yaml:1: lissen: unknown field (expected listen, max_sliding_log_limit, store, server, "
-       "forward_auth, rules)"},
+       "forward_auth, rules, rls)"},
+      {"rls: {grpc_listen: \"127.0.0.1:8081\"}\n",
+       "bad.yaml:1: rls.config_dir: missing required field"},
+      {"rls: {config_dir: d, grpc_listen: nowhere}\n",
+       "bad.yaml:1: rls.grpc_listen: bad listen address 'nowhere': expected HOST:PORT"},
+      {"rls: {config_dir: d, on_error: shrug}\n",
+       "bad.yaml:1: rls.on_error: unknown failure policy 'shrug' (expected fail_open, fail_closed "
+       "or local_fallback) (or error)"},
+      {"rls: {config_dir: d, shadow: true}\n",
+       "bad.yaml:1: rls.shadow: unknown field (expected config_dir, grpc_listen, shadow_mode, "
+       "x_ratelimit_headers, on_error, watch)"},
+      {"rls: {config_dir: d, watch: often}\n", "bad.yaml:1: rls.watch: expected true or false"},
       {"listen: localhost\nrules: []\n",
        "bad.yaml:1: listen: bad listen address 'localhost': expected HOST:PORT"},
       {"store: {url: memory://, timeout_ms: 0}\n",

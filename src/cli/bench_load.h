@@ -1,0 +1,78 @@
+// What `sluice bench`'s loads share: a latency histogram and the keys they pick.
+// Thread safety: Histogram may be used from any thread; a KeyPicker by one thread at a time.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "cli/bench.h"
+#include "sluice/clock.h"
+
+namespace sluice::cli {
+
+// Latencies in microseconds, log-linear: exact below 64 µs, then 32 buckets per power of two
+// (≤ 3% error). Fixed size, lock-free.
+class Histogram {
+ public:
+  void Record(int64_t us) { counts_[Bucket(std::max<int64_t>(us, 0))].fetch_add(1); }
+
+  int64_t Percentile(double p) const {
+    uint64_t total = 0;
+    for (const auto& c : counts_) total += c.load();
+    if (total == 0) return 0;
+    const auto rank = static_cast<uint64_t>(p * static_cast<double>(total - 1)) + 1;
+    uint64_t seen = 0;
+    for (size_t i = 0; i < kBuckets; ++i) {
+      seen += counts_[i].load();
+      if (seen >= rank) return UpperBound(i);
+    }
+    return UpperBound(kBuckets - 1);
+  }
+
+ private:
+  static constexpr int kSubBits = 5;  // 32 sub-buckets per power of two
+  static constexpr size_t kLinear = 64;
+  static constexpr size_t kBuckets = kLinear + 40 * (1 << kSubBits);
+
+  static size_t Bucket(int64_t v) {
+    const auto u = static_cast<uint64_t>(v);
+    if (u < kLinear) return u;
+    const int power = std::bit_width(u) - 1;  // >= 6
+    const uint64_t sub = (u >> (power - kSubBits)) & ((1 << kSubBits) - 1);
+    return std::min(kLinear + (power - 6) * (1 << kSubBits) + sub, kBuckets - 1);
+  }
+  static int64_t UpperBound(size_t bucket) {
+    if (bucket < kLinear) return static_cast<int64_t>(bucket);
+    const size_t power = (bucket - kLinear) / (1 << kSubBits) + 6;
+    const size_t sub = (bucket - kLinear) % (1 << kSubBits);
+    return static_cast<int64_t>(((uint64_t{1} << kSubBits | sub) + 1) << (power - kSubBits)) - 1;
+  }
+
+  std::array<std::atomic<uint64_t>, kBuckets> counts_{};
+};
+
+class KeyPicker {
+ public:
+  KeyPicker(const std::string& prefix, int64_t keys, uint64_t seed)
+      : prefix_(prefix), keys_(static_cast<uint64_t>(keys)), rng_(seed) {}
+  const std::string& Next() {
+    key_.assign(prefix_);
+    key_.append(std::to_string(rng_() % keys_));
+    return key_;
+  }
+
+ private:
+  std::string prefix_, key_;
+  uint64_t keys_;
+  std::mt19937_64 rng_;
+};
+
+// `sluice bench --rls HOST:PORT`: the load on a rate limit service over gRPC (cli/bench_rls.cc).
+int RunRlsBench(const BenchFlags& flags, Duration duration);
+
+}  // namespace sluice::cli

@@ -1,0 +1,104 @@
+#include "rls/front_end.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <string>
+
+namespace sluice::rls {
+namespace {
+
+constexpr auto kWatchInterval = std::chrono::seconds(1);
+
+Result<std::shared_ptr<const ServiceConfig>> Load(const config::RlsConfig& config,
+                                                  bool descriptors_apart) {
+  auto parsed = LoadConfigDirectory(config.config_dir);
+  if (!parsed.ok()) return parsed.status();
+  auto matcher = Matcher::Create(std::move(*parsed));
+  if (!matcher.ok()) return matcher.status();
+  return std::make_shared<const ServiceConfig>(
+      ServiceConfig{.matcher = std::move(*matcher),
+                    .options = {.shadow_mode = config.shadow_mode,
+                                .x_ratelimit_headers = config.x_ratelimit_headers,
+                                .default_on_error = config.on_error,
+                                .descriptors_apart = descriptors_apart}});
+}
+
+// What changes when a file of the directory does: each entry's name, size and modification time.
+std::string Fingerprint(const std::string& directory) {
+  namespace fs = std::filesystem;
+  std::string print;
+  std::error_code error;
+  for (fs::directory_iterator it(directory, error), end; !error && it != end; it.increment(error)) {
+    std::error_code ignored;
+    const auto time = fs::last_write_time(it->path(), ignored);  // follows links, as loading does
+    const auto size = fs::file_size(it->path(), ignored);
+    print += it->path().filename().string() + '\0' +
+             std::to_string(time.time_since_epoch().count()) + '\0' + std::to_string(size) + '\n';
+  }
+  return error ? std::string("unreadable: ") + error.message() : print;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<FrontEnd>> FrontEnd::Start(const config::RlsConfig& config, Store& store,
+                                                  bool descriptors_apart) {
+  auto loaded = Load(config, descriptors_apart);
+  if (!loaded.ok()) return loaded.status();
+  auto front_end = std::make_unique<FrontEnd>(config, store, descriptors_apart, std::move(*loaded));
+  if (config.grpc_listen) {
+    front_end->grpc_ = std::make_unique<GrpcServer>(front_end->service_);
+    if (Status s = front_end->grpc_->Start(config.grpc_listen->ToString()); !s.ok()) return s;
+  }
+  return front_end;
+}
+
+FrontEnd::FrontEnd(const config::RlsConfig& config, Store& store, bool descriptors_apart,
+                   std::shared_ptr<const ServiceConfig> loaded)
+    : config_(config),
+      descriptors_apart_(descriptors_apart),
+      service_(store, stats_, std::move(loaded)) {
+  if (config_.watch) watcher_ = std::thread([this] { Watch(); });
+}
+
+FrontEnd::~FrontEnd() { Shutdown(Duration(0)); }
+
+Status FrontEnd::Reload() {
+  std::lock_guard lock(reload_mu_);
+  auto loaded = Load(config_, descriptors_apart_);
+  if (!loaded.ok()) {
+    spdlog::error("rls: reload rejected, the previous configuration stays in force: {}",
+                  loaded.status().message());
+    return loaded.status();
+  }
+  const size_t domains = (*loaded)->matcher.config().domains.size();
+  service_.SetConfig(std::move(*loaded));
+  spdlog::info("rls: reloaded {} domain(s) from {}", domains, config_.config_dir);
+  return Status::Ok();
+}
+
+void FrontEnd::Watch() {
+  std::string seen = Fingerprint(config_.config_dir);
+  std::unique_lock lock(watch_mu_);
+  while (!watch_cv_.wait_for(lock, kWatchInterval, [this] { return stopping_; })) {
+    lock.unlock();
+    std::string now = Fingerprint(config_.config_dir);
+    if (now != seen) {
+      seen = std::move(now);
+      (void)Reload();  // logged either way
+    }
+    lock.lock();
+  }
+}
+
+void FrontEnd::Shutdown(Duration grace) {
+  {
+    std::lock_guard lock(watch_mu_);
+    stopping_ = true;
+  }
+  watch_cv_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
+  if (grpc_) grpc_->Shutdown(grace);
+}
+
+}  // namespace sluice::rls

@@ -1,0 +1,66 @@
+// The rate limit service as `sluice serve` runs it: envoyproxy/ratelimit's configuration loaded
+// from a directory, the Service deciding over the server's store, the gRPC server when an address
+// is given, the stats, envoyproxy/ratelimit's POST /json (rls/json_endpoint.h), and reloads: on
+// Reload (SIGHUP) and, unless `watch` is off, when a file of the directory changes (polled every
+// second). A reload that
+// fails to read, parse or combine any file is rejected whole; the previous configuration keeps
+// serving.
+//
+// Thread safety: Reload, the stats and HandleJson may be called from any thread; Shutdown once,
+// from the owner's thread, before destruction.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "config/config.h"
+#include "rls/grpc_server.h"
+#include "rls/service.h"
+#include "rls/stats.h"
+#include "sluice/store.h"
+
+namespace sluice::rls {
+
+class FrontEnd {
+ public:
+  // Loads the directory and starts serving gRPC if `config` has grpc_listen. `store` must
+  // outlive the front end; `descriptors_apart` for a Redis Cluster (ServiceOptions).
+  static Result<std::unique_ptr<FrontEnd>> Start(const config::RlsConfig& config, Store& store,
+                                                 bool descriptors_apart);
+  ~FrontEnd();
+
+  // Rereads the directory; the previous configuration stays if it is bad.
+  Status Reload();
+  // Stops watching the directory and stops the gRPC server, waiting up to `grace` for its calls.
+  void Shutdown(Duration grace);
+
+  int grpc_port() const { return grpc_ ? grpc_->port() : 0; }
+  size_t domains() const { return service_.config()->matcher.config().domains.size(); }
+  Service& service() { return service_; }
+  std::string Exposition() const { return stats_.Exposition(); }
+
+  FrontEnd(const config::RlsConfig& config, Store& store, bool descriptors_apart,
+           std::shared_ptr<const ServiceConfig> loaded);
+
+ private:
+  void Watch();
+
+  const config::RlsConfig config_;
+  const bool descriptors_apart_;
+  Stats stats_;
+  Service service_;
+  std::unique_ptr<GrpcServer> grpc_;
+  std::mutex reload_mu_;  // one reload at a time
+
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  bool stopping_ = false;  // guarded by watch_mu_
+  std::thread watcher_;
+};
+
+}  // namespace sluice::rls

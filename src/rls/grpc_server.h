@@ -1,0 +1,46 @@
+// The rate limit service on gRPC: envoy.service.ratelimit.v3.RateLimitService answered by a
+// Service (rls/service.h) through gRPC's callback API, so a call waiting on the store holds no
+// thread, beside the standard grpc.health.v1.Health (SERVING while up) and server reflection
+// (grpc.reflection.v1alpha, what grpcurl-style tools use).
+//
+// Thread safety: Start, then Shutdown, from one thread; calls are served on gRPC's threads.
+#pragma once
+
+#include <grpcpp/server.h>
+
+#include <memory>
+#include <string>
+
+#include "rls/service.h"
+#include "sluice/clock.h"
+#include "sluice/status.h"
+
+namespace sluice::rls {
+
+// A sluice error as the gRPC status answered for it.
+grpc::Status ToGrpcStatus(const Status& status);
+
+class GrpcServer {
+ public:
+  // `service` must outlive the server.
+  explicit GrpcServer(rls::Service& service);
+  ~GrpcServer();
+  GrpcServer(const GrpcServer&) = delete;
+  GrpcServer& operator=(const GrpcServer&) = delete;
+
+  // Listens on `address` ("127.0.0.1:8081", port 0 for a free one) and serves. UNAVAILABLE when
+  // the address cannot be bound.
+  Status Start(const std::string& address);
+  // The port bound by Start.
+  int port() const { return port_; }
+  // Stops taking calls and waits up to `grace` for those in flight, then cancels the rest.
+  void Shutdown(Duration grace);
+
+ private:
+  class Handler;
+  std::unique_ptr<Handler> handler_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+}  // namespace sluice::rls

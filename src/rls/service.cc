@@ -1,0 +1,358 @@
+#include "rls/service.h"
+
+#include <algorithm>
+#include <atomic>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "middleware/rate_limit_headers.h"
+#include "rls/stats.h"
+#include "sluice/limiter.h"
+
+namespace sluice::rls {
+namespace {
+
+// The scope of a configured limit's counters, and of a request's own limit's. A descriptor's
+// second and later limits count under "rls#<index>", on the same key: one hash tag, so a Redis
+// Cluster decides them together.
+constexpr std::string_view kScope = "rls";
+constexpr std::string_view kOverrideScope = "rls.override";
+constexpr size_t kNone = std::numeric_limits<size_t>::max();
+
+// One limit of one descriptor, and where it is decided.
+struct LimitCheck {
+  size_t descriptor = 0;
+  const RateLimitSpec* spec = nullptr;
+  size_t group = 0;  // index in Call::groups_
+  bool shadow = false;
+  size_t request = kNone;  // index in its group's requests; kNone: over the limit here
+  bool error_if_degraded = false;
+};
+
+// The checks decided by one Store::CheckAll: the enforced descriptors' or the shadow ones' (or,
+// with descriptors_apart, one descriptor's).
+struct CheckGroup {
+  bool shadow = false;
+  size_t descriptor = kNone;  // with descriptors_apart
+  std::vector<CheckRequest> requests;
+  std::vector<bool> over_here;  // per request: its cost is above the limit's capacity
+  bool any_over_here = false;
+  Result<std::vector<Decision>> decisions = std::vector<Decision>{};
+};
+
+// One descriptor's verdict, as reported.
+struct Verdict {
+  const LimitCheck* reported = nullptr;  // its most constrained limit; null without one
+  Decision decision;
+  bool over = false;
+};
+
+uint32_t Clamp32(int64_t value) {
+  return static_cast<uint32_t>(std::clamp<int64_t>(value, 0, std::numeric_limits<uint32_t>::max()));
+}
+
+void AddHeader(pb::RateLimitResponse& response, std::string_view name, std::string value) {
+  auto* header = response.add_response_headers_to_add();
+  header->set_key(std::string(name));
+  header->set_value(std::move(value));
+}
+
+// A ShouldRateLimit in progress, from the match to the answer.
+class Call : public std::enable_shared_from_this<Call> {
+ public:
+  Call(Store& store, std::shared_ptr<const ServiceConfig> config, Stats& stats,
+       const pb::RateLimitRequest& request, pb::RateLimitResponse& response,
+       std::function<void(Status)> done)
+      : store_(store),
+        config_(std::move(config)),
+        stats_(stats),
+        request_(request),
+        response_(response),
+        done_(std::move(done)) {}
+
+  Status Match();
+  void Decide();
+  void Fail(const Status& error) { done_(error); }
+
+ private:
+  uint64_t HitsOf(const envoy::extensions::common::ratelimit::v3::RateLimitDescriptor& d) const {
+    if (d.has_hits_addend()) return d.hits_addend().value();
+    return request_.hits_addend() == 0 ? 1 : request_.hits_addend();
+  }
+  size_t GroupFor(size_t descriptor, bool shadow);
+  void AddCheck(size_t descriptor, const RateLimitSpec& spec, size_t index, bool shadow);
+  void Finish();
+  Verdict VerdictOf(size_t descriptor) const;
+  void Answer(const std::vector<Verdict>& verdicts);
+
+  Store& store_;
+  std::shared_ptr<const ServiceConfig> config_;
+  Stats& stats_;
+  const pb::RateLimitRequest& request_;
+  pb::RateLimitResponse& response_;
+  std::function<void(Status)> done_;
+
+  std::vector<rls::Match> matches_;
+  std::vector<uint64_t> hits_;
+  std::vector<std::string> counter_keys_;  // per descriptor
+  std::vector<std::string> stats_keys_;    // per descriptor
+  // Per LimitCheck, reserved up front: the requests point into them.
+  std::vector<std::string> scopes_;
+  std::vector<Limiter> limiters_;
+  std::vector<LimitCheck> checks_;
+  std::vector<std::vector<size_t>> checks_of_;  // per descriptor: its LimitChecks
+  std::vector<CheckGroup> groups_;
+  std::atomic<int> pending_{0};
+};
+
+Status Call::Match() {
+  if (request_.domain().empty()) {
+    return Status::InvalidArgument("rate limit domain must not be empty");
+  }
+  if (request_.descriptors().empty()) {
+    return Status::InvalidArgument("rate limit descriptor list must not be empty");
+  }
+  const size_t n = request_.descriptors_size();
+  matches_.reserve(n);
+  std::vector<DescriptorEntry> entries;
+  MatchKeys keys;
+  for (const auto& descriptor : request_.descriptors()) {
+    if (descriptor.is_negative_hits()) {
+      return Status::InvalidArgument(
+          "is_negative_hits is not supported: hits are never given back");
+    }
+    entries.clear();
+    for (const auto& entry : descriptor.entries()) entries.push_back({entry.key(), entry.value()});
+    std::optional<LimitOverride> override_limit;
+    if (descriptor.has_limit()) {
+      override_limit = LimitOverride{descriptor.limit().requests_per_unit(),
+                                     static_cast<uint32_t>(descriptor.limit().unit())};
+    }
+    auto match = config_->matcher.Find(request_.domain(), entries, override_limit, keys);
+    if (!match.ok()) return match.status();
+    const bool keyed = match->kind != MatchKind::kNoLimit;
+    counter_keys_.push_back(keyed ? keys.counter : std::string());
+    stats_keys_.push_back(keyed ? keys.stats : std::string());
+    matches_.push_back(std::move(*match));
+    hits_.push_back(HitsOf(descriptor));
+  }
+  ApplyReplaces(matches_);
+
+  size_t limits = 0;
+  for (const rls::Match& match : matches_) limits += match.limits().size();
+  scopes_.reserve(limits);
+  limiters_.reserve(limits);
+  checks_.reserve(limits);
+  checks_of_.resize(n);
+  for (size_t d = 0; d < n; ++d) {
+    const rls::Match& match = matches_[d];
+    const bool shadow = match.shadow_mode() || config_->options.shadow_mode;
+    const auto specs = match.limits();
+    for (size_t i = 0; i < specs.size(); ++i) AddCheck(d, specs[i], i, shadow);
+  }
+  // Over a limit already: the other checks of its kind (enforced or shadow) are only looked at.
+  bool over_here[2] = {false, false};
+  for (const CheckGroup& group : groups_) over_here[group.shadow] |= group.any_over_here;
+  for (CheckGroup& group : groups_) {
+    if (!over_here[group.shadow]) continue;
+    for (CheckRequest& check : group.requests) check.cost = 0;
+  }
+  return Status::Ok();
+}
+
+size_t Call::GroupFor(size_t descriptor, bool shadow) {
+  const size_t apart = config_->options.descriptors_apart ? descriptor : kNone;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    if (groups_[g].shadow == shadow && groups_[g].descriptor == apart) return g;
+  }
+  CheckGroup& group = groups_.emplace_back();
+  group.shadow = shadow;
+  group.descriptor = apart;
+  return groups_.size() - 1;
+}
+
+void Call::AddCheck(size_t descriptor, const RateLimitSpec& spec, size_t index, bool shadow) {
+  LimitCheck& check = checks_.emplace_back();
+  checks_of_[descriptor].push_back(checks_.size() - 1);
+  check.descriptor = descriptor;
+  check.spec = &spec;
+  check.group = GroupFor(descriptor, shadow);
+  check.shadow = shadow;
+  const auto& options = config_->options;
+  check.error_if_degraded = !spec.on_error && !options.default_on_error;
+  const std::string& key = counter_keys_[descriptor];
+  std::string& scope =
+      scopes_.emplace_back(matches_[descriptor].override_limit ? kOverrideScope : kScope);
+  if (index > 0) scope += "#" + std::to_string(index);
+  CheckGroup& into = groups_[check.group];
+  const uint64_t hits = hits_[descriptor];
+  if (!spec.limit) {  // 0 requests per unit: every hit is over
+    into.any_over_here = true;
+    return;
+  }
+  for (size_t r = 0; r < into.requests.size(); ++r) {
+    if (into.requests[r].scope == scope && into.requests[r].key == key) {
+      check.request = r;
+      into.requests[r].cost = static_cast<int64_t>(
+          std::min<uint64_t>(static_cast<uint64_t>(into.requests[r].cost) + hits,
+                             std::numeric_limits<int64_t>::max() / 2));
+      if (into.requests[r].cost > into.requests[r].limit->capacity()) {
+        into.over_here[r] = into.any_over_here = true;
+      }
+      return;
+    }
+  }
+  check.request = into.requests.size();
+  const int64_t cost =
+      static_cast<int64_t>(std::min<uint64_t>(hits, std::numeric_limits<int64_t>::max() / 2));
+  const Limiter& limiter = limiters_.emplace_back(
+      store_, scope, *spec.limit,
+      spec.on_error.value_or(options.default_on_error.value_or(FailurePolicy::kFailClosed)));
+  into.requests.push_back(limiter.Request(key, cost));
+  const bool over = cost > spec.limit->capacity();
+  into.over_here.push_back(over);
+  into.any_over_here = into.any_over_here || over;
+}
+
+void Call::Decide() {
+  // The groups, and this call's own hold until every group is sent.
+  pending_.store(static_cast<int>(groups_.size()) + 1, std::memory_order_relaxed);
+  auto self = shared_from_this();
+  for (CheckGroup& group : groups_) {
+    if (group.requests.empty()) {
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish();
+      continue;
+    }
+    store_.CheckAllAsync(group.requests, [self, &group](Result<std::vector<Decision>> decisions) {
+      group.decisions = std::move(decisions);
+      if (self->pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) self->Finish();
+    });
+  }
+  if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish();
+}
+
+Verdict Call::VerdictOf(size_t descriptor) const {
+  Verdict verdict;
+  for (const size_t c : checks_of_[descriptor]) {
+    const LimitCheck& check = checks_[c];
+    const CheckGroup& group = groups_[check.group];
+    Decision decision;
+    bool over = true;
+    if (check.request != kNone) {
+      decision = (*group.decisions)[check.request];
+      over =
+          group.over_here[check.request] || (!decision.allowed && decision.retry_after.count() > 0);
+    }
+    const bool better = verdict.reported == nullptr || (over && !verdict.over) ||
+                        (over == verdict.over && decision.remaining < verdict.decision.remaining);
+    if (better) {
+      verdict.reported = &check;
+      verdict.decision = decision;
+      verdict.over = over;
+    }
+  }
+  return verdict;
+}
+
+void Call::Finish() {
+  for (const CheckGroup& group : groups_) {
+    if (!group.decisions.ok()) return done_(group.decisions.status());
+  }
+  for (const LimitCheck& check : checks_) {
+    if (check.request == kNone || !check.error_if_degraded) continue;
+    if ((*groups_[check.group].decisions)[check.request].degraded()) {
+      return done_(Status::Unavailable("the store is out and the limit sets no on_error"));
+    }
+  }
+  std::vector<Verdict> verdicts;
+  verdicts.reserve(matches_.size());
+  for (size_t d = 0; d < matches_.size(); ++d) verdicts.push_back(VerdictOf(d));
+  Answer(verdicts);
+  done_(Status::Ok());
+}
+
+void Call::Answer(const std::vector<Verdict>& verdicts) {
+  response_.set_overall_code(pb::RateLimitResponse::OK);
+  const Verdict* headline = nullptr;
+  for (size_t d = 0; d < matches_.size(); ++d) {
+    const rls::Match& match = matches_[d];
+    const Verdict& verdict = verdicts[d];
+    auto* status = response_.add_statuses();
+    status->set_code(pb::RateLimitResponse::OK);
+    if (match.kind == MatchKind::kUnlimited) {
+      status->set_limit_remaining(std::numeric_limits<uint32_t>::max());
+      stats_.Record(stats_.For(stats_keys_[d]), {.hits = hits_[d]});
+    }
+    if (verdict.reported == nullptr) continue;
+    const RateLimitSpec& spec = *verdict.reported->spec;
+    const bool shadow = verdict.reported->shadow;
+    if (verdict.over && !shadow) {
+      status->set_code(pb::RateLimitResponse::OVER_LIMIT);
+      response_.set_overall_code(pb::RateLimitResponse::OVER_LIMIT);
+    }
+    auto* limit = status->mutable_current_limit();
+    limit->set_name(spec.name);
+    limit->set_requests_per_unit(spec.requests_per_unit);
+    limit->set_unit(static_cast<pb::RateLimitResponse::RateLimit::Unit>(spec.unit));
+    status->set_limit_remaining(Clamp32(verdict.decision.remaining));
+    const auto reset =
+        std::chrono::duration_cast<std::chrono::microseconds>(verdict.decision.reset_after);
+    status->mutable_duration_until_reset()->set_seconds(reset.count() / 1'000'000);
+    status->mutable_duration_until_reset()->set_nanos(
+        static_cast<int32_t>(reset.count() % 1'000'000 * 1000));
+    stats_.Record(
+        stats_.For(stats_keys_[d]),
+        {.hits = hits_[d],
+         .over_limit = verdict.over,
+         .shadow_mode = shadow,
+         .requests_per_unit = spec.requests_per_unit,
+         .remaining = static_cast<uint64_t>(std::max<int64_t>(0, verdict.decision.remaining))});
+    const bool counts = !shadow && spec.limit;
+    if (counts && (headline == nullptr || (verdict.over && !headline->over) ||
+                   (verdict.over == headline->over &&
+                    verdict.decision.remaining < headline->decision.remaining))) {
+      headline = &verdict;
+    }
+  }
+  if (headline == nullptr) return;
+  const RateLimitSpec& spec = *headline->reported->spec;
+  const std::string& name =
+      spec.name.empty() ? stats_keys_[headline->reported->descriptor] : spec.name;
+  AddHeader(response_, "RateLimit-Policy", middleware::RateLimitPolicyValue(name, *spec.limit));
+  AddHeader(response_, "RateLimit", middleware::RateLimitValue(name, headline->decision));
+  if (headline->over) {
+    AddHeader(response_, "Retry-After", middleware::RetryAfterValue(headline->decision));
+  }
+  if (config_->options.x_ratelimit_headers) {
+    AddHeader(response_, "X-RateLimit-Limit", std::to_string(spec.requests_per_unit));
+    AddHeader(response_, "X-RateLimit-Remaining",
+              std::to_string(Clamp32(headline->decision.remaining)));
+    AddHeader(response_, "X-RateLimit-Reset",
+              std::to_string(middleware::CeilSeconds(headline->decision.reset_after)));
+  }
+}
+
+}  // namespace
+
+Service::Service(Store& store, Stats& stats, std::shared_ptr<const ServiceConfig> config)
+    : store_(store), stats_(stats), config_(std::move(config)) {}
+
+void Service::SetConfig(std::shared_ptr<const ServiceConfig> config) {
+  std::lock_guard lock(mu_);
+  config_.swap(config);
+}
+
+std::shared_ptr<const ServiceConfig> Service::config() const {
+  std::lock_guard lock(mu_);
+  return config_;
+}
+
+void Service::ShouldRateLimit(const pb::RateLimitRequest& request, pb::RateLimitResponse& response,
+                              std::function<void(Status)> done) {
+  auto call = std::make_shared<Call>(store_, config(), stats_, request, response, std::move(done));
+  if (Status s = call->Match(); !s.ok()) return call->Fail(s);
+  call->Decide();
+}
+
+}  // namespace sluice::rls
