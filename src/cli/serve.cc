@@ -197,9 +197,7 @@ int RunServe(const ServeFlags& flags) {
   // Envoy's rate limit service, when configured; declared before the Api, whose /json uses it.
   std::unique_ptr<rls::FrontEnd> rls;
   if (!config->rls.config_dir.empty()) {
-    // A Redis Cluster decides all or nothing within one slot only: one descriptor's limits.
-    auto started =
-        rls::FrontEnd::Start(config->rls, store, config->store.url.starts_with("redis+cluster://"));
+    auto started = rls::FrontEnd::Start(config->rls, store);
     if (!started.ok()) {
       if (started.status().code() != StatusCode::kUnavailable) {
         return ConfigError("rls: " + started.status().message());

@@ -10,8 +10,7 @@ namespace {
 
 constexpr auto kWatchInterval = std::chrono::seconds(1);
 
-Result<std::shared_ptr<const ServiceConfig>> Load(const config::RlsConfig& config,
-                                                  bool descriptors_apart) {
+Result<std::shared_ptr<const ServiceConfig>> Load(const config::RlsConfig& config) {
   auto parsed = LoadConfigDirectory(config.config_dir);
   if (!parsed.ok()) return parsed.status();
   auto matcher = Matcher::Create(std::move(*parsed));
@@ -20,8 +19,7 @@ Result<std::shared_ptr<const ServiceConfig>> Load(const config::RlsConfig& confi
       ServiceConfig{.matcher = std::move(*matcher),
                     .options = {.shadow_mode = config.shadow_mode,
                                 .x_ratelimit_headers = config.x_ratelimit_headers,
-                                .default_on_error = config.on_error,
-                                .descriptors_apart = descriptors_apart}});
+                                .default_on_error = config.on_error}});
 }
 
 // What changes when a file of the directory does: each entry's name, size and modification time.
@@ -41,11 +39,10 @@ std::string Fingerprint(const std::string& directory) {
 
 }  // namespace
 
-Result<std::unique_ptr<FrontEnd>> FrontEnd::Start(const config::RlsConfig& config, Store& store,
-                                                  bool descriptors_apart) {
-  auto loaded = Load(config, descriptors_apart);
+Result<std::unique_ptr<FrontEnd>> FrontEnd::Start(const config::RlsConfig& config, Store& store) {
+  auto loaded = Load(config);
   if (!loaded.ok()) return loaded.status();
-  auto front_end = std::make_unique<FrontEnd>(config, store, descriptors_apart, std::move(*loaded));
+  auto front_end = std::make_unique<FrontEnd>(config, store, std::move(*loaded));
   if (config.grpc_listen) {
     front_end->grpc_ = std::make_unique<GrpcServer>(front_end->service_);
     if (Status s = front_end->grpc_->Start(config.grpc_listen->ToString()); !s.ok()) return s;
@@ -53,11 +50,9 @@ Result<std::unique_ptr<FrontEnd>> FrontEnd::Start(const config::RlsConfig& confi
   return front_end;
 }
 
-FrontEnd::FrontEnd(const config::RlsConfig& config, Store& store, bool descriptors_apart,
+FrontEnd::FrontEnd(const config::RlsConfig& config, Store& store,
                    std::shared_ptr<const ServiceConfig> loaded)
-    : config_(config),
-      descriptors_apart_(descriptors_apart),
-      service_(store, stats_, std::move(loaded)) {
+    : config_(config), service_(store, stats_, std::move(loaded)) {
   if (config_.watch) watcher_ = std::thread([this] { Watch(); });
 }
 
@@ -65,7 +60,7 @@ FrontEnd::~FrontEnd() { Shutdown(Duration(0)); }
 
 Status FrontEnd::Reload() {
   std::lock_guard lock(reload_mu_);
-  auto loaded = Load(config_, descriptors_apart_);
+  auto loaded = Load(config_);
   if (!loaded.ok()) {
     spdlog::error("rls: reload rejected, the previous configuration stays in force: {}",
                   loaded.status().message());

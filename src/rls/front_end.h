@@ -29,9 +29,8 @@ namespace sluice::rls {
 class FrontEnd {
  public:
   // Loads the directory and starts serving gRPC if `config` has grpc_listen. `store` must
-  // outlive the front end; `descriptors_apart` for a Redis Cluster (ServiceOptions).
-  static Result<std::unique_ptr<FrontEnd>> Start(const config::RlsConfig& config, Store& store,
-                                                 bool descriptors_apart);
+  // outlive the front end.
+  static Result<std::unique_ptr<FrontEnd>> Start(const config::RlsConfig& config, Store& store);
   ~FrontEnd();
 
   // Rereads the directory; the previous configuration stays if it is bad.
@@ -44,14 +43,13 @@ class FrontEnd {
   Service& service() { return service_; }
   std::string Exposition() const { return stats_.Exposition(); }
 
-  FrontEnd(const config::RlsConfig& config, Store& store, bool descriptors_apart,
+  FrontEnd(const config::RlsConfig& config, Store& store,
            std::shared_ptr<const ServiceConfig> loaded);
 
  private:
   void Watch();
 
   const config::RlsConfig config_;
-  const bool descriptors_apart_;
   Stats stats_;
   Service service_;
   std::unique_ptr<GrpcServer> grpc_;

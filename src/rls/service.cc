@@ -30,11 +30,9 @@ struct LimitCheck {
   bool error_if_degraded = false;
 };
 
-// The checks decided by one Store::CheckAll: the enforced descriptors' or the shadow ones' (or,
-// with descriptors_apart, one descriptor's).
+// The checks decided by one Store::CheckAll: the enforced descriptors' or the shadow ones'.
 struct CheckGroup {
   bool shadow = false;
-  size_t descriptor = kNone;  // with descriptors_apart
   std::vector<CheckRequest> requests;
   std::vector<bool> over_here;  // per request: its cost is above the limit's capacity
   bool any_over_here = false;
@@ -80,7 +78,7 @@ class Call : public std::enable_shared_from_this<Call> {
     if (d.has_hits_addend()) return d.hits_addend().value();
     return request_.hits_addend() == 0 ? 1 : request_.hits_addend();
   }
-  size_t GroupFor(size_t descriptor, bool shadow);
+  size_t GroupFor(bool shadow);
   void AddCheck(size_t descriptor, const RateLimitSpec& spec, size_t index, bool shadow);
   void Finish();
   Verdict VerdictOf(size_t descriptor) const;
@@ -161,14 +159,11 @@ Status Call::Match() {
   return Status::Ok();
 }
 
-size_t Call::GroupFor(size_t descriptor, bool shadow) {
-  const size_t apart = config_->options.descriptors_apart ? descriptor : kNone;
+size_t Call::GroupFor(bool shadow) {
   for (size_t g = 0; g < groups_.size(); ++g) {
-    if (groups_[g].shadow == shadow && groups_[g].descriptor == apart) return g;
+    if (groups_[g].shadow == shadow) return g;
   }
-  CheckGroup& group = groups_.emplace_back();
-  group.shadow = shadow;
-  group.descriptor = apart;
+  groups_.emplace_back().shadow = shadow;
   return groups_.size() - 1;
 }
 
@@ -177,7 +172,7 @@ void Call::AddCheck(size_t descriptor, const RateLimitSpec& spec, size_t index, 
   checks_of_[descriptor].push_back(checks_.size() - 1);
   check.descriptor = descriptor;
   check.spec = &spec;
-  check.group = GroupFor(descriptor, shadow);
+  check.group = GroupFor(shadow);
   check.shadow = shadow;
   const auto& options = config_->options;
   check.error_if_degraded = !spec.on_error && !options.default_on_error;

@@ -9,11 +9,9 @@
 //    with is_negative_hits is refused (INVALID_ARGUMENT): no store gives hits back. quota_mode is
 //    not applied: such a descriptor decides as any other.
 //  - Every limit of every enforced descriptor is decided in one Store::CheckAll: a request that
-//    is over any limit consumes nothing from the others. With descriptors_apart (Redis Cluster),
-//    each descriptor's limits are one CheckAll, all on its key's slot, sent together: a
-//    descriptor over its limit then charges nothing of its own limits, but the other descriptors
-//    of the request are charged (unless a limit of 0 or hits above a limit's capacity are seen
-//    before sending: then every check is only peeked). Descriptors in shadow mode (per
+//    is over any limit consumes nothing from the others (on a Redis Cluster too: a CheckAll
+//    across masters peeks at each, then charges each; see docs/failure-modes.md for the race
+//    that can only under-admit). Descriptors in shadow mode (per
 //    descriptor, or every one with the service's shadow_mode) are decided in a second CheckAll
 //    of their own, so they count as if enforced but never deny, nor block the enforced ones.
 //    Two descriptors landing on one counter are one check with their hits added up (the first
@@ -56,9 +54,6 @@ struct ServiceOptions {
   bool x_ratelimit_headers = false;
   // The failure policy of a limit whose rule sets no on_error; nullopt: an error to the caller.
   std::optional<FailurePolicy> default_on_error = FailurePolicy::kFailOpen;
-  // Each descriptor's limits decided together, but the descriptors apart: for a Redis Cluster,
-  // whose CheckAll takes the keys of one slot only (a descriptor's limits share its key's).
-  bool descriptors_apart = false;
 };
 
 // What a configuration reload swaps: the matcher and the options, together.

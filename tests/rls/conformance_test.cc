@@ -689,8 +689,8 @@ TEST_F(RlsStoreOutage, WithoutADefaultAnUnsetOnErrorIsAnError) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, seconds(2));
 }
 
-// A Redis Cluster (3 masters) decides all or nothing within one slot: with descriptors_apart,
-// each descriptor's limits together on its key's slot, the descriptors apart.
+// A Redis Cluster (3 masters): one request's descriptors, on keys of several slots and masters,
+// are decided all or nothing as on one Redis.
 class RlsOnRedisCluster : public RlsConformance {
  protected:
   void SetUp() override {
@@ -705,25 +705,29 @@ class RlsOnRedisCluster : public RlsConformance {
   std::unique_ptr<Store> store_on_cluster_;
 };
 
-TEST_F(RlsOnRedisCluster, EachDescriptorsLimitsAreAllOrNothingOnItsSlot) {
-  Serve({kTwoLimits, kUser}, ServiceOptions{.descriptors_apart = true}, store_on_cluster_.get());
+TEST_F(RlsOnRedisCluster, ADescriptorsLimitsAreAllOrNothing) {
+  Serve({kTwoLimits}, {}, store_on_cluster_.get());
   const Desc client = Desc({{"client", "c"}});
   EXPECT_EQ(Ask("multi", {client}, 2).overall_code(), kOk);
   EXPECT_EQ(Ask("multi", {client}).overall_code(), kOver);  // the second's limit
-  // Keys on different slots, in one request: each decided.
-  std::vector<Desc> users;
-  for (int i = 0; i < 8; ++i) users.push_back(Desc({{"user", "u" + std::to_string(i)}}));
-  const auto response = Ask("api", users, 2);
-  EXPECT_EQ(response.overall_code(), kOk);
-  for (const auto& status : response.statuses()) EXPECT_EQ(status.limit_remaining(), 3u);
 }
 
-TEST_F(RlsOnRedisCluster, WithoutDescriptorsApartKeysOnSeveralSlotsAreRefused) {
+TEST_F(RlsOnRedisCluster, DescriptorsOnSeveralMastersAreChargedAllOrNothing) {
   Serve({kUser}, {}, store_on_cluster_.get());
   std::vector<Desc> users;
   for (int i = 0; i < 8; ++i) users.push_back(Desc({{"user", "u" + std::to_string(i)}}));
-  pb::RateLimitResponse response;
-  EXPECT_EQ(Call("api", users, 0, response).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  auto response = Ask("api", users, 2);
+  ASSERT_EQ(response.overall_code(), kOk);
+  for (const auto& status : response.statuses()) EXPECT_EQ(status.limit_remaining(), 3u);
+  // With a user already at its limit, the request charges none of the others, whatever their
+  // master.
+  EXPECT_EQ(Ask("api", {Desc({{"user", "spent"}})}, 5).overall_code(), kOk);
+  users.push_back(Desc({{"user", "spent"}}));
+  EXPECT_EQ(Ask("api", users, 1).overall_code(), kOver);
+  users.pop_back();
+  for (Desc& user : users) user = user.Hits(0);  // peeks
+  response = Ask("api", users);
+  for (const auto& status : response.statuses()) EXPECT_EQ(status.limit_remaining(), 3u);
 }
 
 }  // namespace
