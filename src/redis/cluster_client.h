@@ -75,6 +75,10 @@ class ClusterClient final : public Client {
   void EvalSha(const Script& script, std::span<const std::string_view> keys,
                std::span<const std::string_view> args, const CallOptions& options,
                ReplyCallback done) override;
+  // As EvalSha, coalescing with the checks of the same slot on the node's connection. Each check
+  // follows its own redirection; one ASKed goes alone.
+  void EvalShaCoalesced(const CoalescibleCall& call, const CallOptions& options,
+                        ReplyCallback done) override;
   void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) override;
 
   // A small id of the master serving `slot` in the current map, for telling masters apart
@@ -99,6 +103,10 @@ class ClusterClient final : public Client {
   explicit ClusterClient(ClusterOptions options);
 
   std::shared_ptr<const SlotMap> Map() const;
+  // EvalSha of a check that coalesces when `many` is set.
+  void EvalSha(const Script& script, std::span<const std::string_view> keys,
+               std::span<const std::string_view> args, const CallOptions& options,
+               ReplyCallback done, const Script* many);
   void Send(std::shared_ptr<Call> call, const CallOptions& options);
   void SendTo(Node& node, std::shared_ptr<Call> call, const CallOptions& options);
   void Unserved(Call& call, int slot);
