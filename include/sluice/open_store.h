@@ -23,6 +23,8 @@ struct OpenStoreOptions {
   std::string key_prefix = "sluice:";
   int io_threads = 1;
   int connections_per_thread = 2;
+  // RedisStoreOptions::coalesce_max: checks decided by one script call at most.
+  size_t coalesce_max = 64;
 };
 
 Result<std::unique_ptr<Store>> OpenStore(std::string_view url,
