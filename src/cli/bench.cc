@@ -177,8 +177,9 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchFlags& f) {
       ->capture_default_str();
   bench->add_option("--connections", f.connections, "Redis connections per I/O thread")
       ->capture_default_str();
-  bench->add_option("--coalesce-max", f.coalesce_max,
-                    "Checks one Redis script call decides at most (1: one call per check)")
+  bench
+      ->add_option("--coalesce-max", f.coalesce_max,
+                   "Checks one Redis script call decides at most (1: one call per check)")
       ->capture_default_str();
   bench->add_flag("--resilient", f.resilient,
                   "Through a ResilientStore (hot-key cache, breaker, failure policy)");
