@@ -258,13 +258,32 @@ void ClusterClient::OnReply(const Node& from, const std::shared_ptr<Call>& call,
   switch (ParseClusterRefusal(*reply)) {
     case ClusterRefusal::kNone:
       return call->done(std::move(reply));
+    case ClusterRefusal::kTryAgain:
+      if (call->many != nullptr) return SendAlone(call);
+      break;
     case ClusterRefusal::kMapStale:
       RequestRefresh();
-      [[fallthrough]];
-    case ClusterRefusal::kTryAgain:
-      return call->done(
-          Status::Unavailable("Redis Cluster at " + from.address + ": " + reply->str));
+      break;
   }
+  call->done(Status::Unavailable("Redis Cluster at " + from.address + ": " + reply->str));
+}
+
+void ClusterClient::SendAlone(const std::shared_ptr<Call>& call) {
+  call->many = nullptr;
+  if (Steady::now() >= call->deadline) {
+    return call->done(Status::DeadlineExceeded(
+        "Redis Cluster asked to try a coalesced check again after its deadline"));
+  }
+  core::MutexLock lock(mu_);
+  if (stopping_) {
+    lock.Unlock();
+    return call->done(Status::Unavailable("Redis Cluster client shut down"));
+  }
+  ++redirecting_;
+  lock.Unlock();
+  Send(call, CallOptions{.deadline = call->deadline});
+  lock.Lock();
+  if (--redirecting_ == 0) redirected_.notify_all();
 }
 
 void ClusterClient::Redirected(const std::shared_ptr<Call>& call, const Redirect& redirect) {
