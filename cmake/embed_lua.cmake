@@ -6,9 +6,10 @@
 # the first is the file's comment, in no script). In a script, an "--@insert NAME" line is
 # replaced by the section NAME of its algorithm, else of common.lua, indented as the line, until
 # none is left; only `tidy` may be missing. Each check script is check.lua so filled in for one
-# algorithm. The all-or-nothing script is check_all.lua, whose lines from "--@for_each_algorithm"
-# to "--@end_for_each" are repeated for each algorithm, with its name in place of ALGORITHM and
-# its sections inserted. kCheckSources follows the Algorithm enum.
+# algorithm, and each coalesced one check_many.lua. The all-or-nothing script is check_all.lua,
+# whose lines from "--@for_each_algorithm" to "--@end_for_each" are repeated for each algorithm,
+# with its name in place of ALGORITHM and its sections inserted. kCheckSources and
+# kCheckManySources follow the Algorithm enum.
 set(algorithms fixed_window sliding_log sliding_window token_bucket leaky_bucket gcra)
 include(${CMAKE_CURRENT_LIST_DIR}/raw_literal.cmake)
 set(delimiter "sluice_lua")
@@ -72,6 +73,7 @@ endfunction()
 
 read_sections(common)
 read_lua(check check)
+read_lua(check_many check_many)
 read_lua(check_all check_all)
 string(FIND "${check_all}" "--@for_each_algorithm\n" for_each)
 string(FIND "${check_all}" "--@end_for_each\n" end_for_each)
@@ -86,6 +88,7 @@ math(EXPR tail_begin "${end_for_each} + 16")
 string(SUBSTRING "${check_all}" ${tail_begin} -1 check_all_tail)
 
 set(check_sources "")
+set(check_many_sources "")
 set(every_algorithm "")
 foreach(algorithm IN LISTS algorithms)
   read_sections(${algorithm})
@@ -93,6 +96,10 @@ foreach(algorithm IN LISTS algorithms)
   insert_sections(script ${algorithm})
   raw_literal("${script}" ${delimiter} source)
   string(APPEND check_sources "    ${source},\n")
+  set(script "${check_many}")
+  insert_sections(script ${algorithm})
+  raw_literal("${script}" ${delimiter} source)
+  string(APPEND check_many_sources "    ${source},\n")
   string(REPLACE "ALGORITHM" "${algorithm}" instance "${check_all_block}")
   insert_sections(instance ${algorithm})
   string(APPEND every_algorithm "${instance}")
@@ -109,6 +116,9 @@ namespace sluice::redis {
 
 const std::string_view kCheckSources[6] = {
 ${check_sources}};
+
+const std::string_view kCheckManySources[6] = {
+${check_many_sources}};
 
 const std::string_view kCheckAllSource = ${check_all_source};
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Writes the Redis store's scripts exactly as sluice embeds them (cmake/embed_lua.cmake over a
-# tree's src/redis/lua) as files: OUT/<algorithm>.lua, the check script of each algorithm, and
-# OUT/check_all.lua. Usage: scripts/lua-scripts.sh TREE OUT   (TREE: a checkout, e.g. .)
+# tree's src/redis/lua) as files: OUT/<algorithm>.lua, the check script of each algorithm,
+# OUT/<algorithm>_many.lua, the coalesced one of each, and OUT/check_all.lua.
+# Usage: scripts/lua-scripts.sh TREE OUT   (TREE: a checkout, e.g. .)
 set -euo pipefail
 tree=$1 out=$2
 mkdir -p "$out"
 cmake -DLUA_DIR="$tree/src/redis/lua" -DOUTPUT="$out/scripts.cc" -P "$tree/cmake/embed_lua.cmake"
 # The raw string literals of the generated C++, in order: kCheckSources (the Algorithm enum's
-# order), then kCheckAllSource.
+# order), kCheckManySources (likewise; absent before issue 14.2), then kCheckAllSource.
 awk -v out="$out" '{
   line = $0
   while (1) {
@@ -23,8 +24,13 @@ awk -v out="$out" '{
   }
 }' "$out/scripts.cc"
 rm "$out/scripts.cc"
+algorithms="fixed_window sliding_log sliding_window token_bucket leaky_bucket gcra"
+names="$algorithms"
+if [ -f "$out/13.lua" ]; then
+  for a in $algorithms; do names+=" ${a}_many"; done
+fi
 i=1
-for name in fixed_window sliding_log sliding_window token_bucket leaky_bucket gcra check_all; do
+for name in $names check_all; do
   mv "$out/$i.lua" "$out/$name.lua"
   i=$((i + 1))
 done

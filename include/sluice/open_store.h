@@ -26,6 +26,8 @@ struct OpenStoreOptions {
   int connections_per_thread = 2;
   // memory://'s bound (MemoryStoreOptions::max_memory).
   size_t max_memory = MemoryStoreOptions{}.max_memory;
+  // RedisStoreOptions::coalesce_max: checks decided by one script call at most.
+  size_t coalesce_max = 64;
 };
 
 Result<std::unique_ptr<Store>> OpenStore(std::string_view url,

@@ -72,6 +72,12 @@ struct RedisStoreOptions {
   // Calls outstanding on one connection beyond which more are refused at once, as UNAVAILABLE:
   // Redis is not keeping up, an outage that a ResilientStore's failure policy decides.
   size_t max_pending_per_connection = 4096;
+  // Checks (CheckAsync, Check) queued together for one connection's next write, of the same
+  // algorithm (and on a Redis Cluster the same slot), are decided by one script call, up to this
+  // many in a call (from 1 to 1024; 1 sends each check in its own call). Each still gets its own
+  // decision and deadline, in order per key; Redis runs one script at a time, so the count bounds
+  // how long one call holds Redis (about 1-2 µs per check). See docs/benchmarks.md.
+  size_t coalesce_max = 64;
 
   // Namespace of every key this store writes; must not contain '{' or '}'.
   std::string key_prefix = "sluice:";
@@ -101,6 +107,8 @@ class RedisStore final : public Store {
  protected:
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override;
   void DoCheckAsync(const CheckRequest& request, DecisionCallback done) override;
+  // As DoCheckAsync, waiting: a check of one caller's thread coalesces with the others'.
+  Result<Decision> DoCheck(const CheckRequest& request) override;
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override;
   // Store::CheckAll: one script per node, and on several nodes a peek before the charge (above).
   void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override;

@@ -121,6 +121,10 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchFlags& f) {
       ->capture_default_str();
   bench->add_option("--connections", f.connections, "Redis connections per I/O thread")
       ->capture_default_str();
+  bench
+      ->add_option("--coalesce-max", f.coalesce_max,
+                   "Checks one Redis script call decides at most (1: one call per check)")
+      ->capture_default_str();
   bench->add_flag("--resilient", f.resilient,
                   "Through a ResilientStore (hot-key cache, breaker, failure policy)");
   bench->add_flag("--json", f.json, "Print one JSON object");
@@ -148,7 +152,8 @@ int RunBench(const BenchFlags& f) {
                              f.burst > 0 ? std::optional(f.burst) : std::nullopt);
   if (!limit.ok()) return Fail(limit.status().message());
   auto store = OpenStore(f.store_url, OpenStoreOptions{.io_threads = f.io_threads,
-                                                       .connections_per_thread = f.connections});
+                                                       .connections_per_thread = f.connections,
+                                                       .coalesce_max = f.coalesce_max});
   if (!store.ok()) return Fail(store.status().message());
   std::unique_ptr<ResilientStore> resilient;
   if (f.resilient) resilient = std::make_unique<ResilientStore>(**store);

@@ -21,6 +21,7 @@ struct BenchFlags {
   std::string key_prefix = "bench:";
   int io_threads = 1;
   int connections = 2;
+  size_t coalesce_max = 64;
   // Through a ResilientStore: its hot-key cache answers keys known to be over their limit.
   bool resilient = false;
   bool json = false;

@@ -75,6 +75,26 @@ class AsioClient final : public Client {
     SubmitOne(options, std::move(entry), std::move(command));
   }
 
+  void EvalShaCoalesced(const CoalescibleCall& call, const CallOptions& options,
+                        ReplyCallback done) override {
+    const ScriptCall& single = call.single;
+    if (options_.coalesce_max <= 1 || options.asking) {
+      return EvalSha(*single.script, single.keys, single.args, options, std::move(done));
+    }
+    CoalescedCheck check;
+    check.many = call.many;
+    check.group = call.group;
+    check.key_count = single.keys.size();
+    check.arg_count = single.args.size();
+    check.done = std::move(done);
+    check.deadline = options.deadline.value_or(Steady::now() + options_.timeout);
+    check.max = options_.coalesce_max;
+    for (auto key : single.keys) AppendBulk(key, check.bytes);
+    check.keys_size = check.bytes.size();
+    for (auto arg : single.args) AppendBulk(arg, check.bytes);
+    Pick().SubmitCoalesced(std::move(check));
+  }
+
   void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) override {
     if (calls.empty()) return done({});
     auto gather = std::make_shared<ReplyGather>(calls.size(), std::move(done));

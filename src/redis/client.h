@@ -57,6 +57,8 @@ struct ClientOptions {
   // A connection that has calls waiting and has read nothing for this long is dropped and
   // re-established (a hung server, a dead peer).
   Duration hang_timeout = std::chrono::seconds(1);
+  // Checks at most in one coalesced script call (EvalShaCoalesced); 1 sends each in its own call.
+  size_t coalesce_max = 64;
 };
 
 // How one call is sent; the defaults suit every call but one a Redis Cluster redirected.
@@ -72,6 +74,16 @@ struct CallOptions {
   // ASKING, the node asked would serve the script any key of a slot it is importing, reading one
   // still on the other node as absent.
   bool cross_slot = false;
+};
+
+// A check that may share one script call with the checks queued beside it on its connection: a
+// part of a call of `many`, whose KEYS and ARGV are those of its checks' own calls of `single`
+// one after another and whose reply is an array of one reply per check, in order. Checks share a
+// call only with checks of the same `many` and `group` (on a Redis Cluster, their slot).
+struct CoalescibleCall {
+  ScriptCall single;
+  const Script* many = nullptr;
+  uint32_t group = 0;
 };
 
 using ReplyCallback = std::function<void(Result<Reply>)>;
@@ -117,6 +129,12 @@ class Client {
   virtual void EvalSha(const Script& script, std::span<const std::string_view> keys,
                        std::span<const std::string_view> args, const CallOptions& options,
                        ReplyCallback done) = 0;
+  // A call of `call.many` with the checks queued for the same write of its connection (at most
+  // coalesce_max in a call; alone, when none is). Each check keeps its own deadline and gets its
+  // own reply; an error reply to the shared call (NOSCRIPT handled as above) is each check's
+  // reply. `call.single` as EvalSha would send it when coalesce_max is 1 or options.asking.
+  virtual void EvalShaCoalesced(const CoalescibleCall& call, const CallOptions& options,
+                                ReplyCallback done) = 0;
   // Several script calls queued together on one connection, so they leave in one write; the
   // callback gets one result per call, in order. NOSCRIPT is handled per call as above.
   virtual void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) = 0;

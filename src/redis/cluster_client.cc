@@ -40,6 +40,7 @@ namespace cluster {
 
 struct Call {
   const Script* script = nullptr;       // null: a command
+  const Script* many = nullptr;         // a check that may coalesce (CoalescibleCall)
   std::string bytes;                    // the words, owned
   std::vector<std::string_view> words;  // views of bytes: argv, or keys then args
   size_t key_count = 0;
@@ -133,10 +134,17 @@ void ClusterClient::Command(std::span<const std::string_view> argv, const CallOp
 void ClusterClient::EvalSha(const Script& script, std::span<const std::string_view> keys,
                             std::span<const std::string_view> args, const CallOptions& options,
                             ReplyCallback done) {
+  EvalSha(script, keys, args, options, std::move(done), nullptr);
+}
+
+void ClusterClient::EvalSha(const Script& script, std::span<const std::string_view> keys,
+                            std::span<const std::string_view> args, const CallOptions& options,
+                            ReplyCallback done, const Script* many) {
   const Result<int> slot = SlotOfKeys(keys);
   if (!slot.ok()) return done(slot.status());
   auto call = std::make_shared<Call>();
   call->script = &script;
+  call->many = many;
   call->Own(keys, args);
   call->key_count = keys.size();
   call->slot = *slot;
@@ -144,6 +152,12 @@ void ClusterClient::EvalSha(const Script& script, std::span<const std::string_vi
   call->cross_slot = options.cross_slot;
   call->done = std::move(done);
   Send(std::move(call), options);
+}
+
+void ClusterClient::EvalShaCoalesced(const CoalescibleCall& call, const CallOptions& options,
+                                     ReplyCallback done) {
+  EvalSha(*call.single.script, call.single.keys, call.single.args, options, std::move(done),
+          call.many);
 }
 
 void ClusterClient::EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) {
@@ -206,7 +220,12 @@ void ClusterClient::Send(std::shared_ptr<Call> call, const CallOptions& options)
 void ClusterClient::SendTo(Node& node, std::shared_ptr<Call> call, const CallOptions& options) {
   // The node outlives the callbacks of its client: it is closed only after them.
   auto done = [this, &node, call](Result<Reply> r) { OnReply(node, call, std::move(r)); };
-  if (call->script != nullptr) {
+  if (call->many != nullptr) {
+    const CoalescibleCall coalescible{.single = {call->script, call->keys(), call->args()},
+                                      .many = call->many,
+                                      .group = static_cast<uint32_t>(call->slot)};
+    node.client->EvalShaCoalesced(coalescible, options, std::move(done));
+  } else if (call->script != nullptr) {
     node.client->EvalSha(*call->script, call->keys(), call->args(), options, std::move(done));
   } else {
     node.client->Command(call->words, options, std::move(done));
@@ -239,13 +258,32 @@ void ClusterClient::OnReply(const Node& from, const std::shared_ptr<Call>& call,
   switch (ParseClusterRefusal(*reply)) {
     case ClusterRefusal::kNone:
       return call->done(std::move(reply));
+    case ClusterRefusal::kTryAgain:
+      if (call->many != nullptr) return SendAlone(call);
+      break;
     case ClusterRefusal::kMapStale:
       RequestRefresh();
-      [[fallthrough]];
-    case ClusterRefusal::kTryAgain:
-      return call->done(
-          Status::Unavailable("Redis Cluster at " + from.address + ": " + reply->str));
+      break;
   }
+  call->done(Status::Unavailable("Redis Cluster at " + from.address + ": " + reply->str));
+}
+
+void ClusterClient::SendAlone(const std::shared_ptr<Call>& call) {
+  call->many = nullptr;
+  if (Steady::now() >= call->deadline) {
+    return call->done(Status::DeadlineExceeded(
+        "Redis Cluster asked to try a coalesced check again after its deadline"));
+  }
+  core::MutexLock lock(mu_);
+  if (stopping_) {
+    lock.Unlock();
+    return call->done(Status::Unavailable("Redis Cluster client shut down"));
+  }
+  ++redirecting_;
+  lock.Unlock();
+  Send(call, CallOptions{.deadline = call->deadline});
+  lock.Lock();
+  if (--redirecting_ == 0) redirected_.notify_all();
 }
 
 void ClusterClient::Redirected(const std::shared_ptr<Call>& call, const Redirect& redirect) {

@@ -10,6 +10,8 @@
 // a node not connected yet fails the call with UNAVAILABLE while a connection is made; TRYAGAIN,
 // CLUSTERDOWN, a second redirection and calls for slots no master serves fail with UNAVAILABLE
 // too: the deadline and the caller's failure policy deal with them, no call is retried in a loop.
+// Coalesced checks (EvalShaCoalesced) share a call per slot; when that call gets TRYAGAIN (a
+// migration split its keys between the nodes), each check is sent once more in a call of its own.
 // The slot map is also refreshed every refresh_interval, and after a node fails, so masters that
 // come, go or fail over are followed without a restart.
 //
@@ -75,6 +77,10 @@ class ClusterClient final : public Client {
   void EvalSha(const Script& script, std::span<const std::string_view> keys,
                std::span<const std::string_view> args, const CallOptions& options,
                ReplyCallback done) override;
+  // As EvalSha, coalescing with the checks of the same slot on the node's connection. Each check
+  // follows its own redirection; one ASKed goes alone.
+  void EvalShaCoalesced(const CoalescibleCall& call, const CallOptions& options,
+                        ReplyCallback done) override;
   void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) override;
 
   // A small id of the master serving `slot` in the current map, for telling masters apart
@@ -99,11 +105,18 @@ class ClusterClient final : public Client {
   explicit ClusterClient(ClusterOptions options);
 
   std::shared_ptr<const SlotMap> Map() const;
+  // EvalSha of a check that coalesces when `many` is set.
+  void EvalSha(const Script& script, std::span<const std::string_view> keys,
+               std::span<const std::string_view> args, const CallOptions& options,
+               ReplyCallback done, const Script* many);
   void Send(std::shared_ptr<Call> call, const CallOptions& options);
   void SendTo(Node& node, std::shared_ptr<Call> call, const CallOptions& options);
   void Unserved(Call& call, int slot);
   void OnReply(const Node& from, const std::shared_ptr<Call>& call, Result<Reply> reply);
   void Redirected(const std::shared_ptr<Call>& call, const Redirect& redirect);
+  // A coalesced check whose call got TRYAGAIN (a migration split the call's keys between the
+  // nodes), once more in a call of its own, which the node serves or redirects.
+  void SendAlone(const std::shared_ptr<Call>& call);
   void RequestRefresh();
 
   // Refresh thread.

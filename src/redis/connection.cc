@@ -77,6 +77,55 @@ void Connection::Submit(std::string bytes, std::vector<Pending> entries) {
   for (auto& e : entries) e.done(status);
 }
 
+void Connection::SubmitCoalesced(CoalescedCheck check) {
+  Refusal refusal;
+  {
+    core::MutexLock lock(mu_);
+    refusal = Admit(1);
+    if (refusal == Refusal::kNone) {
+      if (!group_.members.empty() && (group_.many != check.many || group_.group != check.group ||
+                                      group_.members.size() >= check.max)) {
+        CloseGroupLocked();
+      }
+      if (group_.members.empty()) {
+        group_.many = check.many;
+        group_.group = check.group;
+        group_.deadline = check.deadline;
+        PostFlushLocked();
+      }
+      const std::string_view bytes = check.bytes;
+      group_.keys.append(bytes.substr(0, check.keys_size));
+      group_.args.append(bytes.substr(check.keys_size));
+      group_.key_count += check.key_count;
+      group_.arg_count += check.arg_count;
+      group_.deadline = std::min(group_.deadline, check.deadline);
+      group_.members.push_back({.done = std::move(check.done), .deadline = check.deadline});
+    }
+  }
+  if (refusal != Refusal::kNone) check.done(Refuse(refusal));
+}
+
+void Connection::CloseGroupLocked() REQUIRES(mu_) {
+  if (group_.members.empty()) return;
+  // Even a check alone goes by `many`: after NOSCRIPT a call is sent again behind the calls
+  // queued since, which a call of the other script, loaded, would overtake on the same key.
+  Pending p;
+  p.kind = Pending::Kind::kEval;
+  p.script = group_.many;
+  p.members = std::move(group_.members);
+  p.out_of_order = true;  // its deadline moves to its next member's as they pass
+  p.deadline = group_.deadline;
+  AppendEvalShaHead(*p.script, group_.key_count, group_.arg_count, p.command);
+  p.command.append(group_.keys);
+  p.command.append(group_.args);
+  outgoing_.append(p.command);
+  AddEntryLocked(std::move(p));
+  group_.members.clear();
+  group_.keys.clear();
+  group_.args.clear();
+  group_.key_count = group_.arg_count = 0;
+}
+
 // On the I/O thread, at shutdown.
 void Connection::Shutdown() {
   stopping_ = true;
@@ -118,21 +167,27 @@ void Connection::Enqueue(const std::string& bytes, std::vector<Pending>& entries
 // preempted between stamping and queueing) is marked.
 void Connection::EnqueueLocked(const std::string& bytes, std::vector<Pending>& entries)
     REQUIRES(mu_) {
+  CloseGroupLocked();  // it goes first: checks keep their order
   outgoing_.append(bytes);
-  for (auto& e : entries) {
-    if (!e.out_of_order && !e.finished) {
-      if (e.deadline < last_in_order_deadline_) {
-        e.out_of_order = true;
-      } else {
-        last_in_order_deadline_ = e.deadline;
-      }
+  for (auto& e : entries) AddEntryLocked(std::move(e));
+  PostFlushLocked();
+}
+
+void Connection::AddEntryLocked(Pending e) REQUIRES(mu_) {
+  if (!e.out_of_order && !e.finished) {
+    if (e.deadline < last_in_order_deadline_) {
+      e.out_of_order = true;
+    } else {
+      last_in_order_deadline_ = e.deadline;
     }
-    incoming_.push_back(std::move(e));
   }
-  if (!flush_posted_) {
-    flush_posted_ = true;
-    asio::post(io_, [this, self = shared_from_this()] { Flush(); });
-  }
+  incoming_.push_back(std::move(e));
+}
+
+void Connection::PostFlushLocked() REQUIRES(mu_) {
+  if (flush_posted_) return;
+  flush_posted_ = true;
+  asio::post(io_, [this, self = shared_from_this()] { Flush(); });
 }
 
 std::string Connection::LastError() const {
@@ -142,16 +197,20 @@ std::string Connection::LastError() const {
 
 // Moves every queued call into the in-flight queue at once, so its deadline is watched even
 // while the bytes wait behind a write that does not complete (a hung server with full socket
-// buffers); the bytes leave in one write as soon as none is in flight.
-void Connection::Flush() {
+// buffers); the bytes leave in one write as soon as none is in flight. A coalescing call keeps
+// taking checks until its bytes can leave, unless `close_group`.
+void Connection::Flush(bool close_group) {
   std::vector<Pending> taken;
   bool write = false;
   bool connected = false;
+  Steady::time_point group_deadline = Steady::time_point::max();
   {
     core::MutexLock lock(mu_);
     flush_posted_ = false;
-    taken.swap(incoming_);
     connected = connected_;
+    if (close_group || !connected || !writing_active_) CloseGroupLocked();
+    if (!group_.members.empty()) group_deadline = group_.deadline;
+    taken.swap(incoming_);
     if (!connected) {
       outgoing_.clear();
     } else if (!writing_active_) {
@@ -163,7 +222,7 @@ void Connection::Flush() {
     FailAll(taken, Status::Unavailable("connection to Redis at " + Address() + " lost"));
     return;
   }
-  Steady::time_point earliest = Steady::time_point::max();
+  Steady::time_point earliest = group_deadline;
   for (auto& p : taken) {
     if (!p.finished) earliest = std::min(earliest, p.deadline);
     if (p.out_of_order) ++out_of_order_in_flight_;
@@ -220,10 +279,30 @@ void Connection::HandleReply(Pending& entry, Reply reply) {
   if (entry.kind == Pending::Kind::kEval && noscript && !entry.resent && !entry.finished) {
     return Resend(std::move(entry));
   }
-  pending_.fetch_sub(1, std::memory_order_relaxed);
+  pending_.fetch_sub(entry.slots(), std::memory_order_relaxed);
   if (entry.kind == Pending::Kind::kScriptLoad) loading_.pop_front();  // loads answer in order
   if (entry.kind == Pending::Kind::kIgnoreReply || entry.finished) return;
+  if (!entry.members.empty()) return AnswerMembers(entry, std::move(reply));
   entry.done(std::move(reply));
+}
+
+void Connection::AnswerMembers(Pending& call, Reply reply) {
+  auto& members = call.members;
+  if (reply.type == Reply::Type::kArray && reply.elements.size() == members.size()) {
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (!members[i].finished) members[i].done(std::move(reply.elements[i]));
+    }
+    return;
+  }
+  for (auto& m : members) {
+    if (m.finished) continue;
+    if (reply.is_error()) {
+      m.done(reply);
+    } else {
+      m.done(Status::Internal("unexpected reply to " + std::to_string(members.size()) +
+                              " coalesced checks from Redis at " + Address()));
+    }
+  }
 }
 
 // The same EVALSHA again, in its pending slot, behind what is already queued: after a SCRIPT
@@ -267,19 +346,49 @@ void Connection::ArmDeadlineTimer(Steady::time_point at) {
       });
 }
 
+Status Connection::DeadlineStatus() const {
+  return Status::DeadlineExceeded("no reply from Redis at " + Address() + " within " +
+                                  std::to_string(options_.timeout.count() / 1000) + " ms");
+}
+
+void Connection::ExpireMembers(Pending& call, Steady::time_point now, Steady::time_point& next) {
+  Steady::time_point earliest = Steady::time_point::max();
+  for (auto& m : call.members) {
+    if (m.finished) continue;
+    if (m.deadline > now) {
+      earliest = std::min(earliest, m.deadline);
+      continue;
+    }
+    m.finished = true;
+    m.done(DeadlineStatus());
+  }
+  call.finished = earliest == Steady::time_point::max();
+  if (!call.finished) call.deadline = earliest;
+  next = std::min(next, earliest);
+}
+
 void Connection::ExpireCalls() {
   const auto now = Steady::now();
+  bool group_due = false;
+  {
+    core::MutexLock lock(mu_);
+    group_due = !group_.members.empty() && group_.deadline <= now;
+  }
+  if (group_due) Flush(/*close_group=*/true);  // into inflight_, where its checks expire
   Steady::time_point next = Steady::time_point::max();
   for (auto& p : inflight_) {
     if (p.finished) continue;
+    if (!p.members.empty()) {
+      ExpireMembers(p, now, next);
+      continue;
+    }
     if (p.deadline > now) {
       next = std::min(next, p.deadline);
       if (out_of_order_in_flight_ == 0) break;  // deadlines grow along the queue but for these
       continue;
     }
     p.finished = true;
-    p.done(Status::DeadlineExceeded("no reply from Redis at " + Address() + " within " +
-                                    std::to_string(options_.timeout.count() / 1000) + " ms"));
+    p.done(DeadlineStatus());
   }
   if (inflight_.empty()) return;
   // Hung: the oldest call is past its deadline and nothing was read for hang_timeout since.
@@ -421,6 +530,7 @@ void Connection::Drop(const Status& status) {
     core::MutexLock lock(mu_);
     ready_.store(false, std::memory_order_release);  // see Submit
     connected_ = false;
+    CloseGroupLocked();
     taken.swap(incoming_);
     outgoing_.clear();
   }
@@ -430,9 +540,18 @@ void Connection::Drop(const Status& status) {
 }
 
 void Connection::FailAll(std::vector<Pending>& entries, const Status& status) {
-  pending_.fetch_sub(entries.size(), std::memory_order_relaxed);
+  size_t slots = 0;
+  for (const auto& p : entries) slots += p.slots();
+  pending_.fetch_sub(slots, std::memory_order_relaxed);
   for (auto& p : entries) {
-    if (!p.finished && p.kind != Pending::Kind::kIgnoreReply) p.done(status);
+    if (p.finished || p.kind == Pending::Kind::kIgnoreReply) continue;
+    if (p.members.empty()) {
+      p.done(status);
+      continue;
+    }
+    for (auto& m : p.members) {
+      if (!m.finished) m.done(status);
+    }
   }
 }
 

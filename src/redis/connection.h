@@ -27,6 +27,13 @@ namespace sluice::redis {
 using Steady = std::chrono::steady_clock;
 namespace asio = boost::asio;
 
+// One check of a coalesced call (Client::EvalShaCoalesced), with its own deadline and reply.
+struct CoalescedMember {
+  ReplyCallback done;
+  Steady::time_point deadline;
+  bool finished = false;  // the callback ran (deadline passed)
+};
+
 struct Pending {
   // kIgnoreReply: a command sent for its effect on the next one (ASKING). kScriptLoad: a SCRIPT
   // LOAD sent after NOSCRIPT; its reply too is ignored, but ends the load.
@@ -40,6 +47,24 @@ struct Pending {
   bool asking = false;             // kEval: ASKING goes before it, again if it is re-sent
   const Script* script = nullptr;  // kEval
   std::string command;             // kEval: the EVALSHA bytes, to send again after NOSCRIPT
+  // A coalesced call of several checks, each answered in `members` and not by `done`; out of
+  // order, its deadline is its members' earliest not yet passed, and it is finished once they
+  // all are.
+  std::vector<CoalescedMember> members;
+
+  size_t slots() const { return members.empty() ? 1 : members.size(); }
+};
+
+// A check to coalesce (Client::EvalShaCoalesced): its call's keys and args as RESP bulk strings.
+struct CoalescedCheck {
+  const Script* many = nullptr;
+  uint32_t group = 0;
+  size_t key_count = 0, arg_count = 0;
+  std::string bytes;  // the keys, then from keys_size on the args
+  size_t keys_size = 0;
+  ReplyCallback done;
+  Steady::time_point deadline;
+  size_t max = 1;  // ClientOptions::coalesce_max
 };
 
 inline constexpr std::string_view kAsking[] = {"ASKING"};
@@ -65,6 +90,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // too, so a call admitted on a connection that then drops can never be written on the next one
   // ahead of its AUTH and SELECT.
   void Submit(std::string bytes, std::vector<Pending> entries);
+  // The same for a check, which joins the call at the tail of the queue when that call is one of
+  // the same script and group with room left, and otherwise starts one there. The call takes no
+  // more once anything else is queued behind it, its bytes are taken for a write, or a deadline
+  // of its checks passes. A check alone goes by the same script (CloseGroupLocked says why).
+  void SubmitCoalesced(CoalescedCheck check);
   bool ready() const { return ready_.load(std::memory_order_acquire); }
   size_t pending() const { return pending_.load(std::memory_order_relaxed); }
 
@@ -84,6 +114,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // ExpireCalls assumes: an entry stamped earlier than one already queued (its caller was
   // preempted between stamping and queueing) is marked.
   void EnqueueLocked(const std::string& bytes, std::vector<Pending>& entries) REQUIRES(mu_);
+  void AddEntryLocked(Pending entry) REQUIRES(mu_);
+  void PostFlushLocked() REQUIRES(mu_);
+  // Queues the coalescing call, if any, as an entry and its bytes.
+  void CloseGroupLocked() REQUIRES(mu_);
   std::string Address() const { return ServerAddress(options_); }
 
   std::string LastError() const;
@@ -93,7 +127,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Moves every queued call into the in-flight queue at once, so its deadline is watched even
   // while the bytes wait behind a write that does not complete (a hung server with full socket
   // buffers); the bytes leave in one write as soon as none is in flight.
-  void Flush();
+  void Flush(bool close_group = false);
   void Write();
   void Read();
 
@@ -109,6 +143,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Makes the timer fire by `at` (or keeps it firing earlier).
   void ArmDeadlineTimer(Steady::time_point at);
   void ExpireCalls();
+  // Answers the members of a coalesced call whose deadlines passed, and finds the next one.
+  void ExpireMembers(Pending& call, Steady::time_point now, Steady::time_point& next);
+  // Gives each member its reply, an error reply to the call to every one.
+  void AnswerMembers(Pending& call, Reply reply);
+  Status DeadlineStatus() const;
   void Connect();
   void ConnectTo(std::vector<Endpoint> endpoints, size_t next = 0);
   void Connected();
@@ -138,6 +177,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string outgoing_ GUARDED_BY(mu_);
   std::vector<Pending> incoming_ GUARDED_BY(mu_);
   bool flush_posted_ GUARDED_BY(mu_) = false;
+  // The call coalescing checks at the tail of the queue (none while `members` is empty).
+  struct Group {
+    const Script* many = nullptr;
+    uint32_t group = 0;
+    size_t key_count = 0, arg_count = 0;
+    std::string keys, args;
+    std::vector<CoalescedMember> members;
+    Steady::time_point deadline;  // the members' earliest
+  };
+  Group group_ GUARDED_BY(mu_);
   bool connected_ GUARDED_BY(mu_) = false;  // written on the I/O thread (ConnectedOnIoThread)
   Steady::time_point last_in_order_deadline_ GUARDED_BY(mu_){};
   std::atomic<uint64_t> commands_{0}, writes_{0}, connects_{0};

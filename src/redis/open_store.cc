@@ -17,6 +17,7 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOp
                           .timeout = options.timeout,
                           .io_threads = options.io_threads,
                           .connections_per_thread = options.connections_per_thread,
+                          .coalesce_max = options.coalesce_max,
                           .key_prefix = options.key_prefix});
     if (!store.ok()) return store.status();
     return std::unique_ptr<Store>(std::move(store).value());

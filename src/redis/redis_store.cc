@@ -3,6 +3,7 @@
 #include <optional>
 #include <utility>
 
+#include "core/await.h"
 #include "redis/check_all.h"
 #include "redis/client.h"
 #include "redis/cluster_client.h"
@@ -21,6 +22,7 @@ void ApplyTo(const RedisStoreOptions& options, redis::ClientOptions& client) {
   client.io_threads = options.io_threads;
   client.connections_per_thread = options.connections_per_thread;
   client.max_pending_per_connection = options.max_pending_per_connection;
+  client.coalesce_max = options.coalesce_max;
 }
 
 // A client of the URL's single Redis, or of its Redis Cluster (one Client per master).
@@ -47,6 +49,11 @@ Result<std::unique_ptr<RedisStore>> RedisStore::Create(RedisStoreOptions options
         "key prefix must not contain '{' or '}' (the hash tag is "
         "the limiter key's), got '" +
         options.key_prefix + "'");
+  }
+  if (options.coalesce_max < 1 || options.coalesce_max > redis::kCoalesceMaxLimit) {
+    return Status::InvalidArgument("coalesce_max must be from 1 to " +
+                                   std::to_string(redis::kCoalesceMaxLimit) + ", got " +
+                                   std::to_string(options.coalesce_max));
   }
   if (options.expiry_margin < std::chrono::milliseconds(1)) {
     return Status::InvalidArgument("expiry margin must be at least 1ms");
@@ -98,12 +105,20 @@ void RedisStore::DoCheckAsync(const CheckRequest& request, DecisionCallback done
   words.AddCheck(Context(), request);
   const redis::ScriptWords::Views views = words.views();
   const size_t key_count = redis::CheckKeyCount(*request.limit);
-  client_->EvalSha(
-      redis::CheckScript(request.limit->algorithm()), std::span(views.data(), key_count),
-      std::span(views.data() + key_count, redis::kCheckArgs),
+  const Algorithm algorithm = request.limit->algorithm();
+  const redis::CoalescibleCall call{
+      .single = {&redis::CheckScript(algorithm), std::span(views.data(), key_count),
+                 std::span(views.data() + key_count, redis::kCheckArgs)},
+      .many = &redis::CheckManyScript(algorithm)};
+  client_->EvalShaCoalesced(
+      call, redis::CallOptions{},
       [count = request.limit->count(), done = std::move(done)](Result<redis::Reply> reply) {
         done(redis::ParseCheckReply(reply, count));
       });
+}
+
+Result<Decision> RedisStore::DoCheck(const CheckRequest& request) {
+  return core::Await<Result<Decision>>([&](auto done) { DoCheckAsync(request, std::move(done)); });
 }
 
 void RedisStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) {

@@ -87,6 +87,24 @@ void AppendEvalSha(const ScriptCall& call, std::string& out) {
   AppendCommand(argv, out);
 }
 
+void AppendEvalShaHead(const Script& script, size_t keys, size_t args, std::string& out) {
+  char head[64];
+  const int len = std::snprintf(head, sizeof head, "*%zu\r\n$7\r\nEVALSHA\r\n$%zu\r\n",
+                                3 + keys + args, script.sha1.size());
+  out.append(head, static_cast<size_t>(len));
+  out.append(script.sha1);
+  out.append("\r\n");
+  AppendBulk(std::to_string(keys), out);
+}
+
+void AppendBulk(std::string_view word, std::string& out) {
+  char head[24];
+  const int len = std::snprintf(head, sizeof head, "$%zu\r\n", word.size());
+  out.append(head, static_cast<size_t>(len));
+  out.append(word);
+  out.append("\r\n");
+}
+
 ReplyReader::ReplyReader() : reader_(redisReaderCreate()) {}
 
 ReplyReader::~ReplyReader() { redisReaderFree(reader_); }

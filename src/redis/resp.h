@@ -48,6 +48,10 @@ struct ScriptCall {
 void AppendCommand(std::span<const std::string_view> argv, std::string& out);
 // Appends EVALSHA <sha1> <number of keys> <keys> <args>.
 void AppendEvalSha(const ScriptCall& call, std::string& out);
+// The same in parts: the head of an EVALSHA of `keys` keys and `args` args, which the keys, then
+// the args, each appended by AppendBulk, must follow.
+void AppendEvalShaHead(const Script& script, size_t keys, size_t args, std::string& out);
+void AppendBulk(std::string_view word, std::string& out);
 
 // Replies parsed from the bytes of one connection, in order.
 class ReplyReader {

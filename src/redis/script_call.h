@@ -1,6 +1,6 @@
 // The contract of the Redis store's check scripts, written once: what their KEYS and ARGV hold
-// and what they reply. The scripts (src/redis/lua/check.lua and check_all.lua) point here; the
-// builder and the parsers below are the only C++ that writes or reads it.
+// and what they reply. The scripts (src/redis/lua/check.lua, check_many.lua and check_all.lua)
+// point here; the builder and the parsers below are the only C++ that writes or reads it.
 //
 // One check (check.lua, built with the one algorithm it decides):
 //   KEYS  the state key [, the auxiliary key: sliding_log's only, see CheckKeyCount]
@@ -11,6 +11,13 @@
 //         5  period or emission interval, in µs
 //         6  max_delay in µs (how far ahead a meter may book a slot; 0 for none)
 //   Reply {allowed (1/0), remaining, retry_after µs, reset_after µs, delay µs, replenish_after µs}
+//
+// Several checks, each on its own (check_many.lua, built with the one algorithm they all
+// decide): the checks a connection coalesced into one call (Client::EvalShaCoalesced).
+//   KEYS  each check's KEYS as above, one check after another
+//   ARGV  each check's six ARGV as above, likewise; an empty `now` reads Redis TIME once per call
+//   Reply an array of one reply as above per check, in order. Each is decided as its own call
+//         would be, after the checks before it.
 //
 // Several checks, all or nothing (check_all.lua, built with every algorithm): the checks whose
 // keys one node holds.
@@ -51,6 +58,8 @@
 namespace sluice::redis {
 
 inline constexpr size_t kCheckArgs = 6;
+// The most checks RedisStoreOptions::coalesce_max lets one check_many.lua call decide.
+inline constexpr size_t kCoalesceMaxLimit = 1024;
 inline constexpr size_t kCheckReplyFields = 6;
 inline constexpr std::string_view kChargeMode = "charge";
 inline constexpr std::string_view kPeekMode = "peek";

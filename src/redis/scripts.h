@@ -9,12 +9,15 @@
 
 namespace sluice::redis {
 
-// Generated: the check script of each algorithm, indexed by Algorithm; the all-or-nothing one.
+// Generated: the check script of each algorithm, indexed by Algorithm; the coalesced one of each
+// algorithm, likewise; the all-or-nothing one.
 extern const std::string_view kCheckSources[6];
+extern const std::string_view kCheckManySources[6];
 extern const std::string_view kCheckAllSource;
 
 // Their KEYS, ARGV and replies: src/redis/script_call.h.
 const Script& CheckScript(Algorithm algorithm);
+const Script& CheckManyScript(Algorithm algorithm);
 // Loaded with the shebang "#!lua flags=allow-cross-slot-keys" (Redis 7.0 or later), which lets it
 // reach keys of every slot its node holds.
 const Script& CheckAllScript();

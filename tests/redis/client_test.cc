@@ -666,5 +666,158 @@ TEST(Client, NoServerFailsFast) {
   EXPECT_LT(Steady::now() - start, 5ms);
 }
 
+// Coalescing (Client::EvalShaCoalesced). The checks of these tests have one key and one arg;
+// the scripts name them, so every reply shows whose it is and which script gave it.
+class CoalescedCheckTest : public ClientTest {
+ protected:
+  const Script single_ = Script::FromSource("return 'one:' .. KEYS[1] .. ':' .. ARGV[1]");
+  const Script many_ = Script::FromSource(
+      "local r = {} for i, k in ipairs(KEYS) do r[i] = k .. ':' .. ARGV[i] end return r");
+
+  std::unique_ptr<Client> ConnectOne(size_t coalesce_max = 64) {
+    ClientOptions options;
+    options.timeout = 5s;
+    options.connections_per_thread = 1;
+    options.coalesce_max = coalesce_max;
+    return Connect(options);
+  }
+
+  // Runs `submit` in a callback on the client's one I/O thread, where no flush runs before it
+  // returns: the checks it submits are queued for the same write.
+  void OnIoThread(Client& c, const std::function<void()>& submit) {
+    std::promise<void> done;
+    const std::string_view ping[] = {"PING"};
+    c.Command(ping, [&](Result<Reply>) {
+      submit();
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
+
+  // Check `i`: key "k<i>", arg "a<i>"; its reply goes to `replies[i]`.
+  void Check(Client& c, const Script& many, int i,
+             std::vector<std::promise<Result<Reply>>>& replies, CallOptions options = {}) {
+    const std::string key = "k" + std::to_string(i), arg = "a" + std::to_string(i);
+    const std::string_view keys[] = {key}, args[] = {arg};
+    c.EvalShaCoalesced({.single = {&single_, keys, args}, .many = &many}, options,
+                       [&replies, i](Result<Reply> r) { replies[i].set_value(std::move(r)); });
+  }
+
+  void LoadScripts() {
+    for (const Script* script : {&single_, &many_}) {
+      ASSERT_EQ(server_->Cli({"SCRIPT", "LOAD", script->source}), script->sha1);
+    }
+  }
+};
+
+std::string Text(std::promise<Result<Reply>>& reply) {
+  Result<Reply> r = reply.get_future().get();
+  if (!r.ok()) return r.status().ToString();
+  return r->str;
+}
+
+TEST_F(CoalescedCheckTest, ChecksQueuedTogetherShareOneCallAndEachGetsItsReply) {
+  LoadScripts();
+  auto c = ConnectOne();
+  std::vector<std::promise<Result<Reply>>> replies(5);
+  OnIoThread(*c, [&] {
+    for (int i = 0; i < 5; ++i) Check(*c, many_, i, replies);
+  });
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(Text(replies[i]), "k" + std::to_string(i) + ":a" + std::to_string(i));
+  }
+  EXPECT_EQ(Calls(*server_, "evalsha"), 1);
+
+  // A command queued between checks goes between their calls: order is kept.
+  std::vector<std::promise<Result<Reply>>> more(4);
+  std::promise<Result<Reply>> get;
+  OnIoThread(*c, [&] {
+    Check(*c, many_, 0, more);
+    Check(*c, many_, 1, more);
+    const std::string_view argv[] = {"GET", "k"};
+    c->Command(argv, [&](Result<Reply> r) { get.set_value(std::move(r)); });
+    Check(*c, many_, 2, more);
+    Check(*c, many_, 3, more);
+  });
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(Text(more[i]), "k" + std::to_string(i) + ":a" + std::to_string(i));
+  }
+  EXPECT_TRUE(get.get_future().get().ok());
+  EXPECT_EQ(Calls(*server_, "evalsha"), 3);
+}
+
+TEST_F(CoalescedCheckTest, AtMostCoalesceMaxInACallAndOneAloneGoesByTheSameScript) {
+  LoadScripts();
+  auto c = ConnectOne(/*coalesce_max=*/2);
+  std::vector<std::promise<Result<Reply>>> replies(5);
+  OnIoThread(*c, [&] {
+    for (int i = 0; i < 5; ++i) Check(*c, many_, i, replies);
+  });
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(Text(replies[i]), "k" + std::to_string(i) + ":a" + std::to_string(i));
+  }
+  EXPECT_EQ(Calls(*server_, "evalsha"), 3);
+
+  // 1: each check in its own call.
+  auto off = ConnectOne(/*coalesce_max=*/1);
+  std::vector<std::promise<Result<Reply>>> alone(3);
+  OnIoThread(*off, [&] {
+    for (int i = 0; i < 3; ++i) Check(*off, many_, i, alone);
+  });
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Text(alone[i]), "one:k" + std::to_string(i) + ":a" + std::to_string(i));
+  }
+  EXPECT_EQ(Calls(*server_, "evalsha"), 6);
+}
+
+// The server is paused while three checks share a call: the one whose deadline passes gets
+// DEADLINE_EXCEEDED on time, and the other two their replies once the server is back.
+TEST_F(CoalescedCheckTest, ADeadlineThatPassesFailsOnlyItsCheck) {
+  LoadScripts();
+  auto c = ConnectOne();
+  std::vector<std::promise<Result<Reply>>> replies(3);
+  Steady::time_point start;
+  OnIoThread(*c, [&] {
+    server_->Pause();
+    start = Steady::now();
+    Check(*c, many_, 0, replies);
+    Check(*c, many_, 1, replies, CallOptions{.deadline = start + 30ms});
+    Check(*c, many_, 2, replies);
+  });
+  Result<Reply> expired = replies[1].get_future().get();
+  const auto took = Steady::now() - start;
+  server_->Resume();
+  EXPECT_EQ(expired.status().code(), StatusCode::kDeadlineExceeded) << expired.status().ToString();
+  EXPECT_LT(took, 30ms + kSlack);
+  EXPECT_EQ(Text(replies[0]), "k0:a0");
+  EXPECT_EQ(Text(replies[2]), "k2:a2");
+  EXPECT_EQ(Calls(*server_, "evalsha"), 1);
+}
+
+// An error reply to the shared call is each check's; NOSCRIPT is not: the call is loaded and
+// sent again.
+TEST_F(CoalescedCheckTest, AnErrorReplyToTheCallIsEachChecksAndNoscriptIsRecovered) {
+  auto c = ConnectOne();
+  const Script failing = Script::FromSource("return redis.error_reply('ERR shared failure')");
+  std::vector<std::promise<Result<Reply>>> failed(2), loaded(3);
+  OnIoThread(*c, [&] {
+    Check(*c, failing, 0, failed);
+    Check(*c, failing, 1, failed);
+  });
+  for (auto& r : failed) {
+    Result<Reply> reply = r.get_future().get();
+    ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+    EXPECT_TRUE(reply->is_error());
+    EXPECT_EQ(reply->str, "ERR shared failure");
+  }
+  OnIoThread(*c, [&] {
+    for (int i = 0; i < 3; ++i) Check(*c, many_, i, loaded);
+  });
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Text(loaded[i]), "k" + std::to_string(i) + ":a" + std::to_string(i));
+  }
+  EXPECT_EQ(Calls(*server_, "script|load"), 2);
+}
+
 }  // namespace
 }  // namespace sluice::redis

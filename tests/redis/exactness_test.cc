@@ -1,8 +1,9 @@
 // Exactness across processes: 4 processes, each with its own RedisStore and 32 checks in flight,
 // hammer the keys with a limit of 100 each over a period long enough that nothing refills during
-// the test; Redis TIME is the clock. Exactly 100 per key are admitted in total, by every
-// algorithm (sliding_window is exact too here: its previous window is empty). There is one key
-// per node of the target, so on a Redis Cluster every master takes part.
+// the test; Redis TIME is the clock. The checks in flight together are coalesced into fewer
+// script calls (RedisStoreOptions::coalesce_max), and still exactly 100 per key are admitted in
+// total, by every algorithm (sliding_window is exact too here: its previous window is empty).
+// There is one key per node of the target, so on a Redis Cluster every master takes part.
 //
 // sliding_window with a full previous window is not exact but bounded (docs/algorithms.md, "Error
 // bound"): SlidingWindowExactness checks the bound the same way, on a clock shifted to the
@@ -163,6 +164,7 @@ TEST_P(Exactness, FourProcessesAdmitExactlyTheLimit) {
   auto limit = Limit::Create(GetParam(), kLimit, PeriodAwayFromABoundary());
   ASSERT_TRUE(limit.ok()) << limit.status().ToString();
 
+  const int64_t calls_before = CallsOnEveryNode(*s.target, "evalsha");
   const std::vector<Tally> tallies = InChildren(kProcesses, [&] {
     return Hammer({.url = s.target->url, .key_prefix = s.prefix}, *limit, s.keys);
   });
@@ -179,6 +181,11 @@ TEST_P(Exactness, FourProcessesAdmitExactlyTheLimit) {
   }
   EXPECT_EQ(total.errors, 0);
   EXPECT_EQ(decided, kProcesses * kAttemptsPerProcess);
+  // The checks in flight together were coalesced: fewer script calls than decisions.
+  const int64_t calls = CallsOnEveryNode(*s.target, "evalsha") - calls_before;
+  std::printf("exactness %s: %lld decisions in %lld script calls\n", name.c_str(),
+              static_cast<long long>(decided), static_cast<long long>(calls));
+  EXPECT_LT(calls, decided);
   ExpectKeysOnEveryNode(*s.target, s.prefix + "*");
 }
 

@@ -72,6 +72,11 @@ TEST_F(RedisStoreBasics, CreateRejectsBadOptions) {
   auto url = RedisStore::Create({.url = "http://localhost"});
   ASSERT_FALSE(url.ok());
   EXPECT_EQ(url.status().code(), StatusCode::kInvalidArgument);
+  for (size_t coalesce_max : {0, 1025}) {
+    auto coalesce = RedisStore::Create({.url = target_->url, .coalesce_max = coalesce_max});
+    ASSERT_FALSE(coalesce.ok());
+    EXPECT_EQ(coalesce.status().code(), StatusCode::kInvalidArgument);
+  }
 }
 
 // With Redis TIME: a check admits, writes the state with a TTL just above reset_after, and
@@ -309,7 +314,8 @@ int64_t InfoNumber(const RedisServer& server, const std::string& section, std::s
 // SCRIPT FLUSH with more calls in flight than half the pending bound: each call that gets
 // NOSCRIPT is sent again in its own pending slot, behind one SCRIPT LOAD, so the calls that keep
 // coming while they drain are not refused. The server is paused while the first calls are sent,
-// so that every one of them meets the flushed cache.
+// so that every one of them meets the flushed cache. Each check goes in its own call, as the
+// counts below assume (a coalesced call's NOSCRIPT: CoalescedCheckTest).
 TEST(RedisStoreScriptFlush, NearThePendingBoundNoDecisionFails) {
   auto server = RedisServer::Start();
   ASSERT_NE(server, nullptr);
@@ -317,7 +323,8 @@ TEST(RedisStoreScriptFlush, NearThePendingBoundNoDecisionFails) {
                                    .timeout = 5s,
                                    .connect_timeout = 5s,
                                    .connections_per_thread = 1,
-                                   .max_pending_per_connection = 64});
+                                   .max_pending_per_connection = 64,
+                                   .coalesce_max = 1});
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   const Limit limit = MakeLimit(Algorithm::kGcra, 1'000'000, 1s);
   constexpr int kInFlight = 60, kRounds = 5;

@@ -17,6 +17,24 @@ std::unique_ptr<redis::Client> Inspector(int port) {
   return client.ok() ? std::move(*client) : nullptr;
 }
 
+int64_t CallsOnEveryNode(const RedisTarget& target, std::string_view command) {
+  const std::string field = "cmdstat_" + std::string(command) + ":calls=";
+  int64_t calls = 0;
+  for (int port : target.ports) {
+    auto client = Inspector(port);
+    if (client == nullptr) continue;
+    const std::string_view argv[] = {"INFO", "commandstats"};
+    const Result<redis::Reply> info = client->CommandSync(argv);
+    if (!info.ok()) {
+      ADD_FAILURE() << info.status().ToString();
+      continue;
+    }
+    const size_t at = info->str.find(field);
+    if (at != std::string::npos) calls += std::stoll(info->str.substr(at + field.size()));
+  }
+  return calls;
+}
+
 std::vector<std::string> KeysOnEveryNode(const RedisTarget& target, std::string_view stem,
                                          size_t count) {
   std::vector<std::string> keys;

@@ -47,6 +47,9 @@ size_t ExpectEveryKeyExpires(const RedisTarget& target, const std::string& patte
 // The same, and fails the current test unless every node holds some key matching `pattern`.
 void ExpectKeysOnEveryNode(const RedisTarget& target, const std::string& pattern);
 
+// How many times the nodes of the target ran `command` ("evalsha"), summed (INFO commandstats).
+int64_t CallsOnEveryNode(const RedisTarget& target, std::string_view command);
+
 // A plain single-node client of the server on `port` (loopback), with generous timeouts, to look
 // at what the store wrote; null (with a test failure) if it cannot be created.
 std::unique_ptr<redis::Client> Inspector(int port);
