@@ -245,8 +245,9 @@ Result<Rule> ParseRule(const Reporter& report, const YAML::Node& node, size_t in
   const ServerConfig& server = config.server;
   const std::string path = "rules[" + std::to_string(index) + "]";
   Fields fields(report, node, path);
-  if (Status s = fields.Check({"name", "algorithm", "limit", "period", "burst", "on_error",
-                               "max_waiters", "max_waiters_per_key", "key", "deny_status"});
+  if (Status s =
+          fields.Check({"name", "algorithm", "limit", "period", "burst", "on_error", "max_waiters",
+                        "max_waiters_per_key", "key", "deny_status", "shadow_mode"});
       !s.ok()) {
     return s;
   }
@@ -325,8 +326,14 @@ Result<Rule> ParseRule(const Reporter& report, const YAML::Node& node, size_t in
             .on_error = on_error,
             .max_waiters_per_key = server.max_waiters_per_key,
             .max_waiters = server.max_waiters,
+            .shadow_mode = server.shadow_mode,
             .auth = {}};
   if (Status s = fields.ReadWaitersBounds(rule); !s.ok()) return s;
+  if (const YAML::Node shadow = fields.Get("shadow_mode"); shadow.IsDefined()) {
+    auto value = fields.ReadBool(shadow, "shadow_mode");
+    if (!value.ok()) return value.status();
+    rule.shadow_mode = *value;
+  }
   if (Status s = ParseForwardAuth(report, fields, config, rule.auth); !s.ok()) return s;
   return rule;
 }
@@ -490,8 +497,9 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
 
   if (const YAML::Node server = top.Get("server"); server.IsDefined()) {
     Fields fields(report, server, "server");
-    if (Status s = fields.Check({"io_threads", "read_timeout", "idle_timeout", "max_connections",
-                                 "max_waiters", "max_waiters_per_key", "expose_keys"});
+    if (Status s =
+            fields.Check({"io_threads", "read_timeout", "idle_timeout", "max_connections",
+                          "max_waiters", "max_waiters_per_key", "expose_keys", "shadow_mode"});
         !s.ok()) {
       return s;
     }
@@ -525,10 +533,13 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
       config.server.max_connections = static_cast<size_t>(*n);
     }
     if (Status s = fields.ReadWaitersBounds(config.server); !s.ok()) return s;
-    if (const YAML::Node expose = fields.Get("expose_keys"); expose.IsDefined()) {
-      auto value = fields.ReadBool(expose, "expose_keys");
+    for (auto [field, target] : {std::pair{"expose_keys", &config.server.expose_keys},
+                                 std::pair{"shadow_mode", &config.server.shadow_mode}}) {
+      const YAML::Node node = fields.Get(field);
+      if (!node.IsDefined()) continue;
+      auto value = fields.ReadBool(node, field);
       if (!value.ok()) return value.status();
-      config.server.expose_keys = *value;
+      *target = *value;
     }
   }
 

@@ -6,17 +6,21 @@
 //   store: { url: memory://, timeout_ms: 50, instances: 1, max_memory: 256MiB }
 //   server: { io_threads: 2, read_timeout: 10s, idle_timeout: 60s,       # optional
 //             max_connections: 10000, max_waiters: 100000, max_waiters_per_key: 1000,
-//             expose_keys: false }
+//             expose_keys: false, shadow_mode: false }
 //   rls: { config_dir: /etc/ratelimit, grpc_listen: 127.0.0.1:8081,    # optional: Envoy's
 //          shadow_mode: false, x_ratelimit_headers: false,               # rate limit service
 //          on_error: fail_open, watch: true }                           # (rls/front_end.h)
 //   rules:
 //     - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20, on_error: fail_open,
-//         max_waiters: 5000, max_waiters_per_key: 100 }                  # the last two optional
+//         max_waiters: 5000, max_waiters_per_key: 100,                   # the last three
+//         shadow_mode: false }                                           # optional
 //     - { name: per_client, algorithm: fixed_window, limit: 5, period: 1h,
 //         key: [forwarded_for, uri], deny_status: 403 }                 # forward auth (optional)
 //   forward_auth: { trusted_proxies: [127.0.0.1, 10.0.0.0/8],            # optional
 //                   client_prefixes: { ipv4: 32, ipv6: 64 } }
+//
+// A rule in shadow mode (its own `shadow_mode`, by default the server's) is decided and counted as
+// usual, and always admits: its answers carry the would-be verdict (http/api.h).
 //
 // Parsing is strict: an unknown or repeated field, a value of the wrong type, a duplicate rule
 // name, a bad duration or a limit that Limit::Create rejects is an error whose message names the
@@ -85,6 +89,9 @@ struct Rule {
   // max_waiters_per_key, and no bound of the rule's own (the server's max_waiters).
   size_t max_waiters_per_key = 1'000;
   size_t max_waiters = 100'000;
+  // Decided and counted as usual, but never denies: the answers tell what the verdict would be.
+  // Unless the rule sets it: the server's shadow_mode.
+  bool shadow_mode = false;
   ForwardAuth auth;
 };
 
@@ -125,6 +132,8 @@ struct ServerConfig {
   size_t max_waiters_per_key = 1'000;
   // Whether GET /v1/top (and so the dashboard) shows the keys denied most: keys identify clients.
   bool expose_keys = false;
+  // The default of each rule's shadow_mode.
+  bool shadow_mode = false;
 };
 
 // The forward_auth section: what every rule's ForwardAuth takes from it.

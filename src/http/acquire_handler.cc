@@ -64,14 +64,18 @@ bool AcquireHandler::Handle(const Request& request, std::shared_ptr<const RuleTa
     return false;
   }
   const ServedRule& rule = *check->rule;
+  exchange.rules_ = std::move(rules);
+  exchange.rule_ = &rule;
+  exchange.key_.assign(check->request.key);
+  if (rule.shadow_mode) {
+    CheckInShadow(rule, check->request.cost, exchange);
+    return false;
+  }
   const std::shared_ptr<AcquireLine> line = lines_->For(rule);
   if (line == nullptr) {
     answers_.Fail(exchange, 503, "the service is stopping and takes no new acquires");
     return false;
   }
-  exchange.rules_ = std::move(rules);
-  exchange.rule_ = &rule;
-  exchange.key_.assign(check->request.key);
   if (!lines_->TakePlace(*line)) {
     Acquisition refused;
     refused.outcome = AcquireOutcome::kQueueFull;
@@ -101,6 +105,13 @@ bool AcquireHandler::Handle(const Request& request, std::shared_ptr<const RuleTa
   return still_waits();
 }
 
+void AcquireHandler::CheckInShadow(const ServedRule& rule, int64_t cost, Exchange& exchange) {
+  rule.limiter.CheckAsync(exchange.key_, cost, [this, &exchange](Result<Decision> decision) {
+    if (!decision.ok()) return OnAcquired(exchange, decision.status());
+    OnAcquired(exchange, Acquisition{.outcome = AcquireOutcome::kAdmitted, .decision = *decision});
+  });
+}
+
 void AcquireHandler::OnAcquired(Exchange& exchange, Result<Acquisition> acquired) {
   const std::shared_ptr<const RuleTable> rules = std::move(exchange.rules_);
   const ServedRule& rule = *exchange.rule_;
@@ -115,7 +126,7 @@ void AcquireHandler::OnAcquired(Exchange& exchange, Result<Acquisition> acquired
   if (decision.limit > 0) {
     answers_.Decided(rule, exchange.key_, decision);
     response.body += R"(,"decision":)";
-    AppendDecision(response.body, decision);
+    AppendDecision(response.body, rule, decision);
     AddRateLimitHeaders(rule, decision, response);
   }
   response.body += '}';

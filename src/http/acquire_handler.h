@@ -2,7 +2,8 @@
 // the request's turn comes, on the rule's line (http/acquire_lines.h), within max_wait_ms (at
 // most kMaxAcquireWait), with its outcome, the wait and the decision (see http/api.h). Answered
 // "queue_full" at once beyond the bounds on the acquires in progress, and "cancelled" when the
-// service stops (CancelWaits) or the client leaves (Abandon).
+// service stops (CancelWaits) or the client leaves (Abandon). An acquire of a rule in shadow mode
+// does not wait: it is decided as a check and answered admitted at once.
 //
 // Thread safety: Handle may be called concurrently, each call with its own Exchange; Abandon as
 // Api::Abandon says.
@@ -10,6 +11,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "http/acquire_lines.h"
@@ -42,6 +44,9 @@ class AcquireHandler {
   void SetMaxWaiters(size_t max_waiters);
 
  private:
+  // A rule in shadow mode admits every acquire, so none waits: it is decided as one check (of
+  // exchange.key_) and answered admitted, the would-be verdict in its decision.
+  void CheckInShadow(const ServedRule& rule, int64_t cost, Exchange& exchange);
   void OnAcquired(Exchange& exchange, Result<Acquisition> acquired);
 
   Metrics& metrics_;

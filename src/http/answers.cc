@@ -43,8 +43,8 @@ void Answers::Decided(const ServedRule& rule, std::string_view key, const Decisi
   } else if (decision.source == DecisionSource::kStore) {
     StoreAnswered();
   }
-  metrics_.CountDecision(*rule.counters, decision);
-  if (!decision.allowed) top_keys_.Record(rule.name(), key);
+  metrics_.CountDecision(*rule.counters, decision, rule.shadow_mode);
+  if (!rule.Admits(decision)) top_keys_.Record(rule.name(), key);
 }
 
 void Answers::StoreAnswered() {
@@ -61,7 +61,9 @@ void Answers::StoreFailed(std::string_view why) {
 void AddRateLimitHeaders(const ServedRule& rule, const Decision& decision, Response& response) {
   response.AddHeader("RateLimit-Policy", rule.policy_header);
   response.AddHeader("RateLimit", middleware::RateLimitValue(rule.name(), decision));
-  if (!decision.allowed) response.AddHeader("Retry-After", middleware::RetryAfterValue(decision));
+  if (!rule.Admits(decision)) {
+    response.AddHeader("Retry-After", middleware::RetryAfterValue(decision));
+  }
 }
 
 }  // namespace sluice::http

@@ -32,8 +32,9 @@ class Answers {
   // The response to a request the HTTP layer refused before it reached the Api.
   void Refuse(int status, std::string_view message, Response& response);
 
-  // A decision of `rule` for `key`: counted, the key noted in TopKeys if denied, and the path
-  // that decided noted: the store answering, or a failure policy standing in for it.
+  // A decision of `rule` for `key`: counted (a rule in shadow mode's would-be verdict apart), the
+  // key noted in TopKeys if denied (not a shadow rule's: it denies nothing), and the path that
+  // decided noted: the store answering, or a failure policy standing in for it.
   void Decided(const ServedRule& rule, std::string_view key, const Decision& decision);
   void StoreAnswered();
   // Counts a store error, and warns when the store was answering until now.
@@ -45,7 +46,9 @@ class Answers {
   std::atomic<bool> store_healthy_{true};
 };
 
-// The RateLimit-Policy, RateLimit and, when denied, Retry-After headers of `decision`.
+// The RateLimit-Policy, RateLimit and, when `rule` denies, Retry-After headers of `decision`. A
+// rule in shadow mode sends its RateLimit as decided (remaining 0 when it would deny), and no
+// Retry-After.
 void AddRateLimitHeaders(const ServedRule& rule, const Decision& decision, Response& response);
 
 }  // namespace sluice::http

@@ -8,6 +8,9 @@
 //                    DecisionSource; "degraded" is true when a failure policy did) plus the
 //                    RateLimit-Policy, RateLimit (and when denied Retry-After) headers; a denied
 //                    check is still 200: the service answers the question, it is not limiting.
+//                    A rule in shadow mode answers "allowed":true, adding "shadow":true and
+//                    "would_allow" (the verdict), with no Retry-After (http/api_json.h); on
+//                    /v1/auth 204, and on /v1/acquire "admitted" at once, without waiting.
 //                    {"checks":[{...},...]}  → 200 {"results":[...]}, in order, decided in one
 //                    store round trip; an item that cannot be decided is {"error":"..."}.
 //   POST /v1/acquire {"rule":"api","key":"user:42","cost":1,"max_wait_ms":5000} → answers when

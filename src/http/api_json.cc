@@ -23,12 +23,15 @@ void AppendError(std::string& out, std::string_view message) {
   out += '}';
 }
 
-void AppendDecision(std::string& out, const Decision& d) {
+void AppendDecision(std::string& out, const ServedRule& rule, const Decision& d) {
   fmt::format_to(std::back_inserter(out),
                  R"({{"allowed":{},"limit":{},"remaining":{},"retry_after_ms":{},)"
-                 R"("reset_after_ms":{},"source":"{}","degraded":{}}})",
-                 d.allowed, d.limit, d.remaining, config::CeilMillis(d.retry_after),
+                 R"("reset_after_ms":{},"source":"{}","degraded":{})",
+                 rule.Admits(d), d.limit, d.remaining, config::CeilMillis(d.retry_after),
                  config::CeilMillis(d.reset_after), DecisionSourceName(d.source), d.degraded());
+  if (rule.shadow_mode)
+    fmt::format_to(std::back_inserter(out), R"(,"shadow":true,"would_allow":{})", d.allowed);
+  out += '}';
 }
 
 bool ReadBody(const Request& request, Exchange& exchange, Answers& answers, json& document) {

@@ -1,9 +1,10 @@
 // The JSON of the Api: reading a request's body and its check objects, {"rule":..., "key":...,
-// "cost":...}, and writing an error, {"error":"..."}, and a decision (the one place a Decision is
-// written as JSON):
+// "cost":...}, and writing an error, {"error":"..."}, and a rule's decision (the one place a
+// Decision is written as JSON):
 //   {"allowed":true,"limit":100,"remaining":99,"retry_after_ms":0,"reset_after_ms":600,
 //    "source":"store","degraded":false}
-// with durations in whole milliseconds rounded up (config::CeilMillis).
+// with durations in whole milliseconds rounded up (config::CeilMillis). A rule in shadow mode
+// answers "allowed":true, the rest as decided, and adds "shadow":true,"would_allow":<verdict>.
 //
 // Thread safety: pure functions, apart from ReadBody answering through `answers`.
 #pragma once
@@ -23,7 +24,7 @@ namespace sluice::http {
 
 void AppendJsonString(std::string& out, std::string_view text);
 void AppendError(std::string& out, std::string_view message);
-void AppendDecision(std::string& out, const Decision& decision);
+void AppendDecision(std::string& out, const ServedRule& rule, const Decision& decision);
 
 // Reads the request's body, a JSON object, into `document`; otherwise answers the error (413 for
 // a body above kMaxBodyBytes, 400 for anything but one JSON object) and returns false.

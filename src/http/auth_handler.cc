@@ -45,7 +45,7 @@ void AuthHandler::OnDecision(Exchange& exchange, Result<Decision> decision) {
   if (!decision.ok()) return answers_.Undecided(exchange, decision.status());
   answers_.Decided(rule, exchange.key_, *decision);
   AddRateLimitHeaders(rule, *decision, exchange.response);
-  if (decision->allowed) {
+  if (rule.Admits(*decision)) {
     exchange.response.status = 204;
   } else {
     exchange.response.status = rule.deny_status;

@@ -4,7 +4,8 @@
 // and decided by the store as POST /v1/check decides (and so, behind a ResilientStore, by the
 // rule's failure policy while the store is out). The answers:
 //
-//   204                  allowed, with RateLimit-Policy and RateLimit
+//   204                  allowed, with RateLimit-Policy and RateLimit; always, for a rule in
+//                        shadow mode (its would-be denial counted, no Retry-After)
 //   429 (or 403)         denied, with Retry-After, RateLimit-Policy and RateLimit; 403 when the
 //                        rule says `deny_status: 403`, for nginx, whose auth_request takes only
 //                        2xx, 401 and 403 from its auth server

@@ -39,7 +39,7 @@ void CheckHandler::OnDecision(Exchange& exchange, Result<Decision> decision) {
   const ServedRule& rule = *exchange.rule_;
   if (!decision.ok()) return answers_.Undecided(exchange, decision.status());
   answers_.Decided(rule, exchange.key_, *decision);
-  AppendDecision(exchange.response.body, *decision);
+  AppendDecision(exchange.response.body, rule, *decision);
   AddRateLimitHeaders(rule, *decision, exchange.response);
   answers_.Finish(exchange);
 }
@@ -96,7 +96,7 @@ void CheckHandler::OnBatch(Exchange& exchange, std::vector<Result<Decision>> res
       continue;
     }
     answers_.Decided(*item.rule, item.key, *result);
-    AppendDecision(body, *result);
+    AppendDecision(body, *item.rule, *result);
   }
   body += "]}";
   answers_.Finish(exchange);

@@ -92,6 +92,23 @@ std::string Metrics::Exposition() const {
       fmt::format_to(put, "sluice_checks_total{{rule=\"{}\",result=\"denied\"}} {}\n", name,
                      Load(counters->denied));
     }
+    const auto shadowed = [](const auto& entry) {
+      return entry.second->shadowed.load(std::memory_order_relaxed);
+    };
+    if (std::any_of(rules_.begin(), rules_.end(), shadowed)) {
+      fmt::format_to(put,
+                     "# HELP sluice_shadow_checks_total Would-be verdicts of rules in shadow mode, "
+                     "by rule and result.\n"
+                     "# TYPE sluice_shadow_checks_total counter\n");
+      for (const auto& entry : rules_) {
+        if (!shadowed(entry)) continue;
+        const auto& [name, counters] = entry;
+        fmt::format_to(put, "sluice_shadow_checks_total{{rule=\"{}\",result=\"allowed\"}} {}\n",
+                       name, Load(counters->shadow_allowed));
+        fmt::format_to(put, "sluice_shadow_checks_total{{rule=\"{}\",result=\"denied\"}} {}\n",
+                       name, Load(counters->shadow_denied));
+      }
+    }
     fmt::format_to(put,
                    "# HELP sluice_decisions_total Decisions, by rule and the path that made them.\n"
                    "# TYPE sluice_decisions_total counter\n");

@@ -1,7 +1,11 @@
 // The service's Prometheus metrics, kept in atomics so counting on the request path neither
 // locks nor allocates:
 //
-//   sluice_checks_total{rule,result="allowed|denied"}   decisions made, per rule
+//   sluice_checks_total{rule,result="allowed|denied"}   decisions made, per rule, as answered (a
+//                                                       rule in shadow mode answers allowed)
+//   sluice_shadow_checks_total{rule,result}             the would-be verdicts (allowed, denied)
+//                                                       of a rule in shadow mode; for the rules
+//                                                       that have been in shadow mode since start
 //   sluice_decisions_total{rule,source}                 decisions, per rule and deciding path
 //                                                       (store, hot_key_cache, fail_open,
 //                                                       fail_closed, local_fallback)
@@ -71,6 +75,9 @@ struct RuleCounters {
   std::atomic<uint64_t> denied{0};
   std::array<std::atomic<uint64_t>, kDecisionSources> by_source{};
   std::array<std::atomic<uint64_t>, kAcquireOutcomes> acquires{};  // by outcome
+  std::atomic<uint64_t> shadow_allowed{0};
+  std::atomic<uint64_t> shadow_denied{0};
+  std::atomic<bool> shadowed{false};  // set by a rule set with the rule in shadow mode
 };
 
 // Where the acquires in progress are counted (the acquire lines, http/acquire_lines.h): the
@@ -98,9 +105,13 @@ class Metrics {
   // lifetime of this object. `name` must not need escaping in a label value (no '"', '\', LF).
   RuleCounters& ForRule(std::string_view name);
 
-  void CountDecision(RuleCounters& rule, const Decision& decision) {
-    (decision.allowed ? rule.allowed : rule.denied).fetch_add(1, std::memory_order_relaxed);
-    rule.by_source[static_cast<size_t>(decision.source)].fetch_add(1, std::memory_order_relaxed);
+  // A decision of a rule, in shadow mode when `shadow`: counted allowed, and its would-be verdict
+  // counted apart.
+  void CountDecision(RuleCounters& rule, const Decision& decision, bool shadow = false) {
+    const auto add = [](std::atomic<uint64_t>& n) { n.fetch_add(1, std::memory_order_relaxed); };
+    add(decision.allowed || shadow ? rule.allowed : rule.denied);
+    add(rule.by_source[static_cast<size_t>(decision.source)]);
+    if (shadow) add(decision.allowed ? rule.shadow_allowed : rule.shadow_denied);
   }
   void CountAcquire(RuleCounters& rule, AcquireOutcome outcome) {
     rule.acquires[static_cast<size_t>(outcome)].fetch_add(1, std::memory_order_relaxed);

@@ -12,8 +12,10 @@ ServedRule::ServedRule(Store& store, const config::Rule& rule, RuleCounters& cou
       counters(&counters),
       waiter_bounds{.max_waiters_per_key = rule.max_waiters_per_key,
                     .max_waiters = rule.max_waiters},
-      deny_status(rule.auth.deny_status) {
+      deny_status(rule.auth.deny_status),
+      shadow_mode(rule.shadow_mode) {
   if (!rule.auth.key.empty()) auth_key.emplace(rule.auth);
+  if (shadow_mode) counters.shadowed.store(true, std::memory_order_relaxed);
 }
 
 std::shared_ptr<const RuleTable> RuleTable::Build(const std::vector<config::Rule>& rules,

@@ -239,14 +239,16 @@ KeyExtractor Compose(std::vector<KeyExtractor> parts) {
   };
 }
 
-RateLimiter::RateLimiter(Limiter& limiter, KeyExtractor key, std::string policy_name, int64_t cost,
-                         Duration max_delay)
+RateLimiter::RateLimiter(Limiter& limiter, KeyExtractor key, std::string policy_name,
+                         RateLimiterOptions options, Duration max_delay)
     : limiter_(limiter),
       key_(std::move(key)),
       policy_name_(std::move(policy_name)),
       policy_header_(RateLimitPolicyValue(policy_name_, limiter.limit())),
-      cost_(cost),
-      max_delay_(max_delay) {}
+      cost_(options.cost),
+      max_delay_(max_delay),
+      shadow_mode_(options.shadow_mode),
+      on_shadow_decision_(std::move(options.on_shadow_decision)) {}
 
 Result<std::string> StoredKey(std::string key) {
   // A key that looks hashed is hashed too, so that no key can pose as another's hash.
@@ -265,6 +267,9 @@ Result<RateLimiter> RateLimiter::Create(Limiter& limiter, KeyExtractor key, std:
   if (!key) return Status::InvalidArgument("a rate limiter needs a key extractor");
   if (options.cost < 0 || options.delay < 0) {
     return Status::InvalidArgument("cost and delay must not be negative");
+  }
+  if (options.shadow_mode && options.delay > 0) {
+    return Status::InvalidArgument("shadow mode holds nothing back: it takes no delay");
   }
   // Whatever a check would be refused for, whatever the request: the limiter's name, the cost.
   if (Status s = ValidateCheck(limiter.Request(kAnonymous, options.cost)); !s.ok()) return s;
@@ -285,7 +290,8 @@ Result<RateLimiter> RateLimiter::Create(Limiter& limiter, KeyExtractor key, std:
     }
     max_delay = limit.emission_interval() * options.delay * options.cost;
   }
-  return RateLimiter(limiter, std::move(key), std::move(policy_name), options.cost, max_delay);
+  return RateLimiter(limiter, std::move(key), std::move(policy_name), std::move(options),
+                     max_delay);
 }
 
 Verdict RateLimiter::ToVerdict(const Result<Decision>& decision) const {
@@ -294,6 +300,11 @@ Verdict RateLimiter::ToVerdict(const Result<Decision>& decision) const {
   verdict.degraded = decision->degraded();
   verdict.headers.emplace_back("RateLimit-Policy", policy_header_);
   verdict.headers.emplace_back("RateLimit", RateLimitValue(policy_name_, *decision));
+  if (shadow_mode_) {
+    if (on_shadow_decision_) on_shadow_decision_(*decision);
+    verdict.would_deny = !decision->allowed;
+    return verdict;
+  }
   if (decision->allowed) {
     if (max_delay_.count() > 0) {
       verdict.delay = decision->delay;

@@ -105,6 +105,30 @@ TEST(ConfigTest, RateLimitServiceSection) {
 }
 
 // store.max_memory: bytes, or a whole number of binary units.
+// A rule's shadow_mode is its own, or else the server's.
+TEST(ConfigTest, ShadowModeIsPerRuleWithTheServersAsDefault) {
+  constexpr std::string_view kRules = R"(
+rules:
+  - { name: a, algorithm: fixed_window, limit: 1, period: 1s }
+  - { name: b, algorithm: fixed_window, limit: 1, period: 1s, shadow_mode: true }
+  - { name: c, algorithm: fixed_window, limit: 1, period: 1s, shadow_mode: false }
+)";
+  for (bool server : {false, true}) {
+    auto config = ParseConfig(std::string("server: { shadow_mode: ") + (server ? "true" : "false") +
+                                  " }" + std::string(kRules),
+                              "x.yaml");
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    EXPECT_EQ(config->server.shadow_mode, server);
+    EXPECT_EQ(config->rules[0].shadow_mode, server);
+    EXPECT_TRUE(config->rules[1].shadow_mode);
+    EXPECT_FALSE(config->rules[2].shadow_mode);
+  }
+  auto bad = ParseConfig(
+      "rules:\n  - { name: a, algorithm: gcra, limit: 1, period: 1s, shadow_mode: maybe }\n",
+      "bad.yaml");
+  EXPECT_EQ(bad.status().message(), "bad.yaml:2: rules[0].shadow_mode: expected true or false");
+}
+
 TEST(ConfigTest, MaxMemoryTakesBytesOrBinaryUnits) {
   const std::pair<std::string_view, size_t> cases[] = {
       {"1048576", size_t{1} << 20}, {"2048KiB", size_t{2} << 20}, {"16MiB", size_t{16} << 20},
@@ -174,7 +198,8 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
        "bad.yaml:6: rules[0].burst: burst must be positive, got -1"},
       {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    brust: 5\n",
        "bad.yaml:6: rules[0].brust: unknown field (expected name, algorithm, limit, period, "
-       "burst, on_error, max_waiters, max_waiters_per_key, key, deny_status)"},
+       "burst, on_error, max_waiters, max_waiters_per_key, key, deny_status, "
+       "shadow_mode)"},
       {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    max_waiters_per_key: many\n",
        "bad.yaml:6: rules[0].max_waiters_per_key: expected an integer, got 'many'"},
       {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    max_waiters: 10000001\n",
@@ -247,7 +272,9 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
        "bad.yaml:2: server.max_waiters_per_key: expected an integer"},
       {"server:\n  waiters: 1\n",
        "bad.yaml:2: server.waiters: unknown field (expected io_threads, read_timeout, "
-       "idle_timeout, max_connections, max_waiters, max_waiters_per_key, expose_keys)"},
+       "idle_timeout, max_connections, max_waiters, max_waiters_per_key, expose_keys, "
+       "shadow_mode)"},
+      {"server:\n  shadow_mode: 1\n", "bad.yaml:2: server.shadow_mode: expected true or false"},
       {"server:\n  max_connections: 0\n",
        "bad.yaml:2: server.max_connections: must be between 1 and 1000000"},
       {"server:\n  max_connections: 1000001\n",

@@ -25,6 +25,7 @@ constexpr std::string_view kRules = R"(
 rules:
   - { name: shaped, algorithm: gcra, limit: 10, period: 1s, burst: 1 }
   - { name: window, algorithm: fixed_window, limit: 1, period: 1s }
+  - { name: shadow, algorithm: gcra, limit: 10, period: 1s, burst: 1, shadow_mode: true }
 )";
 
 std::vector<config::Rule> ParseRules(std::string_view yaml) {
@@ -102,6 +103,23 @@ TEST_F(AcquireTest, AnswersWhenTheBookedSlotComes) {
   ASSERT_TRUE(third->done);
   EXPECT_EQ(third->header("Server-Timing"), "ratelimit;dur=200.000");
   EXPECT_EQ(metrics_.ForRule("shaped").allowed.load(), 3u);
+}
+
+// A rule in shadow mode admits every acquire, so none waits for a slot: each is decided as a
+// check, answered admitted at once, its would-be verdict in the decision.
+TEST_F(AcquireTest, AShadowAcquireIsAdmittedAtOnceWithItsWouldBeVerdict) {
+  ASSERT_TRUE(Acquire(R"({"rule":"shadow","key":"k","max_wait_ms":1000})")->done);
+  const auto over = Acquire(R"({"rule":"shadow","key":"k","max_wait_ms":1000})");
+  EXPECT_FALSE(waits_);
+  ASSERT_TRUE(over->done);
+  EXPECT_EQ(over->body(),
+            R"({"outcome":"admitted","waited_ms":0,"decision":{"allowed":true,"limit":10,)"
+            R"("remaining":0,"retry_after_ms":100,"reset_after_ms":100,"source":"store",)"
+            R"("degraded":false,"shadow":true,"would_allow":false}})");
+  EXPECT_EQ(over->header("Retry-After"), "<absent>");
+  EXPECT_EQ(Metric("sluice_acquires_total{rule=\"shadow\",outcome=\"admitted\"}"), "2");
+  EXPECT_EQ(Metric("sluice_shadow_checks_total{rule=\"shadow\",result=\"denied\"}"), "1");
+  EXPECT_EQ(Metric("sluice_acquire_waiters{rule=\"shadow\"}"), "0");
 }
 
 TEST_F(AcquireTest, ASlotBeyondMaxWaitIsDeniedAtOnce) {

@@ -525,6 +525,120 @@ rules:
   - { name: local, algorithm: fixed_window, limit: 4, period: 1m, on_error: local_fallback }
 )";
 
+// A rule in shadow mode (issue 13) is decided and counted as usual and always admits: its answer
+// says allowed, carries the would-be verdict, and sends no Retry-After; the verdicts are counted
+// in sluice_shadow_checks_total, the answers in sluice_checks_total.
+constexpr std::string_view kShadowRules = R"(
+rules:
+  - { name: slow, algorithm: gcra, limit: 1, period: 10s, shadow_mode: true }
+  - { name: api, algorithm: gcra, limit: 1, period: 10s }
+)";
+
+std::string MetricLine(const Metrics& metrics, std::string_view start) {
+  const std::string text = metrics.Exposition();
+  const size_t at = text.find(start);
+  if (at == std::string::npos) return "<absent>";
+  return text.substr(at, text.find('\n', at) - at);
+}
+
+TEST_F(ApiTest, AShadowRuleOverItsLimitAdmitsAndTellsTheWouldBeVerdict) {
+  api_.SetRules(RuleTable::Build(ParseRules(kShadowRules), store_, metrics_));
+  const Answer first = Check(R"({"rule":"slow","key":"k"})");
+  EXPECT_EQ(first.response.body, R"({"allowed":true,"limit":1,"remaining":0,"retry_after_ms":0,)"
+                                 R"("reset_after_ms":10000,"source":"store","degraded":false,)"
+                                 R"("shadow":true,"would_allow":true})");
+  const Answer over = Check(R"({"rule":"slow","key":"k"})");
+  EXPECT_EQ(over.response.status, 200);
+  EXPECT_EQ(over.response.body, R"({"allowed":true,"limit":1,"remaining":0,"retry_after_ms":10000,)"
+                                R"("reset_after_ms":10000,"source":"store","degraded":false,)"
+                                R"("shadow":true,"would_allow":false})");
+  EXPECT_EQ(over.header("Retry-After"), "<absent>");
+  EXPECT_EQ(over.header("RateLimit"), R"("slow";r=0;t=10)");
+
+  EXPECT_EQ(metrics_.ForRule("slow").allowed.load(), 2u);
+  EXPECT_EQ(metrics_.ForRule("slow").denied.load(), 0u);
+  EXPECT_EQ(MetricLine(metrics_, "sluice_shadow_checks_total{rule=\"slow\",result=\"allowed\"}"),
+            "sluice_shadow_checks_total{rule=\"slow\",result=\"allowed\"} 1");
+  EXPECT_EQ(MetricLine(metrics_, "sluice_shadow_checks_total{rule=\"slow\",result=\"denied\"}"),
+            "sluice_shadow_checks_total{rule=\"slow\",result=\"denied\"} 1");
+  // An enforcing rule has no shadow samples, and no one was denied: no top keys.
+  EXPECT_EQ(MetricLine(metrics_, "sluice_shadow_checks_total{rule=\"api\""), "<absent>");
+  api_.SetExposeKeys(true);
+  EXPECT_EQ(Call("GET", "/v1/top?rule=slow").response.body.find("\"k\""), std::string::npos);
+
+  // The would-be denial took nothing, as an enforcing rule's denial takes nothing.
+  clock_.Advance(seconds(10));
+  EXPECT_NE(Check(R"({"rule":"slow","key":"k"})").response.body.find(R"("would_allow":true)"),
+            std::string::npos);
+}
+
+TEST_F(ApiTest, ABatchAnswersEachRuleByItsOwnMode) {
+  api_.SetRules(RuleTable::Build(ParseRules(kShadowRules), store_, metrics_));
+  const Answer a = Check(R"({"checks":[
+      {"rule":"slow","key":"k"}, {"rule":"slow","key":"k"},
+      {"rule":"api","key":"k"}, {"rule":"api","key":"k"}]})");
+  EXPECT_EQ(a.response.body,
+            R"({"results":[)"
+            R"({"allowed":true,"limit":1,"remaining":0,"retry_after_ms":0,"reset_after_ms":10000,)"
+            R"("source":"store","degraded":false,"shadow":true,"would_allow":true},)"
+            R"({"allowed":true,"limit":1,"remaining":0,"retry_after_ms":10000,)"
+            R"("reset_after_ms":10000,"source":"store","degraded":false,"shadow":true,)"
+            R"("would_allow":false},)"
+            R"({"allowed":true,"limit":1,"remaining":0,"retry_after_ms":0,"reset_after_ms":10000,)"
+            R"("source":"store","degraded":false},)"
+            R"({"allowed":false,"limit":1,"remaining":0,"retry_after_ms":10000,)"
+            R"("reset_after_ms":10000,"source":"store","degraded":false}]})");
+  EXPECT_EQ(store_.batch_calls, 1);
+  EXPECT_EQ(metrics_.ForRule("slow").shadow_denied.load(), 1u);
+  EXPECT_EQ(metrics_.ForRule("slow").shadow_allowed.load(), 1u);
+  EXPECT_EQ(metrics_.ForRule("api").denied.load(), 1u);
+  EXPECT_EQ(metrics_.ForRule("api").shadow_denied.load(), 0u);
+}
+
+TEST_F(ApiTest, TheServersShadowModeIsEveryRulesDefault) {
+  api_.SetRules(RuleTable::Build(ParseRules(R"(
+server: { shadow_mode: true }
+rules:
+  - { name: slow, algorithm: gcra, limit: 1, period: 10s }
+  - { name: api, algorithm: gcra, limit: 1, period: 10s, shadow_mode: false }
+)"),
+                                 store_, metrics_));
+  Check(R"({"rule":"slow","key":"k"})");
+  Check(R"({"rule":"api","key":"k"})");
+  EXPECT_NE(Check(R"({"rule":"slow","key":"k"})").response.body.find(R"("allowed":true)"),
+            std::string::npos);
+  const Answer enforced = Check(R"({"rule":"api","key":"k"})");
+  EXPECT_EQ(enforced.response.body.substr(0, 16), R"({"allowed":false)");
+  EXPECT_EQ(enforced.header("Retry-After"), "10");
+  EXPECT_EQ(metrics_.ForRule("slow").shadow_denied.load(), 1u);
+}
+
+TEST_F(ApiTest, AReloadTurnsShadowModeOnAndOff) {
+  const auto load = [&](bool shadow) {
+    api_.SetRules(RuleTable::Build(
+        ParseRules(std::string("rules: [{name: slow, algorithm: gcra, limit: 1, period: 10s, "
+                               "shadow_mode: ") +
+                   (shadow ? "true" : "false") + "}]"),
+        store_, metrics_));
+  };
+  EXPECT_EQ(Check(R"({"rule":"slow","key":"k"})").response.body.substr(0, 15),
+            R"({"allowed":true)");
+  EXPECT_EQ(Check(R"({"rule":"slow","key":"k"})").response.body.substr(0, 16),
+            R"({"allowed":false)");
+  load(true);
+  const Answer shadowed = Check(R"({"rule":"slow","key":"k"})");
+  EXPECT_EQ(shadowed.response.body.substr(0, 15), R"({"allowed":true)");
+  EXPECT_NE(shadowed.response.body.find(R"("would_allow":false)"), std::string::npos);
+  load(false);
+  const Answer enforced = Check(R"({"rule":"slow","key":"k"})");
+  EXPECT_EQ(enforced.response.body.substr(0, 16), R"({"allowed":false)");
+  EXPECT_EQ(enforced.response.body.find("shadow"), std::string::npos);
+  // The shadow counts stay exposed once the rule has been in shadow mode.
+  EXPECT_EQ(MetricLine(metrics_, "sluice_shadow_checks_total{rule=\"slow\",result=\"denied\"}"),
+            "sluice_shadow_checks_total{rule=\"slow\",result=\"denied\"} 1");
+  EXPECT_EQ(metrics_.ForRule("slow").denied.load(), 2u);
+}
+
 // The service as `sluice serve` runs it on a shared store: a ResilientStore in front.
 class ResilientApiTest : public ::testing::Test {
  protected:

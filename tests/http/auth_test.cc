@@ -32,6 +32,8 @@ rules:
   - {name: nginx, algorithm: fixed_window, limit: 1, period: 1h, key: forwarded_for,
      deny_status: 403}
   - {name: no_key, algorithm: fixed_window, limit: 1, period: 1h}
+  - {name: shadow, algorithm: fixed_window, limit: 1, period: 1h, key: forwarded_for,
+     shadow_mode: true}
 )";
 
 // A request as a proxy's auth subrequest shows it.
@@ -127,6 +129,20 @@ TEST_F(AuthTest, AllowedIs204AndDeniedIs429WithTheRateLimitHeaders) {
 
   // Another client has a limit of its own.
   EXPECT_EQ(Ask("per_client", "10.0.0.1", {{"X-Forwarded-For", "198.51.100.8"}}).status, 204);
+}
+
+// A rule in shadow mode lets every request through: 204 with its RateLimit headers as decided,
+// no Retry-After, its would-be denial counted.
+TEST_F(AuthTest, AShadowRuleOverItsLimitStillAnswers204) {
+  EXPECT_EQ(Ask("shadow", "10.0.0.1", {{"X-Forwarded-For", "198.51.100.7"}}).status, 204);
+  const Answer over = Ask("shadow", "10.0.0.1", {{"X-Forwarded-For", "198.51.100.7"}});
+  EXPECT_EQ(over.status, 204);
+  EXPECT_EQ(over.body, "");
+  EXPECT_EQ(over.header("Retry-After"), "<absent>");
+  EXPECT_EQ(over.header("RateLimit"), R"("shadow";r=0;t=3600)");
+  EXPECT_EQ(metrics_.ForRule("shadow").allowed.load(), 2u);
+  EXPECT_EQ(metrics_.ForRule("shadow").denied.load(), 0u);
+  EXPECT_EQ(metrics_.ForRule("shadow").shadow_denied.load(), 1u);
 }
 
 TEST_F(AuthTest, DenyStatusCanBe403ForNginx) {

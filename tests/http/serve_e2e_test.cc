@@ -297,6 +297,39 @@ TEST(ServeE2ETest, SighupReloadsAGoodFileAndKeepsTheOldRulesOnABadOne) {
   EXPECT_EQ(status_of("broken"), 400);
 }
 
+// server.shadow_mode, turned on by a SIGHUP: the rule still counts, but a proxy's auth request
+// over the limit gets 204 with no Retry-After, a check says allowed with the would-be denial, and
+// /metrics counts the would-be denials.
+TEST(ServeE2ETest, SighupTurnsShadowModeOnAndNothingIsDeniedAnyMore) {
+  constexpr std::string_view kRule =
+      "rules:\n  - { name: slow, algorithm: gcra, limit: 1, period: 10s, key: {header: X-Key} }\n";
+  Service service{std::string(kRule)};
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  httplib::Client client = service.Client();
+  const httplib::Headers key = {{"X-Key", "a"}};
+  ASSERT_EQ(client.Get("/v1/auth/slow", key)->status, 204);
+  ASSERT_EQ(client.Get("/v1/auth/slow", key)->status, 429);
+
+  service.WriteConfig("server: { shadow_mode: true }\n" + std::string(kRule));
+  service.process().Signal(SIGHUP);
+  ASSERT_TRUE(service.process().WaitForLog("reloaded 1 rule(s)")) << service.process().Log();
+  const auto auth = client.Get("/v1/auth/slow", key);
+  ASSERT_TRUE(auth);
+  EXPECT_EQ(auth->status, 204);
+  EXPECT_FALSE(auth->has_header("Retry-After"));
+  EXPECT_EQ(auth->get_header_value("RateLimit"), R"("slow";r=0;t=10)");
+
+  const std::string check = R"({"rule":"slow","key":"b"})";
+  ASSERT_EQ(Body(client.Post("/v1/check", check, "application/json"))["would_allow"], true);
+  const json over = Body(client.Post("/v1/check", check, "application/json"));
+  EXPECT_EQ(over["allowed"], true);
+  EXPECT_EQ(over["shadow"], true);
+  EXPECT_EQ(over["would_allow"], false);
+  EXPECT_EQ(
+      MetricValue(service.port(), R"(sluice_shadow_checks_total{rule="slow",result="denied"})"), 2);
+  EXPECT_EQ(MetricValue(service.port(), R"(sluice_checks_total{rule="slow",result="denied"})"), 1);
+}
+
 TEST(ServeE2ETest, AcquireAnswersWhenEachBookedSlotComesAndSigtermCancelsWaiters) {
   Service service(R"(rules:
   - { name: shaped, algorithm: gcra, limit: 10, period: 1s, burst: 1 }

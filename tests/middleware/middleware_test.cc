@@ -472,6 +472,40 @@ TEST_F(RateLimiterTest, DelayHoldsUpToDelayRequestsThenRefuses) {
   EXPECT_FALSE(policer.Check(FakeRequest("192.0.2.9", "/")).allowed);
 }
 
+// Shadow mode counts in the store as usual and admits every request: the RateLimit headers as
+// decided, no 429 and no Retry-After, the would-be denial in the verdict and the observer.
+TEST_F(RateLimiterTest, ShadowModeCountsAndAdmitsEveryRequest) {
+  Limiter limiter(store_, "demo", FivePerTenSeconds());
+  int decisions = 0;
+  int would_deny = 0;
+  const RateLimiter shadow =
+      Make(limiter, ClientIp(), "demo",
+           {.shadow_mode = true, .on_shadow_decision = [&](const Decision& d) {
+              ++decisions;
+              if (!d.allowed) ++would_deny;
+            }});
+  const FakeRequest r("192.0.2.1", "/test");
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(shadow.Check(r).would_deny);
+  const Verdict over = shadow.Check(r);
+  EXPECT_TRUE(over.allowed);
+  EXPECT_TRUE(over.would_deny);
+  EXPECT_EQ(over.status, 200);
+  EXPECT_EQ(over.body, "");
+  ASSERT_EQ(over.headers.size(), 2u);
+  EXPECT_EQ(over.headers[1],
+            std::make_pair(std::string("RateLimit"), std::string("\"demo\";r=0;t=10")));
+  EXPECT_EQ(decisions, 6);
+  EXPECT_EQ(would_deny, 1);
+  // The checks counted in the store: the same key, enforced, is denied.
+  EXPECT_FALSE(Make(limiter, ClientIp(), "demo").Check(r).allowed);
+
+  Limiter meter(store_, "m", *Limit::Create(Algorithm::kGcra, 10, 1s, 1));
+  EXPECT_EQ(RateLimiter::Create(meter, ClientIp(), "m", {.delay = 1, .shadow_mode = true})
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST_F(RateLimiterTest, DelayNeedsAnAlgorithmThatBooksSlots) {
   Limiter windows(store_, "w", FivePerTenSeconds());
   EXPECT_EQ(RateLimiter::Create(windows, ClientIp(), "w", {.delay = 1}).status().code(),

@@ -19,6 +19,12 @@
 // order and the spacing hold across every instance sharing the store; the rest get 429. The
 // verdict says how long to hold the request, and carries `Server-Timing: ratelimit;dur=<ms>`.
 //
+// Shadow mode (RateLimiterOptions::shadow_mode), to try a limit on real traffic before it denies
+// anything: every request is checked and counted in the store as usual, and admitted whatever the
+// limit says; the verdict carries the RateLimit headers as decided, no Retry-After, and
+// Verdict::would_deny; RateLimiterOptions::on_shadow_decision, when set, sees each decision. A
+// check the store could not decide is answered as above, shadow mode or not.
+//
 // Thread safety: a RateLimiter and the extractors are immutable once built; all methods may be
 // called concurrently. The Limiter must outlive the RateLimiter.
 #pragma once
@@ -143,6 +149,8 @@ struct Verdict {
   Duration delay{0};
   // The store was out and a failure policy decided (as Decision::degraded).
   bool degraded = false;
+  // Shadow mode: the limit would have denied this request, which is allowed all the same.
+  bool would_deny = false;
   // Why the store did not decide, when it did not: the error the request was refused for, or
   // the outage fail_open admitted it through. Ok otherwise (the failure policy of a
   // ResilientStore decides with no error reaching the middleware).
@@ -155,6 +163,12 @@ struct RateLimiterOptions {
   // Requests beyond the limit's burst delayed to the rate instead of refused (see above); 0
   // refuses all excess. Needs token_bucket, leaky_bucket or gcra.
   int64_t delay = 0;
+  // Decide and count, but admit every request (see above). Not with `delay`: a shadow limiter
+  // holds nothing back.
+  bool shadow_mode = false;
+  // Shadow mode: called with each decision (allowed or not), e.g. to count the would-be denials.
+  // Called on the thread that completes the check; it must be safe to call concurrently.
+  std::function<void(const Decision&)> on_shadow_decision = nullptr;
 };
 
 class RateLimiter {
@@ -163,8 +177,8 @@ class RateLimiter {
   // fail on is refused here, with the error such a check would get, rather than built into a
   // middleware that refuses every request: COST_EXCEEDS_LIMIT for a cost above the limit's
   // capacity; INVALID_ARGUMENT for no key extractor, a limiter name above kMaxScopeBytes, a
-  // negative cost or delay, a delay on an algorithm that cannot book slots, or a delay whose
-  // wait would exceed MaxDelayOf(limit).
+  // negative cost or delay, a delay on an algorithm that cannot book slots, a delay whose
+  // wait would exceed MaxDelayOf(limit), or a delay in shadow mode.
   static Result<RateLimiter> Create(Limiter& limiter, KeyExtractor key, std::string policy_name,
                                     RateLimiterOptions options = {});
 
@@ -174,8 +188,8 @@ class RateLimiter {
   void CheckAsync(const RequestView& request, std::function<void(Verdict)> done) const;
 
  private:
-  RateLimiter(Limiter& limiter, KeyExtractor key, std::string policy_name, int64_t cost,
-              Duration max_delay);
+  RateLimiter(Limiter& limiter, KeyExtractor key, std::string policy_name,
+              RateLimiterOptions options, Duration max_delay);
   Result<std::string> KeyOf(const RequestView& request) const;
   Verdict ToVerdict(const Result<Decision>& decision) const;
   Verdict Undecided(Status error) const;
@@ -186,6 +200,8 @@ class RateLimiter {
   std::string policy_header_;
   int64_t cost_;
   Duration max_delay_;  // shaping when above zero
+  bool shadow_mode_;
+  std::function<void(const Decision&)> on_shadow_decision_;
 };
 
 }  // namespace sluice::middleware
