@@ -174,8 +174,9 @@ check_contents() {
   done
   [[ $(zcat "$root/usr/share/doc/sluice/changelog.Debian.gz" | head -1) == "sluice ($VERSION-1) "* ]] ||
     fail "changelog.Debian.gz does not start with version $VERSION-1"
-  # Depends, computed by dpkg-shlibdeps, names the package of every library the binary loads (or
-  # a name that package provides, as in its shlibs file).
+  # Depends, computed by dpkg-shlibdeps, names the package of every library the binary needs
+  # itself (its NEEDED entries; or a name that package provides, as in its shlibs file). The
+  # libraries those load come with their own packages' Depends.
   local depends needed path package name found
   depends=$(dpkg-deb -f "$(deb)" Depends | sed -E 's/ \([^)]*\)//g; s/, /\n/g')
   while read -r needed path; do
@@ -187,7 +188,8 @@ check_contents() {
       grep -qx "$name" <<<"$depends" && found=$name
     done
     [ -n "$found" ] || fail "Depends lacks $package, which has $needed: $depends"
-  done < <(ldd "$root/usr/bin/sluice" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
+  done < <(ldd "$root/usr/bin/sluice" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' |
+    grep -F -f <(readelf -d "$root/usr/bin/sluice" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1 /p'))
 
   local script
   for script in postinst prerm postrm; do
