@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <iterator>
 
+#include "metrics/prometheus_label.h"
+
 namespace sluice::http {
 namespace {
 
@@ -16,23 +18,6 @@ size_t HttpSlot(int status) {
 }
 
 uint64_t Load(const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); }
-
-// A label value in the text exposition format: backslash, double quote and newline escaped.
-std::string LabelValue(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    if (c == '\\' || c == '"') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -238,7 +223,8 @@ std::string Metrics::Exposition() const {
     for (const DomainBreakerStats& b : stats.breakers) {
       for (auto state : {BreakerState::kClosed, BreakerState::kOpen, BreakerState::kHalfOpen}) {
         fmt::format_to(put, "sluice_node_breaker_state{{node=\"{}\",state=\"{}\"}} {}\n",
-                       LabelValue(b.domain), BreakerStateName(state), b.state == state ? 1 : 0);
+                       metrics::PrometheusLabelValue(b.domain), BreakerStateName(state),
+                       b.state == state ? 1 : 0);
       }
     }
     fmt::format_to(put,
@@ -247,7 +233,7 @@ std::string Metrics::Exposition() const {
                    "# TYPE sluice_node_breaker_opens_total counter\n");
     for (const DomainBreakerStats& b : stats.breakers) {
       fmt::format_to(put, "sluice_node_breaker_opens_total{{node=\"{}\"}} {}\n",
-                     LabelValue(b.domain), b.opens);
+                     metrics::PrometheusLabelValue(b.domain), b.opens);
     }
   }
   return out;

@@ -5,28 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "metrics/prometheus_label.h"
+
 namespace sluice::rls {
-namespace {
-
-// A label value with '\', '"' and line feeds escaped, as the exposition format asks.
-std::string LabelValue(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    if (c == '\\' || c == '"') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 DescriptorCounters& Stats::For(std::string_view key) {
   std::lock_guard lock(mu_);
   if (auto it = keys_.find(key); it != keys_.end()) return *it->second;
@@ -69,7 +50,8 @@ std::string Stats::Exposition() const {
     fmt::format_to(std::back_inserter(out), "# TYPE sluice_rls_{} counter\n", name);
     for (const auto& [key, counters] : keys_) {
       fmt::format_to(std::back_inserter(out), "sluice_rls_{}{{key=\"{}\"}} {}\n", name,
-                     LabelValue(key), ((*counters).*field).load(std::memory_order_relaxed));
+                     metrics::PrometheusLabelValue(key),
+                     ((*counters).*field).load(std::memory_order_relaxed));
     }
   }
   return out;
