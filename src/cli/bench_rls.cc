@@ -27,8 +27,7 @@ struct RlsTally {
 class Load {
  public:
   Load(const BenchFlags& flags, Steady::time_point end)
-      : flags_(flags),
-        end_(end),
+      : end_(end),
         stub_(pb::RateLimitService::NewStub(
             grpc::CreateChannel(flags.rls, grpc::InsecureChannelCredentials()))),
         left_(flags.concurrency) {
@@ -90,7 +89,6 @@ class Load {
         });
   }
 
-  const BenchFlags& flags_;
   const Steady::time_point end_;
   std::unique_ptr<pb::RateLimitService::Stub> stub_;
   std::vector<std::unique_ptr<Chain>> chains_;
