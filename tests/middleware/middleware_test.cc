@@ -323,6 +323,9 @@ TEST(BeastAsync, VerdictsArePostedToTheSessionExecutor) {
   namespace http = boost::beast::http;
   auto redis = testing::RedisServer::Start();
   ASSERT_NE(redis, nullptr);
+  // The session's executor outlives the store: the store's I/O thread may still be inside its
+  // post of the last verdict when the session has run it.
+  boost::asio::io_context io;
   ManualClock clock;
   auto store = RedisStore::Create({.url = redis->url(),
                                    .timeout = 5s,
@@ -333,7 +336,6 @@ TEST(BeastAsync, VerdictsArePostedToTheSessionExecutor) {
   Limiter limiter(**store, "async", *Limit::Create(Algorithm::kSlidingLog, 2, 10s));
   const RateLimiter per_ip = Make(limiter, ClientIp(), "async");
 
-  boost::asio::io_context io;
   auto work = boost::asio::make_work_guard(io);
   constexpr int kRequests = 3;
   std::vector<Verdict> verdicts;
