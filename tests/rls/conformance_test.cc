@@ -16,6 +16,7 @@
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "matcher_from.h"
 #include "rls/grpc_server.h"
 #include "rls/service.h"
 #include "rls/stats.h"
@@ -57,19 +58,8 @@ struct Desc {
 
 std::shared_ptr<const ServiceConfig> Configure(std::initializer_list<std::string_view> files,
                                                ServiceOptions options) {
-  std::vector<DomainConfig> domains;
-  int n = 0;
-  for (std::string_view yaml : files) {
-    auto domain = ParseDomainConfig(yaml, "f" + std::to_string(n++) + ".yaml");
-    EXPECT_TRUE(domain.ok()) << domain.status().ToString();
-    if (domain.ok()) domains.push_back(std::move(*domain));
-  }
-  auto config = CombineDomains(std::move(domains));
-  EXPECT_TRUE(config.ok()) << config.status().ToString();
-  auto matcher = Matcher::Create(std::move(*config));
-  EXPECT_TRUE(matcher.ok()) << matcher.status().ToString();
   return std::make_shared<const ServiceConfig>(
-      ServiceConfig{.matcher = std::move(*matcher), .options = options});
+      ServiceConfig{.matcher = MatcherFrom(files), .options = options});
 }
 
 class RlsConformance : public ::testing::Test {

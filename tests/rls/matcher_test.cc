@@ -8,6 +8,8 @@
 
 #include <chrono>
 
+#include "matcher_from.h"
+
 namespace sluice::rls {
 namespace {
 
@@ -15,20 +17,7 @@ using std::chrono::hours;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-Matcher Build(std::initializer_list<std::string_view> files) {
-  std::vector<DomainConfig> domains;
-  int n = 0;
-  for (std::string_view yaml : files) {
-    auto domain = ParseDomainConfig(yaml, "f" + std::to_string(n++) + ".yaml");
-    EXPECT_TRUE(domain.ok()) << domain.status().ToString();
-    if (domain.ok()) domains.push_back(std::move(*domain));
-  }
-  auto config = CombineDomains(std::move(domains));
-  EXPECT_TRUE(config.ok()) << config.status().ToString();
-  auto matcher = Matcher::Create(std::move(*config));
-  EXPECT_TRUE(matcher.ok()) << matcher.status().ToString();
-  return std::move(*matcher);
-}
+Matcher Build(std::initializer_list<std::string_view> files) { return MatcherFrom(files); }
 
 struct Found {
   Match match;
