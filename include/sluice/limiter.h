@@ -32,12 +32,14 @@ struct KeyCost {
 
 class Limiter {
  public:
-  // `on_error` applies when the store is a ResilientStore and its backend fails.
+  // `on_error` applies when the store is a ResilientStore and its backend fails; `lease` when it
+  // is (or sits on) a LeasingStore.
   Limiter(Store& store, std::string name, Limit limit,
-          FailurePolicy on_error = FailurePolicy::kFailOpen);
+          FailurePolicy on_error = FailurePolicy::kFailOpen, LeaseTerms lease = {});
 
   // The request this limiter's checks make for `key`: its name as the scope, its limit and its
-  // failure policy, with `cost` and `max_delay` (see CheckRequest). Every check of a limit is
+  // failure policy, with `cost` and `max_delay` (see CheckRequest), and its lease terms unless it
+  // books (max_delay above zero). Every check of a limit is
   // built here, the methods below and the callers that hand requests to a Store themselves
   // alike: several limiters' requests in one Store::CheckBatch or Store::CheckAll. Nothing is
   // validated (the store does, as ValidateCheck). The request points into this limiter and
@@ -64,6 +66,7 @@ class Limiter {
   const std::string& name() const { return name_; }
   const Limit& limit() const { return limit_; }
   FailurePolicy on_error() const { return on_error_; }
+  const LeaseTerms& lease() const { return lease_; }
 
  private:
   std::vector<CheckRequest> Requests(std::span<const KeyCost> checks) const;
@@ -72,6 +75,7 @@ class Limiter {
   std::string name_;
   Limit limit_;
   FailurePolicy on_error_;
+  LeaseTerms lease_;
 };
 
 }  // namespace sluice

@@ -14,6 +14,11 @@
 // consumes nothing; its retry_after is when the same request, with the same max_delay, would be
 // booked. A peek never books.
 //
+// Leases: a check may carry LeaseTerms. A LeasingStore then takes `units` at once in one check and
+// decides the next checks of the key in this process from them until they are used or the lease
+// ends (leasing_store.h); every other store decides such a check as any other. GiveBack returns
+// a lease's unused units to a meter.
+//
 // Thread safety: all methods may be called concurrently from any thread. Async callbacks run
 // exactly once, on the calling thread (if the store decides inline) or on a store thread; they
 // must not block.
@@ -62,6 +67,22 @@ bool IsStoreOutage(const Status& status);
 // intervals (what keeps a booked-ahead state within the stores' integer bounds).
 Duration MaxDelayOf(const Limit& limit);
 
+// How a LeasingStore may decide a limit's checks from units taken ahead: `units` at a time, each
+// lease held at most `lifetime`. Off when `units` is 0.
+struct LeaseTerms {
+  int64_t units = 0;
+  Duration lifetime{0};
+
+  friend bool operator==(const LeaseTerms&, const LeaseTerms&) = default;
+};
+
+// The longest lease lifetime accepted.
+inline constexpr Duration kMaxLeaseLifetime = std::chrono::minutes(1);
+
+// An error unless `terms` are off, or lease between 1 and the limit's capacity units of a
+// fixed_window or a meter (IsMeter) for between 1 ms and kMaxLeaseLifetime.
+Status ValidateLeaseTerms(const Limit& limit, const LeaseTerms& terms);
+
 // What a request points to need only live for the duration of the call, async calls included.
 struct CheckRequest {
   std::string_view scope;
@@ -72,6 +93,8 @@ struct CheckRequest {
   // Above zero: book a future slot up to this far ahead instead of denying (see above). Only for
   // meters (IsMeter); between 0 and MaxDelayOf(limit).
   Duration max_delay{0};
+  // Leases for this limit (see above). Only checks of cost >= 1 with no max_delay are leased.
+  LeaseTerms lease = LeaseTerms{};
 };
 
 using DecisionCallback = std::function<void(Result<Decision>)>;
@@ -102,6 +125,14 @@ class Store {
   // MemoryStore and on one Redis; on a Redis Cluster, see RedisStore.
   Result<std::vector<Decision>> CheckAll(std::span<const CheckRequest> requests);
   void CheckAllAsync(std::span<const CheckRequest> requests, AllCallback done);
+  // Gives back `units` that checks of a meter's `limit` on (scope, key) consumed and did not use
+  // (the rest of a lease): the state becomes what it would be had they not been consumed, but
+  // never fresher than fresh. A key with no state, or with another algorithm's, is left as it
+  // is. INVALID_ARGUMENT, changing nothing, when the limit is not a meter (IsMeter) or `units` is
+  // not between 1 and its capacity, and from a store that cannot give back (the default).
+  Status GiveBack(std::string_view scope, const Limit& limit, std::string_view key, int64_t units);
+  void GiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
+                     int64_t units, StatusCallback done);
   // Forgets the key's state: its next check sees a fresh limit.
   Status Reset(std::string_view scope, std::string_view key);
   void ResetAsync(std::string_view scope, std::string_view key, StatusCallback done);
@@ -141,6 +172,12 @@ class Store {
   virtual Result<Decision> DoCheck(const CheckRequest& request);
   virtual void DoCheckAsync(const CheckRequest& request, DecisionCallback done);
   virtual Status DoReset(std::string_view scope, std::string_view key);
+  // Called with validated arguments. The default answers INVALID_ARGUMENT; the synchronous form
+  // waits on the asynchronous one.
+  virtual void DoGiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
+                               int64_t units, StatusCallback done);
+  virtual Status DoGiveBack(std::string_view scope, const Limit& limit, std::string_view key,
+                            int64_t units);
 };
 
 }  // namespace sluice

@@ -37,6 +37,28 @@ Status ValidateCheck(const CheckRequest& request) {
                                      std::to_string(request.max_delay.count()) + "us");
     }
   }
+  return ValidateLeaseTerms(*request.limit, request.lease);
+}
+
+Status ValidateLeaseTerms(const Limit& limit, const LeaseTerms& terms) {
+  if (terms.units == 0) return Status::Ok();
+  const Algorithm algorithm = limit.algorithm();
+  if (algorithm != Algorithm::kFixedWindow && !IsMeter(algorithm)) {
+    return Status::InvalidArgument(
+        "leases apply to fixed_window, token_bucket, leaky_bucket and gcra, not " +
+        std::string(AlgorithmName(algorithm)) +
+        ": a sliding window weighs each unit by when it was admitted");
+  }
+  if (terms.units < 0 || terms.units > limit.capacity()) {
+    return Status::InvalidArgument("lease units must be between 1 and the capacity " +
+                                   std::to_string(limit.capacity()) + ", got " +
+                                   std::to_string(terms.units));
+  }
+  if (terms.lifetime < std::chrono::milliseconds(1) || terms.lifetime > kMaxLeaseLifetime) {
+    return Status::InvalidArgument("lease lifetime must be between 1ms and " +
+                                   std::to_string(kMaxLeaseLifetime.count() / 1000) + "ms, got " +
+                                   std::to_string(terms.lifetime.count()) + "us");
+  }
   return Status::Ok();
 }
 

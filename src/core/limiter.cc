@@ -4,8 +4,9 @@
 
 namespace sluice {
 
-Limiter::Limiter(Store& store, std::string name, Limit limit, FailurePolicy on_error)
-    : store_(store), name_(std::move(name)), limit_(limit), on_error_(on_error) {}
+Limiter::Limiter(Store& store, std::string name, Limit limit, FailurePolicy on_error,
+                 LeaseTerms lease)
+    : store_(store), name_(std::move(name)), limit_(limit), on_error_(on_error), lease_(lease) {}
 
 CheckRequest Limiter::Request(std::string_view key, int64_t cost, Duration max_delay) const {
   return CheckRequest{.scope = name_,
@@ -13,7 +14,8 @@ CheckRequest Limiter::Request(std::string_view key, int64_t cost, Duration max_d
                       .key = key,
                       .cost = cost,
                       .on_error = on_error_,
-                      .max_delay = max_delay};
+                      .max_delay = max_delay,
+                      .lease = max_delay.count() == 0 ? lease_ : LeaseTerms{}};
 }
 
 std::vector<CheckRequest> Limiter::Requests(std::span<const KeyCost> checks) const {

@@ -86,6 +86,49 @@ void Store::ResetAsync(std::string_view scope, std::string_view key, StatusCallb
   DoResetAsync(scope, key, std::move(done));
 }
 
+namespace {
+
+Status ValidateGiveBack(std::string_view scope, const Limit& limit, std::string_view key,
+                        int64_t units) {
+  if (Status s = core::ValidateScopeAndKey(scope, key); !s.ok()) return s;
+  if (!IsMeter(limit.algorithm())) {
+    return Status::InvalidArgument(
+        "only token_bucket, leaky_bucket and gcra give units back, not " +
+        std::string(AlgorithmName(limit.algorithm())));
+  }
+  if (units < 1 || units > limit.capacity()) {
+    return Status::InvalidArgument("units to give back must be between 1 and the capacity " +
+                                   std::to_string(limit.capacity()) + ", got " +
+                                   std::to_string(units));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Store::GiveBack(std::string_view scope, const Limit& limit, std::string_view key,
+                       int64_t units) {
+  if (Status s = ValidateGiveBack(scope, limit, key, units); !s.ok()) return s;
+  return DoGiveBack(scope, limit, key, units);
+}
+
+void Store::GiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
+                          int64_t units, StatusCallback done) {
+  if (Status s = ValidateGiveBack(scope, limit, key, units); !s.ok()) return done(std::move(s));
+  DoGiveBackAsync(scope, limit, key, units, std::move(done));
+}
+
+void Store::DoGiveBackAsync(std::string_view /*scope*/, const Limit& /*limit*/,
+                            std::string_view /*key*/, int64_t /*units*/, StatusCallback done) {
+  done(Status::InvalidArgument("this store cannot give units back"));
+}
+
+Status Store::DoGiveBack(std::string_view scope, const Limit& limit, std::string_view key,
+                         int64_t units) {
+  return core::Await<Status>(
+      [&](auto done) { DoGiveBackAsync(scope, limit, key, units, std::move(done)); });
+}
+
 std::vector<Result<Decision>> Store::DoCheckBatch(std::span<const CheckRequest> requests) {
   return core::Await<std::vector<Result<Decision>>>(
       [&](auto done) { DoCheckBatchAsync(requests, std::move(done)); });
