@@ -172,7 +172,7 @@ void LeaseTable::Taken(const std::string& id, int64_t units, Time sent, Result<D
       if (whole) entry.refused_until = {};
       entry.basis = *answer;
       entry.basis_at = sent;
-      out.wake = {Since(now, std::max(entry.lease_ends, entry.refused_until)), ++entry.generation};
+      out.wake = {Since(now, entry.lease_ends), ++entry.generation};
       Serve(entry, std::move(waiters), now, /*after_take=*/true, out);
     } else {
       // Refused here until the lease asked for would be there, and the waiters with it, unless
@@ -224,7 +224,12 @@ void LeaseTable::Wake(const std::string& id, uint64_t generation) {
     if (entry.generation != generation || entry.taking) return;
     const Time now = timers_.now();
     if (now >= entry.lease_ends) EndLease(entry, out);
-    if (entry.units_left == 0 && now >= entry.refused_until) {
+    // The lease's end, then the refusal's (after a smaller lease, both are there).
+    const Time next = entry.units_left > 0 ? entry.lease_ends : entry.refused_until;
+    if (now < next) {
+      out.wake = {Since(now, next), generation};
+      out.entry_id = id;
+    } else {
       shard.entries.erase(it);
       size_.fetch_sub(1, std::memory_order_relaxed);
     }
