@@ -56,6 +56,7 @@ class LeasingStore final : public Store, public LeaseReport {
   void ProbeAsync(DecisionCallback done) override;
 
  protected:
+  void DoCheckAsync(const CheckRequest& request, DecisionCallback done) override;
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override;
   void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override;
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override;
@@ -64,7 +65,7 @@ class LeasingStore final : public Store, public LeaseReport {
 
  private:
   Store& backend_;
-  const std::unique_ptr<lease::LeaseTable> table_;
+  const std::shared_ptr<lease::LeaseTable> table_;  // shared with its calls and timers
 };
 
 }  // namespace sluice

@@ -1,0 +1,304 @@
+#include "lease/lease_table.h"
+
+#include <algorithm>
+#include <functional>
+#include <iterator>
+#include <utility>
+
+namespace sluice::lease {
+
+namespace {
+
+// The entry's name: the scope's length (one byte: at most kMaxScopeBytes), the scope, the key.
+std::string EntryId(std::string_view scope, std::string_view key) {
+  std::string id;
+  id.reserve(1 + scope.size() + key.size());
+  id.push_back(static_cast<char>(scope.size()));
+  id.append(scope);
+  id.append(key);
+  return id;
+}
+
+Duration Since(Time then, Time now) { return std::chrono::duration_cast<Duration>(now - then); }
+
+Duration Countdown(Duration from, Duration elapsed) {
+  return std::max(from - elapsed, Duration(0));
+}
+
+}  // namespace
+
+LeaseTable::LeaseTable(Store& backend, Timers& timers, size_t max_keys)
+    : backend_(backend), timers_(timers), max_keys_(max_keys) {}
+
+bool LeaseTable::Leasable(const CheckRequest& request) {
+  return request.lease.units > 0 && request.cost >= 1 && request.max_delay.count() == 0 &&
+         request.cost <= request.lease.units;
+}
+
+LeaseTable::Shard& LeaseTable::ShardOf(std::string_view id) {
+  return shards_[std::hash<std::string_view>{}(id) % kShards];
+}
+
+bool LeaseTable::Decide(const CheckRequest& request, DecisionCallback& done) {
+  if (closed_.load(std::memory_order_acquire)) return false;
+  std::string id = EntryId(request.scope, request.key);
+  Shard& shard = ShardOf(id);
+  Outcome out;
+  {
+    core::MutexLock lock(shard.mu);
+    auto it = shard.entries.find(id);
+    if (it == shard.entries.end()) {
+      if (size_.load(std::memory_order_relaxed) >= max_keys_) return false;
+      it = shard.entries.try_emplace(id, request.scope, request.key, *request.limit, request.lease)
+               .first;
+      size_.fetch_add(1, std::memory_order_relaxed);
+    }
+    Entry& entry = it->second;
+    if (entry.limit != *request.limit || entry.terms != request.lease) {
+      // The rule changed since: what was leased under the old terms ends.
+      if (entry.taking) return false;
+      EndLease(entry, out);
+      entry.refused_until = {};
+      entry.limit = *request.limit;
+      entry.terms = request.lease;
+      ++entry.generation;
+    }
+    out.entry_id = std::move(id);
+    if (entry.taking) {
+      entry.waiters.push_back({request, std::move(done)});
+    } else {
+      std::vector<Waiter> waiters;
+      waiters.push_back({request, std::move(done)});
+      Serve(entry, std::move(waiters), timers_.now(), out);
+    }
+  }
+  Finish(std::move(out));
+  return true;
+}
+
+void LeaseTable::Serve(Entry& entry, std::vector<Waiter> waiters, Time now, Outcome& out) {
+  if (now >= entry.lease_ends) EndLease(entry, out);
+  const Duration elapsed = Since(entry.basis_at, now);
+  size_t served = 0;
+  for (; served < waiters.size(); ++served) {
+    Waiter& waiter = waiters[served];
+    Decision decision{.limit = entry.limit.count(),
+                      .reset_after = Countdown(entry.basis.reset_after, elapsed)};
+    if (entry.units_left >= waiter.request.cost) {
+      entry.units_left -= waiter.request.cost;
+      units_used_.fetch_add(static_cast<uint64_t>(waiter.request.cost), std::memory_order_relaxed);
+      decision.allowed = true;
+      decision.remaining = entry.units_left;
+      if (decision.remaining < entry.limit.capacity()) {
+        decision.replenish_after = Countdown(entry.basis.replenish_after, elapsed);
+      }
+    } else if (now < entry.refused_until) {
+      refusals_.fetch_add(1, std::memory_order_relaxed);
+      decision.retry_after = Since(now, entry.refused_until);
+      decision.replenish_after = decision.retry_after;
+    } else {
+      break;
+    }
+    out.answers.emplace_back(std::move(waiter.done), decision);
+  }
+  if (served == waiters.size()) return;
+  // What is left of the lease does not cover the next check: a new lease replaces it.
+  EndLease(entry, out);
+  entry.waiters.assign(std::make_move_iterator(waiters.begin() + static_cast<ptrdiff_t>(served)),
+                       std::make_move_iterator(waiters.end()));
+  entry.taking = true;
+  out.take = CheckRequest{.scope = entry.scope,
+                          .limit = &entry.limit,
+                          .key = entry.key,
+                          .cost = entry.terms.units,
+                          .on_error = entry.waiters.front().request.on_error};
+}
+
+void LeaseTable::EndLease(Entry& entry, Outcome& out) {
+  if (entry.units_left > 0) {
+    if (IsMeter(entry.limit.algorithm())) {
+      out.give_back = GiveBack{entry.scope, entry.key, entry.limit, entry.units_left};
+    } else {
+      units_lapsed_.fetch_add(static_cast<uint64_t>(entry.units_left), std::memory_order_relaxed);
+    }
+  }
+  entry.units_left = 0;
+  entry.lease_ends = {};
+}
+
+void LeaseTable::Taken(const std::string& id, int64_t units, Time sent, Result<Decision> answer) {
+  Shard& shard = ShardOf(id);
+  Outcome out;
+  {
+    core::MutexLock lock(shard.mu);
+    auto it = shard.entries.find(id);
+    Entry& entry = it->second;  // an entry is never dropped while it is taking
+    entry.taking = false;
+    std::vector<Waiter> waiters = std::move(entry.waiters);
+    entry.waiters.clear();
+    const Time now = timers_.now();
+    out.entry_id = id;
+    if (!answer.ok()) {
+      for (Waiter& waiter : waiters) out.answers.emplace_back(std::move(waiter.done), answer);
+    } else if (answer->allowed) {
+      taken_.fetch_add(1, std::memory_order_relaxed);
+      units_taken_.fetch_add(static_cast<uint64_t>(units), std::memory_order_relaxed);
+      Duration lifetime = entry.terms.lifetime;
+      // A fixed window's units count in their window only: its lease ends with it.
+      if (entry.limit.algorithm() == Algorithm::kFixedWindow) {
+        lifetime = std::min(lifetime, answer->reset_after);
+      }
+      entry.units_left = units;
+      entry.lease_ends = sent + lifetime;
+      entry.refused_until = {};
+      entry.basis = *answer;
+      entry.basis_at = sent;
+      out.wake = {Since(now, entry.lease_ends), ++entry.generation};
+      Serve(entry, std::move(waiters), now, out);
+    } else if (answer->remaining >= waiters.front().request.cost && answer->remaining < units &&
+               !closed_.load(std::memory_order_acquire)) {
+      // Not a whole lease, but enough for the next check: a smaller lease of what is there.
+      entry.waiters = std::move(waiters);
+      entry.taking = true;
+      out.take = CheckRequest{.scope = entry.scope,
+                              .limit = &entry.limit,
+                              .key = entry.key,
+                              .cost = answer->remaining,
+                              .on_error = entry.waiters.front().request.on_error};
+    } else {
+      // Refused here until a whole lease would be there.
+      entry.refused_until = sent + answer->retry_after;
+      entry.basis = *answer;
+      entry.basis_at = sent;
+      out.wake = {Since(now, entry.refused_until), ++entry.generation};
+      Serve(entry, std::move(waiters), now, out);
+    }
+    if (closed_.load(std::memory_order_acquire)) Abandon(entry, out);
+    if (!entry.taking && entry.units_left == 0 && now >= entry.refused_until) {
+      shard.entries.erase(it);
+      size_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+  Finish(std::move(out));
+}
+
+void LeaseTable::Abandon(Entry& entry, Outcome& out) {
+  EndLease(entry, out);
+  for (Waiter& waiter : entry.waiters) {
+    out.answers.emplace_back(std::move(waiter.done),
+                             Status::Unavailable("the leasing store is closing"));
+  }
+  entry.waiters.clear();
+  entry.taking = false;
+  out.take.reset();
+  out.wake.reset();
+}
+
+void LeaseTable::Wake(const std::string& id, uint64_t generation) {
+  if (closed_.load(std::memory_order_acquire)) return;
+  Shard& shard = ShardOf(id);
+  Outcome out;
+  {
+    core::MutexLock lock(shard.mu);
+    auto it = shard.entries.find(id);
+    if (it == shard.entries.end()) return;
+    Entry& entry = it->second;
+    if (entry.generation != generation || entry.taking) return;
+    const Time now = timers_.now();
+    if (now >= entry.lease_ends) EndLease(entry, out);
+    if (entry.units_left == 0 && now >= entry.refused_until) {
+      shard.entries.erase(it);
+      size_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+  Finish(std::move(out));
+}
+
+void LeaseTable::Forget(std::string_view scope, std::string_view key) {
+  const std::string id = EntryId(scope, key);
+  Shard& shard = ShardOf(id);
+  core::MutexLock lock(shard.mu);
+  auto it = shard.entries.find(id);
+  if (it == shard.entries.end()) return;
+  if (it->second.taking) {
+    Entry& entry = it->second;
+    entry.units_left = 0;
+    entry.lease_ends = {};
+    entry.refused_until = {};
+    ++entry.generation;
+    return;
+  }
+  shard.entries.erase(it);
+  size_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void LeaseTable::Finish(Outcome out) {
+  for (auto& [done, answer] : out.answers) done(std::move(answer));
+  if (out.give_back) {
+    auto give_back = std::make_shared<GiveBack>(std::move(*out.give_back));
+    CallStarted();
+    backend_.GiveBackAsync(give_back->scope, give_back->limit, give_back->key, give_back->units,
+                           [self = shared_from_this(), give_back](const Status& status) {
+                             (status.ok() ? self->units_returned_ : self->units_lapsed_)
+                                 .fetch_add(static_cast<uint64_t>(give_back->units),
+                                            std::memory_order_relaxed);
+                             self->CallEnded();
+                           });
+  }
+  if (out.wake) {
+    timers_.Start(std::max(out.wake->first, Duration(0)),
+                  [self = shared_from_this(), id = out.entry_id, generation = out.wake->second] {
+                    self->Wake(id, generation);
+                  });
+  }
+  if (out.take) {
+    CallStarted();
+    const int64_t units = out.take->cost;
+    backend_.CheckAsync(*out.take, [self = shared_from_this(), id = std::move(out.entry_id), units,
+                                    sent = timers_.now()](Result<Decision> answer) {
+      self->Taken(id, units, sent, std::move(answer));
+      self->CallEnded();
+    });
+  }
+}
+
+void LeaseTable::CallStarted() {
+  core::MutexLock lock(calls_mu_);
+  ++calls_in_flight_;
+}
+
+void LeaseTable::CallEnded() {
+  core::MutexLock lock(calls_mu_);
+  if (--calls_in_flight_ == 0) calls_done_.notify_all();
+}
+
+void LeaseTable::Close() {
+  closed_.store(true, std::memory_order_release);
+  for (Shard& shard : shards_) {
+    std::vector<Outcome> outs;
+    {
+      core::MutexLock lock(shard.mu);
+      for (auto& [id, entry] : shard.entries) {
+        if (entry.taking) continue;  // Taken abandons it
+        Outcome out;
+        EndLease(entry, out);
+        if (out.give_back) outs.push_back(std::move(out));
+      }
+    }
+    for (Outcome& out : outs) Finish(std::move(out));
+  }
+  core::MutexLock lock(calls_mu_);
+  while (calls_in_flight_ > 0) lock.Wait(calls_done_);
+}
+
+LeaseStats LeaseTable::stats() const {
+  return LeaseStats{.taken = taken_.load(std::memory_order_relaxed),
+                    .units_taken = units_taken_.load(std::memory_order_relaxed),
+                    .units_used = units_used_.load(std::memory_order_relaxed),
+                    .units_returned = units_returned_.load(std::memory_order_relaxed),
+                    .units_lapsed = units_lapsed_.load(std::memory_order_relaxed),
+                    .refusals = refusals_.load(std::memory_order_relaxed),
+                    .held = size_.load(std::memory_order_relaxed)};
+}
+
+}  // namespace sluice::lease

@@ -1,0 +1,131 @@
+// LeaseTable: the leases of one LeasingStore, one entry per (scope, key), and the state machine
+// that decides a leased check (leasing_store.h says what it guarantees). An entry holds, for one
+// key, the lease in use (units left, when it ends), or a refusal (until when the store has no
+// lease to give), or a take in flight with the checks that wait for it. The table makes the
+// backend calls itself: takes (Store::CheckAsync of a lease's units), and give-backs
+// (Store::GiveBackAsync) when a meter's lease ends unused. Timers end leases and drop idle
+// entries.
+//
+// Thread safety: fully thread-safe; the table is sharded, each shard under its own mutex, and no
+// callback runs with one held. Close() stops it: it gives back what is unused and waits for the
+// calls in flight. The table is shared (shared_ptr) with the callbacks of the calls and timers it
+// starts, which find it closed if they run after Close.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/mutex.h"
+#include "core/thread_annotations.h"
+#include "sluice/lease_stats.h"
+#include "sluice/store.h"
+#include "sluice/timers.h"
+
+namespace sluice::lease {
+
+class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
+ public:
+  LeaseTable(Store& backend, Timers& timers, size_t max_keys);
+
+  // Decides `request` (validated, leasable: see Leasable) from the key's lease, taking one when
+  // needed; `done` runs once, inline or on the backend's or the timers' thread. False, and
+  // nothing done (`done` left as it was), when the table is full and does not hold the key: the
+  // caller decides the request some other way.
+  bool Decide(const CheckRequest& request, DecisionCallback& done);
+  // Forgets the key's lease and refusal, without giving anything back (the key is being reset).
+  void Forget(std::string_view scope, std::string_view key);
+  // Ends every lease, gives back the unused units of meters, and waits until no call of the table
+  // is in flight. Decide returns false afterwards.
+  void Close();
+
+  LeaseStats stats() const;
+
+  // Whether a LeasingStore decides `request` from leases: it carries lease terms, consumes (cost
+  // >= 1), books nothing, and fits in one lease.
+  static bool Leasable(const CheckRequest& request);
+
+ private:
+  struct Waiter {
+    CheckRequest request;
+    DecisionCallback done;
+  };
+  struct Entry {
+    Entry(std::string_view scope, std::string_view key, const Limit& limit, LeaseTerms terms)
+        : scope(scope), key(key), limit(limit), terms(terms) {}
+
+    std::string scope;
+    std::string key;
+    Limit limit;
+    LeaseTerms terms;
+    int64_t units_left = 0;  // of the lease in use
+    Time lease_ends{};       // the lease is in use while now < lease_ends and units are left
+    Time refused_until{};    // the key's checks are refused here until then
+    Decision basis;          // the take's decision, and when it was sent: what leased checks report
+    Time basis_at{};
+    uint64_t generation = 0;  // of the lease or refusal in place: stale timers find another
+    bool taking = false;
+    std::vector<Waiter> waiters;  // while taking, the checks it will decide, in arrival order
+  };
+  struct Shard {
+    mutable core::Mutex mu;
+    std::unordered_map<std::string, Entry> entries GUARDED_BY(mu);
+  };
+  // A call to make once the shard's mutex is given up.
+  struct GiveBack {
+    std::string scope;
+    std::string key;
+    Limit limit;
+    int64_t units;
+  };
+  // What a step of an entry leaves to do outside the mutex: callbacks to run, a take to start,
+  // units to give back.
+  struct Outcome {
+    std::vector<std::pair<DecisionCallback, Result<Decision>>> answers;
+    std::optional<CheckRequest> take;  // points into the entry, alive while it is taking
+    std::optional<GiveBack> give_back;
+    std::optional<std::pair<Duration, uint64_t>> wake;  // a timer: after, generation
+    std::string entry_id;
+  };
+
+  Shard& ShardOf(std::string_view id);
+  // Serves what the entry's lease or refusal can, in order, from `waiters`; the rest stays for a
+  // take, which the outcome starts unless one is in flight.
+  void Serve(Entry& entry, std::vector<Waiter> waiters, Time now, Outcome& out);
+  // Ends the lease in use: its unused units go back (a meter) or lapse (fixed_window).
+  void EndLease(Entry& entry, Outcome& out);
+  // The backend's answer to a take of `units` sent at `sent`.
+  void Taken(const std::string& id, int64_t units, Time sent, Result<Decision> answer);
+  // After the table closed: ends the entry's lease and fails its waiters.
+  void Abandon(Entry& entry, Outcome& out);
+  // A lease's or refusal's timer: ends what is over, and drops the entry once nothing is left.
+  void Wake(const std::string& id, uint64_t generation);
+  // Runs `out` with no mutex held.
+  void Finish(Outcome out) EXCLUDES(calls_mu_);
+  void CallStarted();
+  void CallEnded();
+
+  Store& backend_;
+  Timers& timers_;
+  const size_t max_keys_;
+  static constexpr size_t kShards = 16;
+  std::array<Shard, kShards> shards_;
+  std::atomic<size_t> size_{0};
+
+  core::Mutex calls_mu_;
+  std::condition_variable calls_done_;
+  size_t calls_in_flight_ GUARDED_BY(calls_mu_) = 0;
+  std::atomic<bool> closed_{false};
+
+  std::atomic<uint64_t> taken_{0}, units_taken_{0}, units_used_{0}, units_returned_{0},
+      units_lapsed_{0}, refusals_{0};
+};
+
+}  // namespace sluice::lease
