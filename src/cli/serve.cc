@@ -24,6 +24,7 @@
 #include "rls/front_end.h"
 #include "rls/json_endpoint.h"
 #include "sluice/acquirer.h"
+#include "sluice/leasing_store.h"
 #include "sluice/open_store.h"
 #include "sluice/resilient_store.h"
 #include "sluice/store.h"
@@ -118,12 +119,13 @@ void Reload(const ServeFlags& flags, const config::Config& running, std::string_
   }
 }
 
-// Where /v1/acquire waits: timers on one thread of their own, so waiting never takes an I/O
-// thread. Declared before the Api, which must not outlive it.
-class WaitTimers {
+// Timers on one thread of their own, for /v1/acquire's waits and the ends of leases, so that
+// neither takes an I/O thread. Declared before the LeasingStore and the Api, which must not
+// outlive them.
+class TimerThread {
  public:
-  WaitTimers() : work_(boost::asio::make_work_guard(io_)), thread_([this] { io_.run(); }) {}
-  ~WaitTimers() {
+  TimerThread() : work_(boost::asio::make_work_guard(io_)), thread_([this] { io_.run(); }) {}
+  ~TimerThread() {
     io_.stop();
     thread_.join();
   }
@@ -181,15 +183,21 @@ int RunServe(const ServeFlags& flags) {
       OpenStoreOptions{.timeout = config->store.timeout, .max_memory = config->store.max_memory});
   if (!backend.ok()) return ConfigError(backend.status().message());
 
-  // A shared store can fail; each rule's failure policy then decides. The in-memory store
-  // cannot, and takes no detour; its memory is reported.
+  // A shared store can fail; each rule's failure policy then decides, for the leases taken from
+  // it as for any check: Api -> ResilientStore -> LeasingStore -> the store. The in-memory store
+  // cannot fail and decides every check in this process, leased or not: it takes no detour; its
+  // memory is reported.
   http::Metrics metrics;
   if (const auto* memory = dynamic_cast<const StoreMemory*>(backend->get())) metrics.Watch(*memory);
+  TimerThread timers;
+  std::unique_ptr<LeasingStore> leasing;
   std::unique_ptr<ResilientStore> resilient;
   const StoreHealth* health = nullptr;  // a plain store has no breaker to report
   if (config->store.url != "memory://") {
+    leasing = std::make_unique<LeasingStore>(**backend, timers.timers());
+    metrics.Watch(*leasing);
     resilient = std::make_unique<ResilientStore>(
-        **backend, ResilientStoreOptions{.instances = config->store.instances});
+        *leasing, ResilientStoreOptions{.instances = config->store.instances});
     health = resilient.get();
     metrics.Watch(*health);
   }
@@ -209,9 +217,8 @@ int RunServe(const ServeFlags& flags) {
     spdlog::info("rls: {} domain(s) from {}, gRPC on {}", rls->domains(), config->rls.config_dir,
                  rls->grpc_port() > 0 ? std::to_string(rls->grpc_port()) : "no port");
   }
-  WaitTimers wait_timers;
   http::Api api(store, metrics, http::RuleTable::Build(config->rules, store, metrics), health,
-                &wait_timers.timers());
+                &timers.timers());
   api.SetMaxWaiters(config->server.max_waiters);
   api.SetExposeKeys(config->server.expose_keys);
   if (rls) {
