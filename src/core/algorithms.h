@@ -92,7 +92,9 @@ Decision Decide(const Limit& limit, GcraState& state, int64_t now, int64_t cost,
 //
 // This undoes the consumption exactly only while the meter without it would not have been full at
 // any time it was looked at since (a check, or now): a full meter wastes its refill, which a state
-// holding the units did not, so what the give-back returns may then already have come back.
+// holding the units did not, so what the give-back returns may then already have come back. It
+// then admits more than the meter without the consumption by at most what the meter refills from
+// the consumption to the give-back, ceil(elapsed / emission interval) units (and at most `units`).
 int64_t GiveBack(const Limit& limit, TokenBucketState& state, int64_t now, int64_t units);
 int64_t GiveBack(const Limit& limit, LeakyBucketState& state, int64_t now, int64_t units);
 int64_t GiveBack(const Limit& limit, GcraState& state, int64_t now, int64_t units);
