@@ -9,8 +9,10 @@
 # algorithm, and each coalesced one check_many.lua. The all-or-nothing script is check_all.lua,
 # whose lines from "--@for_each_algorithm" to "--@end_for_each" are repeated for each algorithm,
 # with its name in place of ALGORITHM and its sections inserted. kCheckSources and
-# kCheckManySources follow the Algorithm enum.
+# kCheckManySources follow the Algorithm enum. Each meter's give-back script is give_back.lua so
+# filled in; kGiveBackSources follows the meters' order in the enum.
 set(algorithms fixed_window sliding_log sliding_window token_bucket leaky_bucket gcra)
+set(meters token_bucket leaky_bucket gcra)
 include(${CMAKE_CURRENT_LIST_DIR}/raw_literal.cmake)
 set(delimiter "sluice_lua")
 
@@ -75,6 +77,7 @@ read_sections(common)
 read_lua(check check)
 read_lua(check_many check_many)
 read_lua(check_all check_all)
+read_lua(give_back give_back)
 string(FIND "${check_all}" "--@for_each_algorithm\n" for_each)
 string(FIND "${check_all}" "--@end_for_each\n" end_for_each)
 if(for_each EQUAL -1 OR end_for_each LESS for_each)
@@ -90,6 +93,7 @@ string(SUBSTRING "${check_all}" ${tail_begin} -1 check_all_tail)
 set(check_sources "")
 set(check_many_sources "")
 set(every_algorithm "")
+set(give_back_sources "")
 foreach(algorithm IN LISTS algorithms)
   read_sections(${algorithm})
   set(script "${check}")
@@ -103,6 +107,13 @@ foreach(algorithm IN LISTS algorithms)
   string(REPLACE "ALGORITHM" "${algorithm}" instance "${check_all_block}")
   insert_sections(instance ${algorithm})
   string(APPEND every_algorithm "${instance}")
+  list(FIND meters ${algorithm} meter)
+  if(meter GREATER -1)
+    set(script "${give_back}")
+    insert_sections(script ${algorithm})
+    raw_literal("${script}" ${delimiter} source)
+    string(APPEND give_back_sources "    ${source},\n")
+  endif()
 endforeach()
 set(check_all_script "${check_all_head}${every_algorithm}${check_all_tail}")
 insert_sections(check_all_script common)
@@ -121,6 +132,9 @@ const std::string_view kCheckManySources[6] = {
 ${check_many_sources}};
 
 const std::string_view kCheckAllSource = ${check_all_source};
+
+const std::string_view kGiveBackSources[3] = {
+${give_back_sources}};
 
 }  // namespace sluice::redis
 ")

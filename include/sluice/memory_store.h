@@ -60,6 +60,10 @@ class MemoryStore final : public Store, public StoreMemory {
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override;
   std::vector<Result<Decision>> DoCheckBatch(std::span<const CheckRequest> requests) override;
   Status DoReset(std::string_view scope, std::string_view key) override;
+  void DoGiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
+                       int64_t units, StatusCallback done) override;
+  Status DoGiveBack(std::string_view scope, const Limit& limit, std::string_view key,
+                    int64_t units) override;
   Result<Decision> DoCheck(const CheckRequest& request) override;
   void DoCheckAsync(const CheckRequest& request, DecisionCallback done) override;
   // Every key's shard locked at once (in one order, so no two calls wait on each other), each

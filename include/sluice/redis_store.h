@@ -110,6 +110,9 @@ class RedisStore final : public Store {
   // As DoCheckAsync, waiting: a check of one caller's thread coalesces with the others'.
   Result<Decision> DoCheck(const CheckRequest& request) override;
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override;
+  // One script on the key's node, as a check (a Redis Cluster's redirections followed as its).
+  void DoGiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
+                       int64_t units, StatusCallback done) override;
   // Store::CheckAll: one script per node, and on several nodes a peek before the charge (above).
   void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override;
 

@@ -93,6 +93,11 @@ class ResilientStore final : public Store, public StoreHealth {
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override;
   Result<Decision> DoCheck(const CheckRequest& request) override;
   Status DoReset(std::string_view scope, std::string_view key) override;
+  // The backend's, as it is: no breaker, no failure policy (an outage comes back as its error).
+  // The units back may admit what the hot-key cache denied: its denial of the key is dropped
+  // when the backend has answered.
+  void DoGiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
+                       int64_t units, StatusCallback done) override;
   // The backend's CheckAll when the breaker of every key's domain lets it through; when one does
   // not, or the backend is out, the requests' policies decide as one (FailurePolicies::DecideAll).
   // The hot-key cache is neither read nor filled.

@@ -87,6 +87,31 @@ int64_t SlidingWait(int64_t previous, int64_t current, int64_t elapsed, int64_t 
   return 2 * period - elapsed;
 }
 
+// token_bucket's state refilled to `now`, as a check sees it.
+TokenBucketState Refilled(const Limit& limit, const TokenBucketState& s, int64_t now) {
+  const int64_t interval = limit.emission_interval().count();
+  const int64_t capacity = limit.capacity();
+  if (s.tokens >= capacity) {
+    // Full, or above a burst lowered since: the capacity, whose refill starts now.
+    return {.tokens = capacity, .refilled_at = now};
+  }
+  if (now <= s.refilled_at) return s;
+  const int64_t earned = (now - s.refilled_at) / interval;
+  const int64_t tokens = std::min(capacity, s.tokens + earned);
+  return {.tokens = tokens,
+          .refilled_at = tokens == capacity ? now : s.refilled_at + earned * interval};
+}
+
+// leaky_bucket's state drained to `now`, as a check sees it.
+LeakyBucketState Drained(const Limit& limit, const LeakyBucketState& s, int64_t now) {
+  if (s.level == 0) return {.level = 0, .drained_at = now};
+  if (now <= s.drained_at) return s;
+  const int64_t interval = limit.emission_interval().count();
+  const int64_t leaked = (now - s.drained_at) / interval;
+  const int64_t level = std::max<int64_t>(0, s.level - leaked);
+  return {.level = level, .drained_at = level == 0 ? now : s.drained_at + leaked * interval};
+}
+
 }  // namespace
 
 Decision Decide(const Limit& limit, FixedWindowState& s, int64_t now, int64_t cost) {
@@ -207,16 +232,7 @@ Decision Decide(const Limit& limit, TokenBucketState& s, int64_t now, int64_t co
                 int64_t max_delay) {
   const int64_t interval = limit.emission_interval().count();
   const int64_t capacity = limit.capacity();
-  int64_t tokens = s.tokens, refilled_at = s.refilled_at;
-  if (tokens >= capacity) {
-    // Full, or above a burst lowered since: the capacity, whose refill starts now.
-    tokens = capacity;
-    refilled_at = now;
-  } else if (now > refilled_at) {
-    const int64_t earned = (now - refilled_at) / interval;
-    tokens = std::min(capacity, tokens + earned);
-    refilled_at = tokens == capacity ? now : refilled_at + earned * interval;
-  }
+  auto [tokens, refilled_at] = Refilled(limit, s, now);
   // Negative when the clock is behind refilled_at: the next token is that much further.
   const int64_t into_next_token = now - refilled_at;
   const auto wait_for = [&](int64_t units) {
@@ -240,14 +256,7 @@ Decision Decide(const Limit& limit, LeakyBucketState& s, int64_t now, int64_t co
                 int64_t max_delay) {
   const int64_t interval = limit.emission_interval().count();
   const int64_t capacity = limit.capacity();
-  int64_t level = s.level, drained_at = s.drained_at;
-  if (level > 0 && now > drained_at) {
-    const int64_t leaked = (now - drained_at) / interval;
-    level = std::max<int64_t>(0, level - leaked);
-    drained_at = level == 0 ? now : drained_at + leaked * interval;
-  } else if (level == 0) {
-    drained_at = now;
-  }
+  auto [level, drained_at] = Drained(limit, s, now);
   // Negative when the clock is behind drained_at: the next drop is that much further. A level
   // above the capacity (a burst lowered since) drains before anything fits.
   const int64_t into_next_drop = now - drained_at;
@@ -288,6 +297,28 @@ Decision Decide(const Limit& limit, GcraState& s, int64_t now, int64_t cost, int
                        .reset_after = tat - now,
                        .replenish_after = remaining < capacity ? wait_for(remaining + 1) : 0,
                        .delay = answer.delay});
+}
+
+int64_t GiveBack(const Limit& limit, TokenBucketState& s, int64_t now, int64_t units) {
+  const int64_t capacity = limit.capacity();
+  s = Refilled(limit, s, now);
+  s.tokens = std::min(capacity, s.tokens + units);
+  if (s.tokens == capacity) s.refilled_at = now;  // as a refill to full
+  return std::max<int64_t>(
+      (capacity - s.tokens) * limit.emission_interval().count() - (now - s.refilled_at), 0);
+}
+
+int64_t GiveBack(const Limit& limit, LeakyBucketState& s, int64_t now, int64_t units) {
+  s = Drained(limit, s, now);
+  s.level = std::max<int64_t>(0, s.level - units);
+  if (s.level == 0) s.drained_at = now;
+  return std::max<int64_t>(s.level * limit.emission_interval().count() - (now - s.drained_at), 0);
+}
+
+int64_t GiveBack(const Limit& limit, GcraState& s, int64_t now, int64_t units) {
+  const int64_t interval = limit.emission_interval().count();
+  s.theoretical_arrival = std::max(std::max(s.theoretical_arrival, now) - units * interval, now);
+  return s.theoretical_arrival - now;
 }
 
 State FreshState(const Limit& limit, int64_t now) {

@@ -84,6 +84,21 @@ Decision Decide(const Limit& limit, LeakyBucketState& state, int64_t now, int64_
 Decision Decide(const Limit& limit, GcraState& state, int64_t now, int64_t cost,
                 int64_t max_delay = 0);
 
+// Gives back `units` (1 <= units <= capacity) a meter consumed and did not use: refilled or drained
+// to `now` as a check would, the state gets them back (tokens up to the capacity, a level down to
+// zero, a TAT back to now at the earliest), so that it is never fresher than fresh. A booked-ahead
+// state follows the same formulas. Returns the state's reset_after, as a decision's: 0 when it is
+// equivalent to fresh (a store then drops the key). The Lua give_back sections compute the same.
+//
+// This undoes the consumption exactly only while the meter without it would not have been full at
+// any time it was looked at since (a check, or now): a full meter wastes its refill, which a state
+// holding the units did not, so what the give-back returns may then already have come back. It
+// then admits more than the meter without the consumption by at most what the meter refills from
+// the consumption to the give-back, ceil(elapsed / emission interval) units (and at most `units`).
+int64_t GiveBack(const Limit& limit, TokenBucketState& state, int64_t now, int64_t units);
+int64_t GiveBack(const Limit& limit, LeakyBucketState& state, int64_t now, int64_t units);
+int64_t GiveBack(const Limit& limit, GcraState& state, int64_t now, int64_t units);
+
 // Any algorithm's state. The alternative's index follows the Algorithm enum.
 using State = std::variant<FixedWindowState, SlidingLogState, SlidingWindowState, TokenBucketState,
                            LeakyBucketState, GcraState>;

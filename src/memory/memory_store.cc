@@ -236,6 +236,30 @@ void MemoryStore::DoResetAsync(std::string_view scope, std::string_view key, Sta
   done(DoReset(scope, key));
 }
 
+Status MemoryStore::DoGiveBack(std::string_view scope, const Limit& limit, std::string_view key,
+                               int64_t units) {
+  const ScopedKey scoped(scope, key);
+  Tables::Shard& shard = tables_->For(scoped.hash);
+  const int64_t now = Ticks(clock_.now());
+  core::MutexLock lock(shard.mu);
+  Table::Slot* slot = shard.table.Find(scoped);
+  // No state, or another algorithm's: nothing of this meter to give back to. A meter's state holds
+  // no heap, so the table's bytes do not change.
+  if (slot == nullptr || slot->kind() != memory::KindOf(limit.algorithm())) return Status::Ok();
+  const int64_t reset_after = memory::GiveBackStored(limit, slot->value(), now, units);
+  if (reset_after == 0) {
+    shard.table.Erase(slot);
+  } else {
+    slot->expires_at = now + reset_after;
+  }
+  return Status::Ok();
+}
+
+void MemoryStore::DoGiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
+                                  int64_t units, StatusCallback done) {
+  done(DoGiveBack(scope, limit, key, units));
+}
+
 size_t MemoryStore::size() const { return tables_->stats().entries; }
 
 size_t MemoryStore::Sweep() { return tables_->Sweep(Ticks(clock_.now())); }

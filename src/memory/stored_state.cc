@@ -1,5 +1,6 @@
 #include "memory/stored_state.h"
 
+#include <cassert>
 #include <cstring>
 #include <new>
 #include <utility>
@@ -76,6 +77,23 @@ Decision DecideStored(const Limit& limit, uint8_t& kind, StoredState& s, int64_t
       break;
   }
   return core::Decide(limit, s.gcra, now, cost, max_delay);
+}
+
+int64_t GiveBackStored(const Limit& limit, StoredState& s, int64_t now, int64_t units) {
+  switch (limit.algorithm()) {
+    case Algorithm::kTokenBucket:
+      return core::GiveBack(limit, s.token_bucket, now, units);
+    case Algorithm::kLeakyBucket:
+      return core::GiveBack(limit, s.leaky_bucket, now, units);
+    case Algorithm::kGcra:
+      return core::GiveBack(limit, s.gcra, now, units);
+    case Algorithm::kFixedWindow:
+    case Algorithm::kSlidingLog:
+    case Algorithm::kSlidingWindow:
+      break;
+  }
+  assert(false);  // Store::GiveBack takes meters only
+  return 0;
 }
 
 }  // namespace sluice::memory

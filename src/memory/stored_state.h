@@ -58,4 +58,8 @@ core::State Load(uint8_t kind, const StoredState& state);
 Decision DecideStored(const Limit& limit, uint8_t& kind, StoredState& state, int64_t now,
                       int64_t cost, int64_t max_delay);
 
+// core::GiveBack on a stored state of the meter `limit` names (the caller checked its kind);
+// returns its reset_after.
+int64_t GiveBackStored(const Limit& limit, StoredState& state, int64_t now, int64_t units);
+
 }  // namespace sluice::memory

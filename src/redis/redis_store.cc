@@ -164,6 +164,18 @@ void RedisStore::DoResetAsync(std::string_view scope, std::string_view key, Stat
   });
 }
 
+void RedisStore::DoGiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
+                                 int64_t units, StatusCallback done) {
+  redis::ScriptWords words;
+  words.AddGiveBack(Context(), scope, limit, key, units);
+  const redis::ScriptWords::Views views = words.views();
+  client_->EvalSha(redis::GiveBackScript(limit.algorithm()), std::span(views.data(), 1),
+                   std::span(views.data() + 1, redis::kGiveBackArgs),
+                   [done = std::move(done)](Result<redis::Reply> reply) {
+                     done(redis::ParseGiveBackReply(reply));
+                   });
+}
+
 void RedisStore::DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) {
   redis::CheckAllAsync(*client_, Context(), timeout_, requests, std::move(done));
 }

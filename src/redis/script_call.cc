@@ -12,10 +12,13 @@ std::pair<int64_t, int64_t> Parameters(const Limit& limit) {
   return {limit.count(), limit.period().count()};
 }
 
-Status ErrorReply(const std::string& message) {
+// The error of an error reply to a `call` ("check", "give-back").
+Status ErrorReply(const std::string& message, std::string_view call = "check") {
   // "ERR ..." is the script failing: a bug, not the server's state.
-  if (message.starts_with("ERR")) return Status::Internal("Redis check script failed: " + message);
-  return Status::Unavailable("Redis refused the check: " + message);
+  if (message.starts_with("ERR")) {
+    return Status::Internal("Redis " + std::string(call) + " script failed: " + message);
+  }
+  return Status::Unavailable("Redis refused the " + std::string(call) + ": " + message);
 }
 
 }  // namespace
@@ -36,12 +39,13 @@ void ScriptWords::AddNumber(int64_t n) {
   AddText(std::string_view(buffer, static_cast<size_t>(end - buffer)));
 }
 
-void ScriptWords::AddKeys(const CheckContext& context, const CheckRequest& request) {
+void ScriptWords::AddKeys(const CheckContext& context, std::string_view scope, std::string_view key,
+                          const Limit& limit) {
   // The auxiliary key is the state key and a suffix: two views of the same bytes.
   const size_t begin = bytes_.size();
-  AppendStateKey(bytes_, context.prefix, request.scope, request.key);
+  AppendStateKey(bytes_, context.prefix, scope, key);
   Mark(begin);
-  if (CheckKeyCount(*request.limit) == 2) {
+  if (CheckKeyCount(limit) == 2) {
     bytes_.append(kAuxSuffix);
     Mark(begin);
   }
@@ -63,7 +67,7 @@ void ScriptWords::AddParameters(const Limit& limit) {
 }
 
 void ScriptWords::AddCheck(const CheckContext& context, const CheckRequest& request) {
-  AddKeys(context, request);
+  AddKeys(context, request.scope, request.key, *request.limit);
   AddClock(context);
   AddNumber(request.cost);
   AddParameters(*request.limit);
@@ -73,9 +77,17 @@ void ScriptWords::AddCheck(const CheckContext& context, const CheckRequest& requ
 void ScriptWords::AddCheckOfAll(const CheckContext& context, const CheckRequest& request) {
   AddText(AlgorithmName(request.limit->algorithm()));
   AddNumber(static_cast<int64_t>(CheckKeyCount(*request.limit)));
-  AddKeys(context, request);
+  AddKeys(context, request.scope, request.key, *request.limit);
   AddNumber(request.cost);
   AddParameters(*request.limit);
+}
+
+void ScriptWords::AddGiveBack(const CheckContext& context, std::string_view scope,
+                              const Limit& limit, std::string_view key, int64_t units) {
+  AddKeys(context, scope, key, limit);
+  AddClock(context);
+  AddNumber(units);
+  AddParameters(limit);
 }
 
 ScriptWords::Views ScriptWords::views() const {
@@ -129,6 +141,15 @@ Result<std::vector<Decision>> ParseCheckAllReply(const Result<Reply>& reply,
     decisions.push_back(*d);
   }
   return decisions;
+}
+
+Status ParseGiveBackReply(const Result<Reply>& reply) {
+  if (!reply.ok()) return reply.status();
+  if (reply->is_error()) return ErrorReply(reply->str, "give-back");
+  if (reply->type != Reply::Type::kInteger || (reply->integer != 0 && reply->integer != 1)) {
+    return Status::Internal("unexpected reply from the Redis give-back script");
+  }
+  return Status::Ok();
 }
 
 }  // namespace sluice::redis

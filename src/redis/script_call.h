@@ -1,6 +1,7 @@
-// The contract of the Redis store's check scripts, written once: what their KEYS and ARGV hold
-// and what they reply. The scripts (src/redis/lua/check.lua, check_many.lua and check_all.lua)
-// point here; the builder and the parsers below are the only C++ that writes or reads it.
+// The contract of the Redis store's scripts, written once: what their KEYS and ARGV hold and what
+// they reply. The scripts (src/redis/lua/check.lua, check_many.lua, check_all.lua and
+// give_back.lua) point here; the builder and the parsers below are the only C++ that writes or
+// reads it.
 //
 // One check (check.lua, built with the one algorithm it decides):
 //   KEYS  the state key [, the auxiliary key: sliding_log's only, see CheckKeyCount]
@@ -39,6 +40,17 @@
 //   Before anything else the script touches every key once (EXISTS), so that a key the node
 //   does not hold fails the call while it has changed nothing.
 //
+// A give-back (give_back.lua, built with the one meter it gives back to): Store::GiveBack.
+//   KEYS  the state key, as a check's
+//   ARGV  1  now in µs ('' for Redis TIME), as above
+//         2  expiry margin in ms, as above
+//         3  units given back
+//         4  capacity
+//         5  emission interval in µs
+//   Reply 1 when the key held the meter's state, which now has the units back (written with its
+//         TTL as a check's commit writes it, or deleted once equivalent to fresh); 0 when it held
+//         no state or another algorithm's, left as it was.
+//
 // Thread safety: pure functions, and a builder owned by one thread.
 #pragma once
 
@@ -58,6 +70,7 @@
 namespace sluice::redis {
 
 inline constexpr size_t kCheckArgs = 6;
+inline constexpr size_t kGiveBackArgs = 5;
 // The most checks RedisStoreOptions::coalesce_max lets one check_many.lua call decide.
 inline constexpr size_t kCoalesceMaxLimit = 1024;
 inline constexpr size_t kCheckReplyFields = 6;
@@ -94,6 +107,9 @@ class ScriptWords {
   void AddClock(const CheckContext& context);
   // One check as check_all.lua's ARGV has it: algorithm name, key count, keys, cost, parameters.
   void AddCheckOfAll(const CheckContext& context, const CheckRequest& request);
+  // A give-back's key, then its five ARGV.
+  void AddGiveBack(const CheckContext& context, std::string_view scope, const Limit& limit,
+                   std::string_view key, int64_t units);
 
   size_t size() const { return spans_.size(); }
   // Every word so far; valid while this object lives and nothing more is added.
@@ -101,7 +117,8 @@ class ScriptWords {
 
  private:
   void Mark(size_t begin) { spans_.emplace_back(begin, bytes_.size() - begin); }
-  void AddKeys(const CheckContext& context, const CheckRequest& request);
+  void AddKeys(const CheckContext& context, std::string_view scope, std::string_view key,
+               const Limit& limit);
   void AddParameters(const Limit& limit);
 
   KeyBuffer bytes_;
@@ -115,5 +132,7 @@ Result<Decision> ParseCheckReply(const Result<Reply>& reply, int64_t limit_count
 // The decisions in check_all.lua's reply, one per check, given each check's limit count.
 Result<std::vector<Decision>> ParseCheckAllReply(const Result<Reply>& reply,
                                                  std::span<const int64_t> limit_counts);
+// The outcome of a give-back: ok for a reply of 0 or 1, an error reply as ParseCheckReply's.
+Status ParseGiveBackReply(const Result<Reply>& reply);
 
 }  // namespace sluice::redis

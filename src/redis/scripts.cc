@@ -1,31 +1,29 @@
 #include "redis/scripts.h"
 
 #include <array>
+#include <cassert>
 #include <string>
 
 namespace sluice::redis {
 
 namespace {
 
-using PerAlgorithm = std::array<Script, std::size(kCheckSources)>;
-
-const PerAlgorithm* Build(const std::string_view (&sources)[6]) {
-  auto* built = new PerAlgorithm;
-  for (size_t i = 0; i < built->size(); ++i) {
-    (*built)[i] = Script::FromSource(std::string(sources[i]));
-  }
+template <size_t N>
+const std::array<Script, N>* Build(const std::string_view (&sources)[N]) {
+  auto* built = new std::array<Script, N>;
+  for (size_t i = 0; i < N; ++i) (*built)[i] = Script::FromSource(std::string(sources[i]));
   return built;
 }
 
 }  // namespace
 
 const Script& CheckScript(Algorithm algorithm) {
-  static const PerAlgorithm* const scripts = Build(kCheckSources);
+  static const auto* const scripts = Build(kCheckSources);
   return (*scripts)[static_cast<size_t>(algorithm)];
 }
 
 const Script& CheckManyScript(Algorithm algorithm) {
-  static const PerAlgorithm* const scripts = Build(kCheckManySources);
+  static const auto* const scripts = Build(kCheckManySources);
   return (*scripts)[static_cast<size_t>(algorithm)];
 }
 
@@ -33,6 +31,12 @@ const Script& CheckAllScript() {
   static const auto* const script = new Script(
       Script::FromSource("#!lua flags=allow-cross-slot-keys\n" + std::string(kCheckAllSource)));
   return *script;
+}
+
+const Script& GiveBackScript(Algorithm meter) {
+  assert(IsMeter(meter));
+  static const auto* const scripts = Build(kGiveBackSources);
+  return (*scripts)[static_cast<size_t>(meter) - static_cast<size_t>(Algorithm::kTokenBucket)];
 }
 
 }  // namespace sluice::redis

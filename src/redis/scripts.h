@@ -14,6 +14,9 @@ namespace sluice::redis {
 extern const std::string_view kCheckSources[6];
 extern const std::string_view kCheckManySources[6];
 extern const std::string_view kCheckAllSource;
+// Generated: the give-back script of each meter (token_bucket, leaky_bucket, gcra, in the order
+// of Algorithm).
+extern const std::string_view kGiveBackSources[3];
 
 // Their KEYS, ARGV and replies: src/redis/script_call.h.
 const Script& CheckScript(Algorithm algorithm);
@@ -21,5 +24,7 @@ const Script& CheckManyScript(Algorithm algorithm);
 // Loaded with the shebang "#!lua flags=allow-cross-slot-keys" (Redis 7.0 or later), which lets it
 // reach keys of every slot its node holds.
 const Script& CheckAllScript();
+// Of a meter (IsMeter) only.
+const Script& GiveBackScript(Algorithm meter);
 
 }  // namespace sluice::redis

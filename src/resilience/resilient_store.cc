@@ -221,6 +221,18 @@ void ResilientStore::DoResetAsync(std::string_view scope, std::string_view key,
   backend_.ResetAsync(scope, key, std::move(done));
 }
 
+void ResilientStore::DoGiveBackAsync(std::string_view scope, const Limit& limit,
+                                     std::string_view key, int64_t units, StatusCallback done) {
+  if (!hot_keys_) return backend_.GiveBackAsync(scope, limit, key, units, std::move(done));
+  // Dropped once the units are back: a denial remembered before then may be stale.
+  backend_.GiveBackAsync(scope, limit, key, units,
+                         [this, scope = std::string(scope), key = std::string(key),
+                          done = std::move(done)](Status status) {
+                           hot_keys_->Forget(scope, key);
+                           done(std::move(status));
+                         });
+}
+
 uint32_t ResilientStore::FailureDomain(std::string_view scope, std::string_view key) const {
   return backend_.FailureDomain(scope, key);
 }

@@ -312,6 +312,94 @@ TEST(MemoryStoreTest, ResetRefusesWhatACheckRefuses) {
   EXPECT_TRUE(store.Reset(std::string(kMaxScopeBytes, 's'), std::string(kMaxKeyBytes, 'k')).ok());
 }
 
+// --- GiveBack ----------------------------------------------------------------------------------
+
+constexpr Algorithm kMeters[] = {Algorithm::kTokenBucket, Algorithm::kLeakyBucket,
+                                 Algorithm::kGcra};
+
+// 10 per 10 s (a unit a second): 6 taken, 4 given back half a second later. The key holds the
+// state the give-back left, until it is fresh (1.5 s on), in the same bytes; giving back more
+// than is out leaves it fresh, and the key is gone.
+TEST(MemoryStoreGiveBack, ReturnsUnitsAndKeepsTheKeyAsLongAsItsState) {
+  for (Algorithm a : kMeters) {
+    ManualClock clock;
+    MemoryStore store(MemoryStoreOptions{.clock = &clock});
+    const Limit limit = MakeLimit(a, 10, seconds(10));
+    const CheckRequest take{.scope = "api", .limit = &limit, .key = "k", .cost = 6};
+    const CheckRequest peek{.scope = "api", .limit = &limit, .key = "k", .cost = 0};
+    ASSERT_TRUE(store.Check(take)->allowed);
+    const size_t bytes = store.memory_stats().bytes;
+    clock.Advance(milliseconds(500));
+    ASSERT_TRUE(store.GiveBack("api", limit, "k", 4).ok()) << Name(a);
+    EXPECT_EQ(store.Check(peek)->remaining, 8) << Name(a);
+    EXPECT_EQ(store.Check(peek)->reset_after, milliseconds(1500)) << Name(a);
+    EXPECT_EQ(store.memory_stats().bytes, bytes) << Name(a);
+    clock.Advance(milliseconds(1500) - Duration(1));
+    EXPECT_EQ(store.Sweep(), 0u) << Name(a);
+    clock.Advance(Duration(1));
+    EXPECT_EQ(store.Sweep(), 1u) << Name(a);
+
+    ASSERT_TRUE(store.Check(take)->allowed);
+    Status async = Status::Internal("callback not run");
+    store.GiveBackAsync("api", limit, "k", 7, [&](Status s) { async = std::move(s); });
+    EXPECT_TRUE(async.ok()) << Name(a);
+    EXPECT_EQ(store.size(), 0u) << Name(a);
+    EXPECT_EQ(store.Check(peek)->remaining, 10) << Name(a);
+  }
+}
+
+// No state, or another algorithm's under the key: nothing changes, and the answer is ok.
+TEST(MemoryStoreGiveBack, LeavesAbsentKeysAndOtherAlgorithmsStatesAsTheyAre) {
+  ManualClock clock;
+  MemoryStore store(MemoryStoreOptions{.clock = &clock});
+  const Limit gcra = MakeLimit(Algorithm::kGcra, 2, seconds(10));
+  const Limit bucket = MakeLimit(Algorithm::kTokenBucket, 2, seconds(10));
+  const Limit window = MakeLimit(Algorithm::kFixedWindow, 2, seconds(10));
+  EXPECT_TRUE(store.GiveBack("api", gcra, "absent", 1).ok());
+  EXPECT_EQ(store.size(), 0u);
+  for (const Limit* held : {&bucket, &window}) {
+    const CheckRequest check{.scope = "api", .limit = held, .key = "k", .cost = 2};
+    ASSERT_TRUE(store.Check(check)->allowed);
+    EXPECT_TRUE(store.GiveBack("api", gcra, "k", 2).ok());
+    // Its own algorithm still finds it spent.
+    EXPECT_FALSE(store.Check(check)->allowed) << Name(held->algorithm());
+    ASSERT_TRUE(store.Reset("api", "k").ok());
+  }
+}
+
+// What GiveBack refuses, refused alike by both forms with INVALID_ARGUMENT, changing nothing.
+TEST(MemoryStoreGiveBack, RefusesNonMetersAndUnitsOutsideTheCapacity) {
+  ManualClock clock;
+  MemoryStore store(MemoryStoreOptions{.clock = &clock});
+  const Limit gcra = MakeLimit(Algorithm::kGcra, 3, seconds(10));
+  const Limit window = MakeLimit(Algorithm::kFixedWindow, 3, seconds(10));
+  const CheckRequest peek{.scope = "api", .limit = &gcra, .key = "k", .cost = 0};
+  ASSERT_TRUE(store.Check({.scope = "api", .limit = &gcra, .key = "k", .cost = 3})->allowed);
+  const Decision before = *store.Check(peek);
+  struct Bad {
+    const Limit* limit;
+    std::string_view key;
+    int64_t units;
+    std::string_view message;
+  };
+  const Bad bad[] = {
+      {&window, "k", 1,
+       "only token_bucket, leaky_bucket and gcra give units back, not fixed_window"},
+      {&gcra, "k", 0, "units to give back must be between 1 and the capacity 3, got 0"},
+      {&gcra, "k", 4, "units to give back must be between 1 and the capacity 3, got 4"},
+      {&gcra, "", 1, "key must not be empty"},
+  };
+  for (const Bad& b : bad) {
+    const Status sync = store.GiveBack("api", *b.limit, b.key, b.units);
+    EXPECT_EQ(sync.code(), StatusCode::kInvalidArgument) << b.message;
+    EXPECT_EQ(sync.message(), b.message);
+    Status async = Status::Internal("callback not run");
+    store.GiveBackAsync("api", *b.limit, b.key, b.units, [&](Status s) { async = std::move(s); });
+    EXPECT_EQ(async, sync);
+  }
+  EXPECT_EQ(*store.Check(peek), before);
+}
+
 // At max_keys, a new key is admitted and makes room by evicting keys not used lately; a key in
 // use keeps its exact count however many new keys pass.
 TEST(MemoryStoreBound, AtMaxKeysNewKeysEvictTheLeastRecentlyUsedAndKeysInUseKeepTheirCounts) {

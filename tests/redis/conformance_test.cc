@@ -6,6 +6,7 @@
 // test checks that its keys were found on every node.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -310,6 +311,138 @@ TEST_P(ReservationConformance, BookedQueuesAndRandomTraces) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Meters, ReservationConformance,
+                         ::testing::Values(Algorithm::kTokenBucket, Algorithm::kLeakyBucket,
+                                           Algorithm::kGcra),
+                         [](const auto& info) { return std::string(AlgorithmName(info.param)); });
+
+// Give-backs (Store::GiveBack): random checks, reservations and give-backs of the meters decide
+// alike on both stores, and after each give-back the key lives exactly as long as a check's
+// script would have it live (its state's reset_after rounded up to ms, plus the margin), or is
+// gone when the state is fresh again.
+class GiveBackConformance : public ConformanceTest,
+                            public ::testing::WithParamInterface<Algorithm> {
+ protected:
+  // The Redis key of `key`'s state under `scope`, and a client of the node holding it.
+  struct StateKey {
+    std::string name;
+    std::unique_ptr<redis::Client> node;
+  };
+
+  // Gives `units` back on both stores, and checks the key's expiry against the state MemoryStore
+  // holds then (seen by a peek, which changes nothing).
+  void GiveBack(const std::string& scope, const Limit& limit, int key, int64_t units,
+                StateKey& state_key, const std::string& where) {
+    const auto sent = std::chrono::steady_clock::now();
+    ASSERT_TRUE(memory_.GiveBack(scope, limit, keys_[key], units).ok()) << where;
+    const Status got = redis_->GiveBack(scope, limit, keys_[key], units);
+    ASSERT_TRUE(got.ok()) << where << ": " << got.ToString();
+    const Result<Decision> peek =
+        memory_.Check({.scope = scope, .limit = &limit, .key = keys_[key], .cost = 0});
+    ASSERT_TRUE(peek.ok());
+    const int64_t pttl = Ask(*state_key.node, "PTTL", state_key.name).integer;
+    const int64_t reset_after = peek->reset_after.count();
+    if (reset_after == 0) {
+      EXPECT_EQ(pttl, -2) << where << ": a fresh state's key is left";
+      return;
+    }
+    ++written_;
+    const int64_t ttl = (reset_after + 999) / 1000 + 10 * 60 * 1000;  // the margin: 10 min
+    const auto passed = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - sent)
+                            .count();
+    EXPECT_LE(pttl, ttl) << where;
+    EXPECT_GE(pttl, ttl - passed - 1) << where;
+  }
+
+  // `command` on one key, answered (a failure of the test otherwise).
+  static redis::Reply Ask(redis::Client& node, std::string_view command, std::string_view key) {
+    const std::string_view argv[] = {command, key};
+    Result<redis::Reply> reply = node.CommandSync(argv);
+    EXPECT_TRUE(reply.ok()) << reply.status().ToString();
+    return reply.ok() ? std::move(*reply) : redis::Reply{};
+  }
+
+  int written_ = 0;  // give-backs that left a state with its TTL
+};
+
+TEST_P(GiveBackConformance, RandomChecksReservationsAndGiveBacks) {
+  int given_back = 0;
+  for (const Limit& limit : LimitsOf(GetParam())) {
+    const Duration interval = limit.emission_interval();
+    const Duration most = std::min<Duration>(MaxDelayOf(limit), 3 * limit.period());
+    for (uint32_t seed = 1; seed <= 3; ++seed) {
+      const std::string scope = "g" + std::to_string(traces_++);
+      std::vector<StateKey> state_keys;
+      for (const std::string& key : keys_) {
+        state_keys.push_back({redis_->KeysOf(scope, key)[0], Inspector(target_->node_of(key))});
+        ASSERT_NE(state_keys.back().node, nullptr);
+      }
+      std::mt19937_64 rng(seed * 7'919 + static_cast<uint32_t>(limit.count()));
+      for (int i = 0; i < 200; ++i) {
+        clock_.Advance(Duration(rng() % 3 == 0 ? 0 : 1 + rng() % (2 * interval.count())));
+        const int key = static_cast<int>(rng() % kKeys);
+        const std::string where = std::string(AlgorithmName(limit.algorithm())) +
+                                  " capacity=" + std::to_string(limit.capacity()) + " seed " +
+                                  std::to_string(seed) + " step " + std::to_string(i);
+        if (rng() % 3 == 0) {
+          GiveBack(scope, limit, key, 1 + static_cast<int64_t>(rng() % limit.capacity()),
+                   state_keys[key], where);
+          if (HasFatalFailure()) return;
+          ++given_back;
+          continue;
+        }
+        const CheckRequest request{
+            .scope = scope,
+            .limit = &limit,
+            .key = keys_[key],
+            .cost = rng() % 10 == 0 ? 0 : 1 + static_cast<int64_t>(rng() % limit.capacity()),
+            .max_delay = rng() % 2 == 0 ? Duration(rng() % (most.count() + 1)) : 0us};
+        const Result<Decision> expected = memory_.Check(request);
+        const Result<Decision> got = redis_->Check(request);
+        ASSERT_TRUE(expected.ok() && got.ok() && *expected == *got)
+            << where << " cost=" << request.cost << " max_delay=" << request.max_delay.count()
+            << "\n  memory: " << DescribeDecision(expected)
+            << "\n  redis:  " << DescribeDecision(got);
+        if (expected->delay.count() > 0) ++booked_;
+      }
+      // A state on every key, for the check that the keys landed on every node.
+      for (const std::string& key : keys_) {
+        ASSERT_TRUE(redis_->Check({.scope = scope, .limit = &limit, .key = key}).ok());
+      }
+    }
+  }
+  EXPECT_GT(given_back, 1000);
+  EXPECT_GT(written_, 300);
+  EXPECT_GT(booked_, 200);
+}
+
+// What a give-back leaves alone on Redis: a key with no state, and a key holding another
+// algorithm's state, whatever its type (sliding_log's is a sorted set).
+TEST_P(GiveBackConformance, LeavesAbsentKeysAndOtherAlgorithmsStatesAsTheyAre) {
+  const Limit meter = *Limit::Create(GetParam(), 5, 10s);
+  ASSERT_TRUE(redis_->GiveBack("absent", meter, keys_[0], 1).ok());
+  auto absent_node = Inspector(target_->node_of(keys_[0]));
+  ASSERT_NE(absent_node, nullptr);
+  EXPECT_EQ(Ask(*absent_node, "EXISTS", redis_->KeysOf("absent", keys_[0])[0]).integer, 0);
+  size_t next = 0;  // the keys in turn: one on every node
+  for (Algorithm other : kAllAlgorithms) {
+    if (other == GetParam()) continue;
+    const std::string& key = keys_[next++ % kKeys];
+    const Limit held = *Limit::Create(other, 5, 10s);
+    const std::string scope = "other-" + std::string(AlgorithmName(other));
+    const CheckRequest check{.scope = scope, .limit = &held, .key = key, .cost = 5};
+    ASSERT_TRUE(redis_->Check(check)->allowed);
+    auto node = Inspector(target_->node_of(key));
+    ASSERT_NE(node, nullptr);
+    const std::string name = redis_->KeysOf(scope, key)[0];
+    const std::string before = Ask(*node, "DUMP", name).str;
+    ASSERT_TRUE(redis_->GiveBack(scope, meter, key, 5).ok()) << AlgorithmName(other);
+    EXPECT_EQ(Ask(*node, "DUMP", name).str, before) << AlgorithmName(other);
+    EXPECT_FALSE(redis_->Check(check)->allowed) << AlgorithmName(other);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Meters, GiveBackConformance,
                          ::testing::Values(Algorithm::kTokenBucket, Algorithm::kLeakyBucket,
                                            Algorithm::kGcra),
                          [](const auto& info) { return std::string(AlgorithmName(info.param)); });

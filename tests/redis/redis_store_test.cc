@@ -221,6 +221,59 @@ TEST_F(RedisStoreBasics, InvalidRequestsSendNothing) {
   EXPECT_TRUE(Scan(prefix_ + "*").empty());
 }
 
+// A give-back on Redis TIME: the units come back to the key the check wrote, which then lives as
+// long as its state (ceil(reset_after in ms) + 1 ms margin), and is gone once the state is fresh.
+TEST_F(RedisStoreBasics, GiveBackOnRedisTime) {
+  auto store = MakeStore();
+  ASSERT_NE(store, nullptr);
+  for (Algorithm algorithm : {Algorithm::kTokenBucket, Algorithm::kLeakyBucket, Algorithm::kGcra}) {
+    const Limit limit = MakeLimit(algorithm, 10, 1h);  // one unit every 6 minutes
+    const std::string scope(AlgorithmName(algorithm));
+    const CheckRequest take{.scope = scope, .limit = &limit, .key = "k", .cost = 6};
+    const CheckRequest peek{.scope = scope, .limit = &limit, .key = "k", .cost = 0};
+    const std::string name = store->KeysOf(scope, "k")[0];
+    ASSERT_TRUE(store->Check(take)->allowed);
+    ASSERT_TRUE(store->GiveBack(scope, limit, "k", 4).ok()) << scope;
+    const Result<Decision> after = store->Check(peek);
+    ASSERT_TRUE(after.ok());
+    EXPECT_EQ(after->remaining, 8) << scope;
+    const int64_t pttl = Command({"PTTL", name}).integer;
+    EXPECT_GT(pttl, 0) << scope;
+    EXPECT_LE(pttl, 2 * 360'000 + 1) << scope;  // two units out
+    std::promise<Status> all_back;
+    store->GiveBackAsync(scope, limit, "k", 10,
+                         [&](Status s) { all_back.set_value(std::move(s)); });
+    EXPECT_TRUE(all_back.get_future().get().ok()) << scope;
+    EXPECT_EQ(Command({"EXISTS", name}).integer, 0) << scope;
+  }
+}
+
+// What GiveBack refuses is refused before Redis, with INVALID_ARGUMENT, changing nothing.
+TEST_F(RedisStoreBasics, InvalidGiveBacksSendNothing) {
+  auto store = MakeStore();
+  ASSERT_NE(store, nullptr);
+  const Limit gcra = MakeLimit(Algorithm::kGcra, 5, 1h);
+  ASSERT_TRUE(store->Check({.scope = "s", .limit = &gcra, .key = "k", .cost = 5})->allowed);
+  const std::string name = store->KeysOf("s", "k")[0];
+  const std::string before = Command({"GET", name}).str;
+  const int64_t calls_before = InfoNumber("commandstats", "cmdstat_evalsha:calls");
+  for (Algorithm algorithm :
+       {Algorithm::kFixedWindow, Algorithm::kSlidingLog, Algorithm::kSlidingWindow}) {
+    const Limit window = MakeLimit(algorithm, 5, 1h);
+    EXPECT_EQ(store->GiveBack("s", window, "k", 1).code(), StatusCode::kInvalidArgument);
+  }
+  for (int64_t units : {int64_t{0}, int64_t{-1}, int64_t{6}}) {
+    EXPECT_EQ(store->GiveBack("s", gcra, "k", units).code(), StatusCode::kInvalidArgument);
+    std::promise<Status> async;
+    store->GiveBackAsync("s", gcra, "k", units, [&](Status s) { async.set_value(std::move(s)); });
+    EXPECT_EQ(async.get_future().get().code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(store->GiveBack("s", gcra, "", 1).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(InfoNumber("commandstats", "cmdstat_evalsha:calls"), calls_before);
+  EXPECT_EQ(Command({"GET", name}).str, before);
+  EXPECT_FALSE(store->Check({.scope = "s", .limit = &gcra, .key = "k"})->allowed);
+}
+
 TEST_F(RedisStoreBasics, KeysStayInTheirNamespaceAndHashTag) {
   auto store = MakeStore();
   ASSERT_NE(store, nullptr);

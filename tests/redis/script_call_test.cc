@@ -1,6 +1,5 @@
-// The check scripts' contract without a server: the exact words a check, a batch and CheckAll
-// send (src/redis/script_call.h), and their replies parsed into decisions, malformed ones
-// refused.
+// The scripts' contract without a server: the exact words a check, a batch, CheckAll and a
+// give-back send (src/redis/script_call.h), and their replies parsed, malformed ones refused.
 #include "redis/script_call.h"
 
 #include <gtest/gtest.h>
@@ -81,6 +80,31 @@ TEST(ScriptWords, ABatchOutgrowingTheInlineSpaceKeepsEveryWord) {
     EXPECT_EQ(views[i * 8 + 1], "prefix:s:{" + long_key + "}:n");
     EXPECT_EQ(views[i * 8 + 4], std::to_string(i));
   }
+}
+
+TEST(ScriptWords, AGiveBackIsTheStateKeyThenFiveArguments) {
+  ScriptWords words;
+  words.AddGiveBack({.prefix = "x:", .now = 5, .margin_ms = 2}, "b", kBucket, "k{1}", 3);
+  EXPECT_EQ(Words(words), (std::vector<std::string>{
+                              "x:b:{k%7B1%7D}", "5", "2", "3", std::to_string(kBucket.capacity()),
+                              std::to_string(kBucket.emission_interval().count())}));
+  EXPECT_EQ(words.size(), 1 + kGiveBackArgs);
+}
+
+TEST(ParseGiveBackReply, ZeroOrOneIsOkAnythingElseAnError) {
+  EXPECT_TRUE(ParseGiveBackReply(Integer(1)).ok());
+  EXPECT_TRUE(ParseGiveBackReply(Integer(0)).ok());
+  for (const Reply& reply :
+       {Integer(2), Integers({1}), String("1"), MakeReply(Reply::Type::kNil)}) {
+    EXPECT_EQ(ParseGiveBackReply(reply).code(), StatusCode::kInternal);
+  }
+  const Status failed = ParseGiveBackReply(Error("ERR Error running script: oops"));
+  EXPECT_EQ(failed.code(), StatusCode::kInternal);
+  EXPECT_EQ(failed.message(), "Redis give-back script failed: ERR Error running script: oops");
+  EXPECT_EQ(ParseGiveBackReply(Error("MOVED 3999 127.0.0.1:7001")).code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(ParseGiveBackReply(Result<Reply>(Status::DeadlineExceeded("late"))).code(),
+            StatusCode::kDeadlineExceeded);
 }
 
 TEST(ParseCheckReply, SixIntegersMakeADecision) {

@@ -79,6 +79,12 @@ class FailingStore final : public Store {
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override {
     memory_.ResetAsync(scope, key, std::move(done));
   }
+  void DoGiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
+                       int64_t units, StatusCallback done) override {
+    calls.fetch_add(1);
+    if (!failure.ok()) return done(failure);
+    memory_.GiveBackAsync(scope, limit, key, units, std::move(done));
+  }
   void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override {
     calls.fetch_add(static_cast<int>(requests.size()));
     const bool fails =
@@ -526,6 +532,35 @@ TEST_F(ResilientStoreTest, ResetForgetsTheHotKey) {
   EXPECT_EQ(limiter.Check("k")->source, DecisionSource::kHotKeyCache);
   ASSERT_TRUE(limiter.Reset("k").ok());
   EXPECT_TRUE(limiter.Check("k")->allowed);
+}
+
+// Units given back may admit what the hot-key cache denied: the give-back goes to the backend and
+// the key's denial is dropped.
+TEST_F(ResilientStoreTest, GiveBackGoesToTheBackendAndForgetsTheHotKey) {
+  const Limit limit = Limit::Create(Algorithm::kGcra, 1, 10s).value();
+  Limiter limiter(store_, "api", limit);
+  EXPECT_TRUE(limiter.Check("k")->allowed);
+  EXPECT_FALSE(limiter.Check("k")->allowed);
+  EXPECT_EQ(limiter.Check("k")->source, DecisionSource::kHotKeyCache);
+  const int calls = backend_.calls.load();
+  Status async = Status::Internal("callback not run");
+  store_.GiveBackAsync("api", limit, "k", 1, [&](Status s) { async = std::move(s); });
+  EXPECT_TRUE(async.ok()) << async.ToString();
+  EXPECT_EQ(backend_.calls.load(), calls + 1);
+  const Result<Decision> after = limiter.Check("k");
+  EXPECT_TRUE(after->allowed);
+  EXPECT_EQ(after->source, DecisionSource::kStore);
+}
+
+// No failure policy for a give-back: an outage comes back as its error, and a bad request is
+// refused before the backend.
+TEST_F(ResilientStoreTest, GiveBackInAnOutageIsItsError) {
+  const Limit limit = Limit::Create(Algorithm::kTokenBucket, 2, 10s).value();
+  backend_.failure = Status::Unavailable("connection refused");
+  EXPECT_EQ(store_.GiveBack("api", limit, "k", 1), backend_.failure);
+  const int calls = backend_.calls.load();
+  EXPECT_EQ(store_.GiveBack("api", limit, "k", 3).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(backend_.calls.load(), calls);
 }
 
 TEST_F(ResilientStoreTest, AsyncBatchMixesCacheBackendAndPolicy) {

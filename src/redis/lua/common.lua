@@ -4,6 +4,7 @@
 -- code: every EVALSHA runs the whole script body, so a function or table defined there is built
 -- again on every call, and a check builds none but its reply and the searches of sliding_log and
 -- sliding_window. check_all.lua, rarer, repeats its part per limit for each algorithm.
+-- give_back.lua, a meter's give-back (Store::GiveBack), inserts load and the meter's give_back.
 --
 -- Each algorithm mirrors src/core/algorithms.cc operation for operation. Lua numbers are doubles;
 -- every value stays below 2^53, so the integer arithmetic is exact (math.floor(x / y) is C++'s
@@ -18,10 +19,13 @@
 --     interval for the bucket ones) and max_delay (how far ahead a meter may book a slot);
 --   load (reads the state of `key` as of `now`): present (the key holds anything), and the
 --     algorithm's own, as for a fresh state when the key is absent or holds another algorithm's;
+--     a meter's also held (the key holds this algorithm's state);
 --   decide (reads only, and leaves load's locals as they were: check_all decides twice):
 --     allowed, remaining (>= 0), retry_after, reset_after, replenish_after, delay (the wait of a
 --     booking, 0 but for the meters);
 --   save (after an admission with cost > 0): writes the state with `ttl`;
+--   give_back (the meters', in give_back.lua only): gives `units` back to the state load read,
+--     in save's locals, and sets reset_after (<= 0: the state is equivalent to fresh);
 --   tidy (optional, after a decision that consumed nothing on a state that reset_after does not
 --     find fresh): rewrites the state into an equivalent, smaller one.
 

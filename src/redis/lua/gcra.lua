@@ -5,7 +5,9 @@
 local capacity, interval = a, b
 local stored = redis.pcall('GET', key) -- an error reply: sliding_log's sorted set
 local present = stored ~= false
-local stored_tat = tonumber(stored) or now
+local stored_tat = tonumber(stored)
+local held = stored_tat ~= nil -- the key holds a TAT
+stored_tat = stored_tat or now
 
 --@section decide
 -- A TAT beyond now + tolerance (booked ahead, or a burst lowered since) admits nothing until the
@@ -28,3 +30,7 @@ end
 
 --@section save
 redis.call('SET', key, string.format('%d', tat), 'PX', ttl)
+
+--@section give_back
+local tat = math.max(math.max(stored_tat, now) - units * interval, now)
+local reset_after = tat - now

@@ -4,12 +4,14 @@
 local capacity, interval = a, b
 local stored = redis.pcall('GET', key) -- an error reply: the key holds sliding_log's sorted set
 local present = stored ~= false
+local held = type(stored) == 'string' and string.byte(stored) == 108 -- 'l'
 local stored_level, stored_drained_at = 0, now
-if type(stored) == 'string' and string.byte(stored) == 108 then -- 'l'
+if held then
   stored_level, stored_drained_at = struct.unpack('<I4I7', stored, 2)
 end
 
---@section decide
+--@section drain
+-- The state drained to now, as a check sees it: level, drained_at.
 local level, drained_at = stored_level, stored_drained_at
 if level > 0 and now > drained_at then
   local leaked = math.floor((now - drained_at) / interval)
@@ -18,6 +20,9 @@ if level > 0 and now > drained_at then
 elseif level == 0 then
   drained_at = now
 end
+
+--@section decide
+--@insert drain
 -- Negative when the clock is behind drained_at: the next drop is that much further. A level
 -- above the capacity (a burst lowered since) drains before anything fits. The wait until `u`
 -- units fit is (level + u - capacity) * interval - into_next_drop.
@@ -38,3 +43,11 @@ end
 
 --@section save
 redis.call('SET', key, 'l' .. struct.pack('<I4I7', level, drained_at), 'PX', ttl)
+
+--@section give_back
+--@insert drain
+level = math.max(0, level - units)
+if level == 0 then
+  drained_at = now
+end
+local reset_after = level * interval - (now - drained_at)

@@ -5,12 +5,14 @@
 local capacity, interval = a, b
 local stored = redis.pcall('GET', key) -- an error reply: the key holds sliding_log's sorted set
 local present = stored ~= false
+local held = type(stored) == 'string' and string.byte(stored) == 116 -- 't'
 local stored_tokens, stored_refilled_at = capacity, now
-if type(stored) == 'string' and string.byte(stored) == 116 then -- 't'
+if held then
   stored_tokens, stored_refilled_at = struct.unpack('<i4I7', stored, 2)
 end
 
---@section decide
+--@section refill
+-- The state refilled to now, as a check sees it: tokens, refilled_at.
 local tokens, refilled_at = stored_tokens, stored_refilled_at
 if tokens >= capacity then
   -- Full, or above a burst lowered since: the capacity, whose refill starts now.
@@ -20,6 +22,9 @@ elseif now > refilled_at then
   tokens = math.min(capacity, tokens + earned)
   refilled_at = tokens == capacity and now or refilled_at + earned * interval
 end
+
+--@section decide
+--@insert refill
 -- Negative when the clock is behind refilled_at: the next token is that much further. The wait
 -- until `u` tokens are there is (u - tokens) * interval - into_next_token.
 local into_next_token = now - refilled_at
@@ -38,3 +43,11 @@ end
 
 --@section save
 redis.call('SET', key, 't' .. struct.pack('<i4I7', tokens, refilled_at), 'PX', ttl)
+
+--@section give_back
+--@insert refill
+tokens = math.min(capacity, tokens + units)
+if tokens == capacity then
+  refilled_at = now -- as a refill to full
+end
+local reset_after = (capacity - tokens) * interval - (now - refilled_at)
