@@ -3,8 +3,6 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "cli/signals.h"
+#include "cli/timer_thread.h"
 #include "config/config.h"
 #include "config/example_config.h"
 #include "http/api.h"
@@ -118,24 +117,6 @@ void Reload(const ServeFlags& flags, const config::Config& running, std::string_
   }
 }
 
-// Where /v1/acquire waits: timers on one thread of their own, so waiting never takes an I/O
-// thread. Declared before the Api, which must not outlive it.
-class WaitTimers {
- public:
-  WaitTimers() : work_(boost::asio::make_work_guard(io_)), thread_([this] { io_.run(); }) {}
-  ~WaitTimers() {
-    io_.stop();
-    thread_.join();
-  }
-  Timers& timers() { return timers_; }
-
- private:
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
-  std::thread thread_;
-  AsioTimers timers_{io_};
-};
-
 }  // namespace
 
 CLI::App* AddServeCommand(CLI::App& app, ServeFlags& flags) {
@@ -209,7 +190,8 @@ int RunServe(const ServeFlags& flags) {
     spdlog::info("rls: {} domain(s) from {}, gRPC on {}", rls->domains(), config->rls.config_dir,
                  rls->grpc_port() > 0 ? std::to_string(rls->grpc_port()) : "no port");
   }
-  WaitTimers wait_timers;
+  // Where /v1/acquire waits; declared before the Api, which must not outlive it.
+  TimerThread wait_timers;
   http::Api api(store, metrics, http::RuleTable::Build(config->rules, store, metrics), health,
                 &wait_timers.timers());
   api.SetMaxWaiters(config->server.max_waiters);
