@@ -23,6 +23,7 @@
 #include "rls/front_end.h"
 #include "rls/json_endpoint.h"
 #include "sluice/acquirer.h"
+#include "sluice/leasing_store.h"
 #include "sluice/open_store.h"
 #include "sluice/resilient_store.h"
 #include "sluice/store.h"
@@ -162,15 +163,23 @@ int RunServe(const ServeFlags& flags) {
       OpenStoreOptions{.timeout = config->store.timeout, .max_memory = config->store.max_memory});
   if (!backend.ok()) return ConfigError(backend.status().message());
 
-  // A shared store can fail; each rule's failure policy then decides. The in-memory store
-  // cannot, and takes no detour; its memory is reported.
+  // A shared store can fail; each rule's failure policy then decides, for the leases taken from
+  // it as for any check: Api -> ResilientStore -> LeasingStore -> the store. The in-memory store
+  // cannot fail and decides every check in this process, leased or not: it takes no detour; its
+  // memory is reported.
   http::Metrics metrics;
   if (const auto* memory = dynamic_cast<const StoreMemory*>(backend->get())) metrics.Watch(*memory);
+  // For /v1/acquire's waits and the ends of leases; declared before the LeasingStore and the Api,
+  // which must not outlive it.
+  TimerThread timers;
+  std::unique_ptr<LeasingStore> leasing;
   std::unique_ptr<ResilientStore> resilient;
   const StoreHealth* health = nullptr;  // a plain store has no breaker to report
   if (config->store.url != "memory://") {
+    leasing = std::make_unique<LeasingStore>(**backend, timers.timers());
+    metrics.Watch(*leasing);
     resilient = std::make_unique<ResilientStore>(
-        **backend, ResilientStoreOptions{.instances = config->store.instances});
+        *leasing, ResilientStoreOptions{.instances = config->store.instances});
     health = resilient.get();
     metrics.Watch(*health);
   }
@@ -190,10 +199,8 @@ int RunServe(const ServeFlags& flags) {
     spdlog::info("rls: {} domain(s) from {}, gRPC on {}", rls->domains(), config->rls.config_dir,
                  rls->grpc_port() > 0 ? std::to_string(rls->grpc_port()) : "no port");
   }
-  // Where /v1/acquire waits; declared before the Api, which must not outlive it.
-  TimerThread wait_timers;
   http::Api api(store, metrics, http::RuleTable::Build(config->rules, store, metrics), health,
-                &wait_timers.timers());
+                &timers.timers());
   api.SetMaxWaiters(config->server.max_waiters);
   api.SetExposeKeys(config->server.expose_keys);
   if (rls) {

@@ -1,6 +1,7 @@
 // TimerThread: Timers (AsioTimers) on an io_context run by one thread of their own, so that what
-// waits on them never takes an I/O thread: `sluice serve`'s /v1/acquire waiters, the leases of
-// `sluice bench`. Whatever started timers on it must be gone before it is destroyed.
+// waits on them never takes an I/O thread: `sluice serve`'s /v1/acquire waiters and the ends of
+// its leases, the leases of `sluice bench`. Whatever started timers on it must be gone before it
+// is destroyed.
 //
 // Thread safety: timers() may be used from any thread; construct and destroy on one.
 #pragma once

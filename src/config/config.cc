@@ -240,6 +240,41 @@ Status ParseForwardAuth(const Reporter& report, const Fields& fields, const Conf
   return Status::Ok();
 }
 
+// A rule's `lease: {units: N, lifetime: 100ms}`, valid for its limit (ValidateLeaseTerms).
+Result<LeaseTerms> ParseLease(const Reporter& report, const YAML::Node& node,
+                              const std::string& path, const Limit& limit) {
+  Fields fields(report, node, path);
+  if (Status s = fields.Check({"units", "lifetime"}); !s.ok()) return s;
+  const YAML::Node units_node = fields.Get("units");
+  if (!units_node.IsDefined()) return fields.Missing("units");
+  auto units = fields.ReadInteger(units_node, "units");
+  if (!units.ok()) return units.status();
+  // Units 0 turn leases off; a rule does that by giving no lease.
+  if (*units < 1) {
+    return report.At(units_node, fields.Path("units"),
+                     "must be at least 1, got " + std::to_string(*units));
+  }
+  LeaseTerms terms{.units = *units, .lifetime = kDefaultLeaseLifetime};
+  const YAML::Node lifetime_node = fields.Get("lifetime");
+  if (lifetime_node.IsDefined()) {
+    auto lifetime = fields.ReadDuration(lifetime_node, "lifetime");
+    if (!lifetime.ok()) return lifetime.status();
+    terms.lifetime = *lifetime;
+  }
+  if (Status s = ValidateLeaseTerms(limit, terms); !s.ok()) {
+    // Point at the field the library's complaint is about.
+    const std::string& message = s.message();
+    if (message.starts_with("lease units")) {
+      return report.At(units_node, fields.Path("units"), message);
+    }
+    if (message.starts_with("lease lifetime")) {  // the default is valid: a lifetime was given
+      return report.At(lifetime_node, fields.Path("lifetime"), message);
+    }
+    return report.At(node, path, message);
+  }
+  return terms;
+}
+
 Result<Rule> ParseRule(const Reporter& report, const YAML::Node& node, size_t index,
                        const Config& config) {
   const ServerConfig& server = config.server;
@@ -247,7 +282,7 @@ Result<Rule> ParseRule(const Reporter& report, const YAML::Node& node, size_t in
   Fields fields(report, node, path);
   if (Status s =
           fields.Check({"name", "algorithm", "limit", "period", "burst", "on_error", "max_waiters",
-                        "max_waiters_per_key", "key", "deny_status", "shadow_mode"});
+                        "max_waiters_per_key", "key", "deny_status", "shadow_mode", "lease"});
       !s.ok()) {
     return s;
   }
@@ -327,12 +362,18 @@ Result<Rule> ParseRule(const Reporter& report, const YAML::Node& node, size_t in
             .max_waiters_per_key = server.max_waiters_per_key,
             .max_waiters = server.max_waiters,
             .shadow_mode = server.shadow_mode,
-            .auth = {}};
+            .auth = {},
+            .lease = {}};
   if (Status s = fields.ReadWaitersBounds(rule); !s.ok()) return s;
   if (const YAML::Node shadow = fields.Get("shadow_mode"); shadow.IsDefined()) {
     auto value = fields.ReadBool(shadow, "shadow_mode");
     if (!value.ok()) return value.status();
     rule.shadow_mode = *value;
+  }
+  if (const YAML::Node lease = fields.Get("lease"); lease.IsDefined()) {
+    auto terms = ParseLease(report, lease, fields.Path("lease"), rule.limit);
+    if (!terms.ok()) return terms.status();
+    rule.lease = *terms;
   }
   if (Status s = ParseForwardAuth(report, fields, config, rule.auth); !s.ok()) return s;
   return rule;

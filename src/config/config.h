@@ -12,8 +12,8 @@
 //          on_error: fail_open, watch: true }                           # (rls/front_end.h)
 //   rules:
 //     - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20, on_error: fail_open,
-//         max_waiters: 5000, max_waiters_per_key: 100,                   # the last three
-//         shadow_mode: false }                                           # optional
+//         max_waiters: 5000, max_waiters_per_key: 100,                   # the last four
+//         shadow_mode: false, lease: { units: 10, lifetime: 100ms } }     # optional
 //     - { name: per_client, algorithm: fixed_window, limit: 5, period: 1h,
 //         key: [forwarded_for, uri], deny_status: 403 }                 # forward auth (optional)
 //   forward_auth: { trusted_proxies: [127.0.0.1, 10.0.0.0/8],            # optional
@@ -21,6 +21,11 @@
 //
 // A rule in shadow mode (its own `shadow_mode`, by default the server's) is decided and counted as
 // usual, and always admits: its answers carry the would-be verdict (http/api.h).
+//
+// A rule with a `lease` (fixed_window, token_bucket, leaky_bucket or gcra; `units` from 1 to the
+// limit's capacity, `lifetime` from 1ms to 1m, by default 100ms) takes `units` at a time from a
+// shared store and decides its hot keys' next checks in this process (sluice/leasing_store.h);
+// on memory:// every check is decided in this process anyway, and the lease is ignored.
 //
 // Parsing is strict: an unknown or repeated field, a value of the wrong type, a duplicate rule
 // name, a bad duration or a limit that Limit::Create rejects is an error whose message names the
@@ -93,7 +98,13 @@ struct Rule {
   // Unless the rule sets it: the server's shadow_mode.
   bool shadow_mode = false;
   ForwardAuth auth;
+  // Units taken ahead from a shared store and spent in this process (sluice/leasing_store.h);
+  // off (units 0) unless the rule sets `lease`. Valid for `limit` (ValidateLeaseTerms).
+  LeaseTerms lease;
 };
+
+// A rule's lease lifetime when it gives units only.
+inline constexpr Duration kDefaultLeaseLifetime = std::chrono::milliseconds(100);
 
 struct ListenAddress {
   std::string host = "127.0.0.1";

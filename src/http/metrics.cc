@@ -198,6 +198,39 @@ std::string Metrics::Exposition() const {
                    stats.evicted_lru);
   }
 
+  if (leases_ != nullptr) {
+    const LeaseStats stats = leases_->lease_stats();
+    fmt::format_to(put,
+                   "# HELP sluice_lease_taken_total Leases taken from the store.\n"
+                   "# TYPE sluice_lease_taken_total counter\n"
+                   "sluice_lease_taken_total {}\n"
+                   "# HELP sluice_lease_units_taken_total Units the leases taken consumed in the "
+                   "store.\n"
+                   "# TYPE sluice_lease_units_taken_total counter\n"
+                   "sluice_lease_units_taken_total {}\n"
+                   "# HELP sluice_lease_units_used_total Units admitted from leases in this "
+                   "process.\n"
+                   "# TYPE sluice_lease_units_used_total counter\n"
+                   "sluice_lease_units_used_total {}\n"
+                   "# HELP sluice_lease_units_returned_total Unused units of ended leases given "
+                   "back to the store.\n"
+                   "# TYPE sluice_lease_units_returned_total counter\n"
+                   "sluice_lease_units_returned_total {}\n"
+                   "# HELP sluice_lease_units_lapsed_total Unused units of ended leases neither "
+                   "used nor given back.\n"
+                   "# TYPE sluice_lease_units_lapsed_total counter\n"
+                   "sluice_lease_units_lapsed_total {}\n"
+                   "# HELP sluice_lease_refusals_total Checks refused in this process because the "
+                   "store had no lease to give.\n"
+                   "# TYPE sluice_lease_refusals_total counter\n"
+                   "sluice_lease_refusals_total {}\n"
+                   "# HELP sluice_lease_held_keys Keys holding a lease or a refusal now.\n"
+                   "# TYPE sluice_lease_held_keys gauge\n"
+                   "sluice_lease_held_keys {}\n",
+                   stats.taken, stats.units_taken, stats.units_used, stats.units_returned,
+                   stats.units_lapsed, stats.refusals, stats.held);
+  }
+
   if (health_ != nullptr) {
     const StoreHealthStats stats = health_->stats();
     fmt::format_to(put,

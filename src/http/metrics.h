@@ -43,6 +43,16 @@
 //                                                       no decision changes) or lru (live, least
 //                                                       recently used, to stay within the bound)
 //
+// With a LeaseReport watched (a LeasingStore's), also:
+//   sluice_lease_taken_total                            leases taken from the store
+//   sluice_lease_units_taken_total                      units those leases consumed in the store
+//   sluice_lease_units_used_total                       units admitted from leases here
+//   sluice_lease_units_returned_total                   unused units given back to the store
+//   sluice_lease_units_lapsed_total                     unused units that lapsed with their lease
+//   sluice_lease_refusals_total                         checks refused here: the store had no
+//                                                       lease to give
+//   sluice_lease_held_keys                              gauge: keys holding a lease or a refusal
+//
 // A rule's counters are created when a rule set naming it is loaded and then live as long as the
 // Metrics, so a reload neither resets nor loses them.
 //
@@ -62,6 +72,7 @@
 #include "core/mutex.h"
 #include "sluice/acquirer.h"
 #include "sluice/decision.h"
+#include "sluice/lease_stats.h"
 #include "sluice/store_health.h"
 #include "sluice/store_memory.h"
 
@@ -138,6 +149,9 @@ class Metrics {
   // Adds the store's memory to the exposition; `memory` must outlive this object. Call before the
   // metrics are served.
   void Watch(const StoreMemory& memory) { memory_ = &memory; }
+  // Adds the store's leases to the exposition; `leases` must outlive this object. Call before the
+  // metrics are served.
+  void Watch(const LeaseReport& leases) { leases_ = &leases; }
   // Adds `waiters` to the sluice_acquire_waiters gauge (several are summed) until
   // StopWatching(waiters); it must live until then.
   void Watch(const WaiterCounts& waiters);
@@ -153,6 +167,7 @@ class Metrics {
 
   const StoreHealth* health_ = nullptr;
   const StoreMemory* memory_ = nullptr;
+  const LeaseReport* leases_ = nullptr;
   std::atomic<uint64_t> store_errors_{0};
   std::array<std::atomic<uint64_t>, kBucketBoundsNs.size() + 1> buckets_{};  // last: +Inf
   std::atomic<uint64_t> duration_sum_ns_{0};

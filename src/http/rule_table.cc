@@ -7,7 +7,7 @@
 namespace sluice::http {
 
 ServedRule::ServedRule(Store& store, const config::Rule& rule, RuleCounters& counters)
-    : limiter(store, rule.name, rule.limit, rule.on_error),
+    : limiter(store, rule.name, rule.limit, rule.on_error, rule.lease),
       policy_header(middleware::RateLimitPolicyValue(rule.name, rule.limit)),
       counters(&counters),
       waiter_bounds{.max_waiters_per_key = rule.max_waiters_per_key,

@@ -65,19 +65,26 @@ bool LeaseTable::Decide(const CheckRequest& request, DecisionCallback& done) {
     }
     out.entry_id = std::move(id);
     if (entry.taking) {
+      // What the take in flight may not cover goes to the backend on its own, rather than wait
+      // for another take after it.
+      if (entry.waiting_cost + request.cost > entry.terms.units) return false;
+      entry.waiting_cost += request.cost;
       entry.waiters.push_back({request, std::move(done)});
     } else {
       std::vector<Waiter> waiters;
       waiters.push_back({request, std::move(done)});
-      Serve(entry, std::move(waiters), timers_.now(), out);
+      Serve(entry, std::move(waiters), timers_.now(), /*after_take=*/false, out);
     }
   }
   Finish(std::move(out));
   return true;
 }
 
-void LeaseTable::Serve(Entry& entry, std::vector<Waiter> waiters, Time now, Outcome& out) {
-  if (now >= entry.lease_ends) EndLease(entry, out);
+void LeaseTable::Serve(Entry& entry, std::vector<Waiter> waiters, Time now, bool after_take,
+                       Outcome& out) {
+  // A take's own waiters are served from it even if its answer came after the lease's end: their
+  // checks were decided by the backend when it granted the lease.
+  if (!after_take && now >= entry.lease_ends) EndLease(entry, out);
   const Duration elapsed = Since(entry.basis_at, now);
   size_t served = 0;
   for (; served < waiters.size(); ++served) {
@@ -92,9 +99,9 @@ void LeaseTable::Serve(Entry& entry, std::vector<Waiter> waiters, Time now, Outc
       if (decision.remaining < entry.limit.capacity()) {
         decision.replenish_after = Countdown(entry.basis.replenish_after, elapsed);
       }
-    } else if (now < entry.refused_until) {
+    } else if (after_take || now < entry.refused_until) {
       refusals_.fetch_add(1, std::memory_order_relaxed);
-      decision.retry_after = Since(now, entry.refused_until);
+      decision.retry_after = std::max(Since(now, entry.refused_until), Duration(1));
       decision.replenish_after = decision.retry_after;
     } else {
       break;
@@ -102,15 +109,22 @@ void LeaseTable::Serve(Entry& entry, std::vector<Waiter> waiters, Time now, Outc
     out.answers.emplace_back(std::move(waiter.done), decision);
   }
   if (served == waiters.size()) return;
-  // What is left of the lease does not cover the next check: a new lease replaces it.
+  // What is left of the lease does not cover the check: a new lease replaces it.
   EndLease(entry, out);
-  entry.waiters.assign(std::make_move_iterator(waiters.begin() + static_cast<ptrdiff_t>(served)),
-                       std::make_move_iterator(waiters.end()));
+  StartTake(entry, std::move(waiters.back()), entry.terms.units, out);
+}
+
+void LeaseTable::StartTake(Entry& entry, std::optional<Waiter> waiter, int64_t units,
+                           Outcome& out) {
+  if (waiter) {
+    entry.waiting_cost = waiter->request.cost;
+    entry.waiters.push_back(std::move(*waiter));
+  }
   entry.taking = true;
   out.take = CheckRequest{.scope = entry.scope,
                           .limit = &entry.limit,
                           .key = entry.key,
-                          .cost = entry.terms.units,
+                          .cost = units,
                           .on_error = entry.waiters.front().request.on_error};
 }
 
@@ -126,6 +140,8 @@ void LeaseTable::EndLease(Entry& entry, Outcome& out) {
   entry.lease_ends = {};
 }
 
+// A check waits for at most two calls: the take of a whole lease and, when the backend has less
+// but enough for the first waiter, the take of what it has.
 void LeaseTable::Taken(const std::string& id, int64_t units, Time sent, Result<Decision> answer) {
   Shard& shard = ShardOf(id);
   Outcome out;
@@ -134,9 +150,11 @@ void LeaseTable::Taken(const std::string& id, int64_t units, Time sent, Result<D
     auto it = shard.entries.find(id);
     Entry& entry = it->second;  // an entry is never dropped while it is taking
     entry.taking = false;
+    entry.waiting_cost = 0;
     std::vector<Waiter> waiters = std::move(entry.waiters);
     entry.waiters.clear();
     const Time now = timers_.now();
+    const bool whole = units == entry.terms.units;
     out.entry_id = id;
     if (!answer.ok()) {
       for (Waiter& waiter : waiters) out.answers.emplace_back(std::move(waiter.done), answer);
@@ -150,28 +168,28 @@ void LeaseTable::Taken(const std::string& id, int64_t units, Time sent, Result<D
       }
       entry.units_left = units;
       entry.lease_ends = sent + lifetime;
-      entry.refused_until = {};
+      // After a smaller lease, the refusal of the whole one stands, for when it is used up.
+      if (whole) entry.refused_until = {};
       entry.basis = *answer;
       entry.basis_at = sent;
       out.wake = {Since(now, entry.lease_ends), ++entry.generation};
-      Serve(entry, std::move(waiters), now, out);
-    } else if (answer->remaining >= waiters.front().request.cost && answer->remaining < units &&
-               !closed_.load(std::memory_order_acquire)) {
-      // Not a whole lease, but enough for the next check: a smaller lease of what is there.
-      entry.waiters = std::move(waiters);
-      entry.taking = true;
-      out.take = CheckRequest{.scope = entry.scope,
-                              .limit = &entry.limit,
-                              .key = entry.key,
-                              .cost = answer->remaining,
-                              .on_error = entry.waiters.front().request.on_error};
+      Serve(entry, std::move(waiters), now, /*after_take=*/true, out);
     } else {
-      // Refused here until a whole lease would be there.
+      // Refused here until the lease asked for would be there, and the waiters with it, unless
+      // the backend has enough for the first of them: then they wait for a smaller lease of
+      // what it has.
       entry.refused_until = sent + answer->retry_after;
       entry.basis = *answer;
       entry.basis_at = sent;
       out.wake = {Since(now, entry.refused_until), ++entry.generation};
-      Serve(entry, std::move(waiters), now, out);
+      const int64_t first_cost = waiters.front().request.cost;
+      if (whole && answer->remaining >= first_cost && !closed_.load(std::memory_order_acquire)) {
+        entry.waiters = std::move(waiters);
+        for (const Waiter& waiter : entry.waiters) entry.waiting_cost += waiter.request.cost;
+        StartTake(entry, std::nullopt, answer->remaining, out);
+      } else {
+        Serve(entry, std::move(waiters), now, /*after_take=*/true, out);
+      }
     }
     if (closed_.load(std::memory_order_acquire)) Abandon(entry, out);
     if (!entry.taking && entry.units_left == 0 && now >= entry.refused_until) {
@@ -206,7 +224,12 @@ void LeaseTable::Wake(const std::string& id, uint64_t generation) {
     if (entry.generation != generation || entry.taking) return;
     const Time now = timers_.now();
     if (now >= entry.lease_ends) EndLease(entry, out);
-    if (entry.units_left == 0 && now >= entry.refused_until) {
+    // The lease's end, then the refusal's (after a smaller lease, both are there).
+    const Time next = entry.units_left > 0 ? entry.lease_ends : entry.refused_until;
+    if (now < next) {
+      out.wake = {Since(now, next), generation};
+      out.entry_id = id;
+    } else {
       shard.entries.erase(it);
       size_.fetch_sub(1, std::memory_order_relaxed);
     }

@@ -73,6 +73,7 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
     uint64_t generation = 0;  // of the lease or refusal in place: stale timers find another
     bool taking = false;
     std::vector<Waiter> waiters;  // while taking, the checks it will decide, in arrival order
+    int64_t waiting_cost = 0;     // their costs, at most a lease's units
   };
   struct Shard {
     mutable core::Mutex mu;
@@ -96,9 +97,12 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
   };
 
   Shard& ShardOf(std::string_view id);
-  // Serves what the entry's lease or refusal can, in order, from `waiters`; the rest stays for a
-  // take, which the outcome starts unless one is in flight.
-  void Serve(Entry& entry, std::vector<Waiter> waiters, Time now, Outcome& out);
+  // Serves what the entry's lease or refusal can, in order, from `waiters`. After their take
+  // (`after_take`), what the lease cannot serve is refused; otherwise the one waiter it cannot
+  // serve (a check that just came) starts a take.
+  void Serve(Entry& entry, std::vector<Waiter> waiters, Time now, bool after_take, Outcome& out);
+  // Marks the entry taking, with `waiter` added to its waiters, and has the outcome take `units`.
+  void StartTake(Entry& entry, std::optional<Waiter> waiter, int64_t units, Outcome& out);
   // Ends the lease in use: its unused units go back (a meter) or lapse (fixed_window).
   void EndLease(Entry& entry, Outcome& out);
   // The backend's answer to a take of `units` sent at `sent`.

@@ -39,6 +39,7 @@ Decision FailurePolicies::Decide(const CheckRequest& request) {
     CheckRequest shared = request;
     shared.limit = &*share;
     shared.max_delay = std::min(request.max_delay, MaxDelayOf(*share));
+    shared.lease = {};  // terms of the shared limit, which may not fit the share
     local = fallback_.Check(shared);
   }
   Decision decided = local.ok() ? *local : Closed(limit);  // a cost above the share never fits
@@ -65,6 +66,7 @@ std::vector<Decision> FailurePolicies::DecideAll(std::span<const CheckRequest> r
     shares.push_back(*share);
     local.push_back(r);
     local.back().limit = &shares.back();
+    local.back().lease = {};
   }
   std::vector<Decision> local_decisions;
   if (admitted && !local.empty()) {

@@ -20,6 +20,7 @@ struct OwnedRequest {
   int64_t cost;
   FailurePolicy on_error;
   Duration max_delay;
+  LeaseTerms lease;
 
   explicit OwnedRequest(const CheckRequest& r)
       : scope(r.scope),
@@ -27,14 +28,16 @@ struct OwnedRequest {
         limit(*r.limit),
         cost(r.cost),
         on_error(r.on_error),
-        max_delay(r.max_delay) {}
+        max_delay(r.max_delay),
+        lease(r.lease) {}
   CheckRequest View() const {
     return {.scope = scope,
             .limit = &limit,
             .key = key,
             .cost = cost,
             .on_error = on_error,
-            .max_delay = max_delay};
+            .max_delay = max_delay,
+            .lease = lease};
   }
 };
 

@@ -129,6 +129,31 @@ rules:
   EXPECT_EQ(bad.status().message(), "bad.yaml:2: rules[0].shadow_mode: expected true or false");
 }
 
+// A rule's lease: off unless given; its lifetime 100ms unless given.
+TEST(ConfigTest, LeaseTermsArePerRuleWithADefaultLifetime) {
+  auto config = ParseConfig(R"(rules:
+  - { name: none, algorithm: gcra, limit: 100, period: 1m }
+  - { name: meter, algorithm: gcra, limit: 100, period: 1m, burst: 20, lease: { units: 20 } }
+  - name: window
+    algorithm: fixed_window
+    limit: 1000
+    period: 1s
+    shadow_mode: true
+    lease:
+      units: 50
+      lifetime: 2s
+  - { name: longest, algorithm: token_bucket, limit: 5, period: 1s, lease: {units: 1, lifetime: 1m} }
+)",
+                            "x.yaml");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  ASSERT_EQ(config->rules.size(), 4u);
+  EXPECT_EQ(config->rules[0].lease, LeaseTerms{});
+  EXPECT_EQ(config->rules[1].lease, (LeaseTerms{.units = 20, .lifetime = milliseconds(100)}));
+  EXPECT_EQ(config->rules[2].lease, (LeaseTerms{.units = 50, .lifetime = seconds(2)}));
+  EXPECT_TRUE(config->rules[2].shadow_mode);
+  EXPECT_EQ(config->rules[3].lease, (LeaseTerms{.units = 1, .lifetime = std::chrono::minutes(1)}));
+}
+
 TEST(ConfigTest, MaxMemoryTakesBytesOrBinaryUnits) {
   const std::pair<std::string_view, size_t> cases[] = {
       {"1048576", size_t{1} << 20}, {"2048KiB", size_t{2} << 20}, {"16MiB", size_t{16} << 20},
@@ -199,7 +224,7 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
       {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    brust: 5\n",
        "bad.yaml:6: rules[0].brust: unknown field (expected name, algorithm, limit, period, "
        "burst, on_error, max_waiters, max_waiters_per_key, key, deny_status, "
-       "shadow_mode)"},
+       "shadow_mode, lease)"},
       {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    max_waiters_per_key: many\n",
        "bad.yaml:6: rules[0].max_waiters_per_key: expected an integer, got 'many'"},
       {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    max_waiters: 10000001\n",
@@ -209,6 +234,45 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
       {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    on_error: fail_slowly\n",
        "bad.yaml:6: rules[0].on_error: unknown failure policy 'fail_slowly' (expected fail_open, "
        "fail_closed or local_fallback)"},
+      {rule +
+           "    algorithm: sliding_window\n    limit: 10\n    period: 1s\n    lease: {units: 2}\n",
+       "bad.yaml:6: rules[0].lease: leases apply to fixed_window, token_bucket, leaky_bucket and "
+       "gcra, not sliding_window: a sliding window weighs each unit by when it was admitted"},
+      {rule + "    algorithm: sliding_log\n    limit: 10\n    period: 1s\n    lease: {units: 2}\n",
+       "bad.yaml:6: rules[0].lease: leases apply to fixed_window, token_bucket, leaky_bucket and "
+       "gcra, not sliding_log: a sliding window weighs each unit by when it was admitted"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    lease: {units: 0}\n",
+       "bad.yaml:6: rules[0].lease.units: must be at least 1, got 0"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    lease: {units: -3}\n",
+       "bad.yaml:6: rules[0].lease.units: must be at least 1, got -3"},
+      {rule +
+           "    algorithm: fixed_window\n    limit: 10\n    period: 1s\n    lease: {units: 11}\n",
+       "bad.yaml:6: rules[0].lease.units: lease units must be between 1 and the capacity 10, got "
+       "11"},
+      {rule + "    algorithm: gcra\n    limit: 100\n    period: 1s\n    burst: 5\n"
+              "    lease: {units: 6}\n",
+       "bad.yaml:7: rules[0].lease.units: lease units must be between 1 and the capacity 5, got 6"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    lease: {units: many}\n",
+       "bad.yaml:6: rules[0].lease.units: expected an integer, got 'many'"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n"
+              "    lease: {units: 2, lifetime: 500us}\n",
+       "bad.yaml:6: rules[0].lease.lifetime: lease lifetime must be between 1ms and 60000ms, got "
+       "500us"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n"
+              "    lease: {units: 2, lifetime: 61s}\n",
+       "bad.yaml:6: rules[0].lease.lifetime: lease lifetime must be between 1ms and 60000ms, got "
+       "61000000us"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n"
+              "    lease: {units: 2, lifetime: soon}\n",
+       "bad.yaml:6: rules[0].lease.lifetime: bad duration 'soon': expected a whole number and a "
+       "unit"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n"
+              "    lease: {units: 2, life: 1s}\n",
+       "bad.yaml:6: rules[0].lease.life: unknown field (expected units, lifetime)"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    lease: {lifetime: 1s}\n",
+       "bad.yaml:6: rules[0].lease.units: missing required field"},
+      {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n    lease: 5\n",
+       "bad.yaml:6: rules[0].lease: expected a mapping of fields"},
       {rule + "    algorithm: gcra\n    limit: 10\n    limit: 20\n    period: 1s\n",
        "bad.yaml:5: rules[0].limit: field given twice"},
       {rule + "    algorithm: gcra\n    limit: 10\n    period: 1s\n"

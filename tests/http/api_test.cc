@@ -43,6 +43,7 @@ class RecordingStore final : public Store {
   explicit RecordingStore(const Clock& clock) : memory_(MemoryStoreOptions{.clock = &clock}) {}
 
   int batch_calls = 0;
+  LeaseTerms last_lease;  // of the last request decided
   bool defer = false;
   Status failure;
 
@@ -59,6 +60,7 @@ class RecordingStore final : public Store {
  protected:
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override {
     ++batch_calls;
+    if (!requests.empty()) last_lease = requests.back().lease;
     if (!failure.ok()) {
       return done(std::vector<Result<Decision>>(requests.size(), failure));
     }
@@ -637,6 +639,22 @@ TEST_F(ApiTest, AReloadTurnsShadowModeOnAndOff) {
   EXPECT_EQ(MetricLine(metrics_, "sluice_shadow_checks_total{rule=\"slow\",result=\"denied\"}"),
             "sluice_shadow_checks_total{rule=\"slow\",result=\"denied\"} 1");
   EXPECT_EQ(metrics_.ForRule("slow").denied.load(), 2u);
+}
+
+// A rule's lease terms go with each of its checks to the store (a LeasingStore in `sluice serve`).
+TEST_F(ApiTest, ARulesLeaseTermsGoWithEachOfItsChecks) {
+  api_.SetRules(RuleTable::Build(ParseRules(R"(
+rules:
+  - { name: hot, algorithm: gcra, limit: 100, period: 1m, lease: { units: 10, lifetime: 1s } }
+  - { name: api, algorithm: gcra, limit: 100, period: 1m }
+)"),
+                                 store_, metrics_));
+  const LeaseTerms terms{.units = 10, .lifetime = seconds(1)};
+  EXPECT_EQ(api_.rules()->Find("hot")->limiter.lease(), terms);
+  Check(R"({"rule":"hot","key":"k"})");
+  EXPECT_EQ(store_.last_lease, terms);
+  Check(R"({"rule":"api","key":"k"})");
+  EXPECT_EQ(store_.last_lease, LeaseTerms{});
 }
 
 // The service as `sluice serve` runs it on a shared store: a ResilientStore in front.

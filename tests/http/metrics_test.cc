@@ -64,6 +64,44 @@ TEST(MetricsTest, MemoryStoreBytesBoundAndEvictions) {
   EXPECT_TRUE(Has(text, "sluice_memory_store_evictions_total{reason=\"fresh\"} 1\n"));
 }
 
+// What a LeasingStore reports of its leases, here set by the test.
+class FixedLeases final : public LeaseReport {
+ public:
+  LeaseStats stats;
+  LeaseStats lease_stats() const override { return stats; }
+};
+
+TEST(MetricsTest, LeasesAreExposedOnlyWhenWatched) {
+  Metrics metrics;
+  EXPECT_FALSE(Has(metrics.Exposition(), "sluice_lease"));  // no LeasingStore watched
+  FixedLeases leases;
+  metrics.Watch(leases);
+  leases.stats = {.taken = 12,
+                  .units_taken = 120,
+                  .units_used = 101,
+                  .units_returned = 15,
+                  .units_lapsed = 4,
+                  .refusals = 3,
+                  .held = 2};
+  std::string text = metrics.Exposition();
+  for (std::string_view line : {
+           "# HELP sluice_lease_taken_total Leases taken from the store.\n",
+           "# TYPE sluice_lease_taken_total counter\nsluice_lease_taken_total 12\n",
+           "# TYPE sluice_lease_units_taken_total counter\nsluice_lease_units_taken_total 120\n",
+           "# TYPE sluice_lease_units_used_total counter\nsluice_lease_units_used_total 101\n",
+           "# TYPE sluice_lease_units_returned_total counter\n"
+           "sluice_lease_units_returned_total 15\n",
+           "# TYPE sluice_lease_units_lapsed_total counter\nsluice_lease_units_lapsed_total 4\n",
+           "# TYPE sluice_lease_refusals_total counter\nsluice_lease_refusals_total 3\n",
+           "# TYPE sluice_lease_held_keys gauge\nsluice_lease_held_keys 2\n",
+       }) {
+    EXPECT_TRUE(Has(text, line)) << line << "\nin:\n" << text;
+  }
+  // Read at each exposition.
+  leases.stats.held = 0;
+  EXPECT_TRUE(Has(metrics.Exposition(), "\nsluice_lease_held_keys 0\n"));
+}
+
 // Counts of acquires in progress, as the acquire lines keep them.
 class FixedWaiters final : public WaiterCounts {
  public:

@@ -35,6 +35,7 @@ class FailingStore final : public Store {
   Status failure;
   std::optional<uint32_t> failing_domain;
   std::atomic<int> calls{0};
+  std::atomic<int64_t> lease_units{0};  // the lease units of the checks it got, summed
   bool hold = false;
   // Above zero: calls alternate between runs of this many that fail UNAVAILABLE and as many that
   // are answered, whatever `failure` says. Set before the calls start.
@@ -60,6 +61,7 @@ class FailingStore final : public Store {
     const int first = calls.fetch_add(static_cast<int>(requests.size()));
     std::vector<Result<Decision>> results;
     for (const auto& r : requests) {
+      lease_units.fetch_add(r.lease.units);
       const int call = first + static_cast<int>(results.size());
       if (flap_every > 0 && call / flap_every % 2 == 0) {
         results.push_back(Status::Unavailable("flapping"));
@@ -593,6 +595,47 @@ TEST_F(ResilientStoreTest, LocalFallbackBooksOnItsShare) {
   EXPECT_EQ(booked->delay, 1s);  // the local share's rate: one per second
 }
 
+// A LeasingStore under a ResilientStore (as `sluice serve` stacks them) sees each check's lease
+// terms, whichever path the check takes.
+TEST_F(ResilientStoreTest, LeaseTermsPassThroughToTheBackend) {
+  Limiter limiter(store_, "hot", MakeLimit(8), FailurePolicy::kFailOpen,
+                  LeaseTerms{.units = 4, .lifetime = 100ms});
+  EXPECT_TRUE(limiter.Check("k")->allowed);
+  EXPECT_EQ(backend_.lease_units, 4);
+  // The asynchronous batch path, which copies each request.
+  const KeyCost check{.key = "k"};
+  std::vector<Result<Decision>> results;
+  limiter.CheckBatchAsync({&check, 1}, [&](auto r) { results = std::move(r); });
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_TRUE(results[0].ok());
+  EXPECT_EQ(backend_.lease_units, 8);
+}
+
+// Lease terms are the shared limit's: the local fallback decides on its share without them, even
+// when the lease is larger than the share.
+TEST_F(ResilientStoreTest, LocalFallbackDecidesLeasedChecksOnItsShare) {
+  backend_.failure = Status::Unavailable("redis down");
+  // 8 shared by 4 instances: this one admits 2 on its own; a lease of 4 is more than that.
+  Limiter limiter(store_, "hot", MakeLimit(8), FailurePolicy::kLocalFallback,
+                  LeaseTerms{.units = 4, .lifetime = 100ms});
+  int admitted = 0;
+  for (int i = 0; i < 2; ++i) {
+    auto d = limiter.Check("k");
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    EXPECT_EQ(d->source, DecisionSource::kLocalFallback);
+    admitted += d->allowed;
+  }
+  EXPECT_EQ(admitted, 2);
+  const std::vector<KeyCost> checks(3, KeyCost{.key = "j"});
+  std::vector<Result<Decision>> results;
+  limiter.CheckBatchAsync(checks, [&](auto r) { results = std::move(r); });
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_TRUE(results[0]->allowed);
+  EXPECT_TRUE(results[1]->allowed);
+  EXPECT_FALSE(results[2]->allowed);
+  EXPECT_EQ(results[2]->source, DecisionSource::kLocalFallback);
+}
+
 // Threads deciding, synchronously and not, while the backend flaps between failing and
 // answering and the clock runs (each check moves it 100 us): the breaker opens and closes under
 // the load (the sanitizer builds check its state for races), and every decision is made, by the
@@ -712,6 +755,20 @@ TEST_F(ResilientCheckAllTest, AnOutageIsDecidedByThePoliciesTogether) {
       store_.CheckAll(Requests(FailurePolicy::kLocalFallback, FailurePolicy::kLocalFallback));
   ASSERT_TRUE(third.ok());
   EXPECT_FALSE((*third)[0].allowed || (*third)[1].allowed);
+}
+
+// Leased checks decided together during an outage: on the shares, without the shared limit's
+// lease terms (4 units, twice a share of 2).
+TEST_F(ResilientCheckAllTest, TheLocalFallbackDecidesLeasedChecksOnTheShares) {
+  backend_.failure = Status::Unavailable("redis down");
+  auto requests = Requests(FailurePolicy::kLocalFallback, FailurePolicy::kLocalFallback);
+  for (CheckRequest& r : requests) r.lease = {.units = 4, .lifetime = 100ms};
+  for (bool admitted : {true, true, false}) {
+    auto all = store_.CheckAll(requests);
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    EXPECT_EQ((*all)[0].allowed && (*all)[1].allowed, admitted);
+    EXPECT_EQ((*all)[0].source, DecisionSource::kLocalFallback);
+  }
 }
 
 TEST_F(ResilientCheckAllTest, ErrorsThatAreNotOutagesAreReturned) {
