@@ -13,32 +13,16 @@
 #include <vector>
 
 #include "cli/bench_load.h"
+#include "cli/timer_thread.h"
 #include "config/duration.h"
 #include "core/mutex.h"
+#include "sluice/leasing_store.h"
 #include "sluice/limiter.h"
 #include "sluice/open_store.h"
 #include "sluice/resilient_store.h"
 
 namespace sluice::cli {
 namespace {
-
-using Steady = std::chrono::steady_clock;
-
-struct Tally {
-  std::atomic<uint64_t> allowed{0}, denied{0}, errors{0};
-  Histogram latency;
-  void Add(const Result<Decision>& d, Steady::time_point start) {
-    latency.Record(
-        std::chrono::duration_cast<std::chrono::microseconds>(Steady::now() - start).count());
-    if (!d.ok()) {
-      errors.fetch_add(1, std::memory_order_relaxed);
-    } else if (d->allowed) {
-      allowed.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      denied.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-};
 
 // `concurrency` chains of asynchronous checks: each completion starts the next, until the end.
 // A completion that runs inline (a refusal while Redis is down) is continued by a loop rather
@@ -80,7 +64,8 @@ void RunAsyncChains(Limiter& limiter, const BenchFlags& flags, Steady::time_poin
 }
 
 // One synchronous loop per thread: for an in-process store, which decides inline, and for the
-// hot-key cache, whose inline answers would otherwise keep a chain spinning on an I/O thread.
+// hot-key cache and leases, whose inline answers would otherwise keep a chain spinning on an I/O
+// thread.
 void RunThreads(Limiter& limiter, const BenchFlags& flags, int threads, Steady::time_point end,
                 Tally& tally) {
   std::vector<std::thread> workers;
@@ -101,10 +86,97 @@ int Fail(const std::string& message) {
   return 2;
 }
 
+double UnixSeconds(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+// What a run measured, printed by Report.
+struct Outcome {
+  const Tally& tally;
+  double seconds;  // from the start until every check was decided
+  std::chrono::system_clock::time_point started, ended;
+  uint64_t late;
+  const ResilientStore* resilient;  // null: none
+  const LeasingStore* leasing;      // null: no leases
+};
+
+void Report(const BenchFlags& f, const Limit& limit, const Outcome& run) {
+  const Tally& tally = run.tally;
+  const uint64_t decisions = tally.allowed + tally.denied + tally.errors;
+  const double per_second = static_cast<double>(decisions) / run.seconds;
+  const int64_t p50 = tally.latency.Percentile(0.50), p99 = tally.latency.Percentile(0.99),
+                p999 = tally.latency.Percentile(0.999);
+  const LeaseStats leases = run.leasing ? run.leasing->lease_stats() : LeaseStats{};
+  if (f.json) {
+    nlohmann::json report = {{"store", f.store_url},
+                             {"algorithm", f.algorithm},
+                             {"capacity", limit.capacity()},
+                             {"keys", f.keys},
+                             {"concurrency", f.concurrency},
+                             {"rate", f.rate},
+                             {"duration_s", run.seconds},
+                             {"start_unix_s", UnixSeconds(run.started)},
+                             {"end_unix_s", UnixSeconds(run.ended)},
+                             {"decisions", decisions},
+                             {"decisions_per_sec", per_second},
+                             {"p50_us", p50},
+                             {"p99_us", p99},
+                             {"p999_us", p999},
+                             {"allowed", tally.allowed.load()},
+                             {"denied", tally.denied.load()},
+                             {"errors", tally.errors.load()},
+                             {"late", run.late}};
+    if (run.resilient) {
+      const StoreHealthStats stats = run.resilient->stats();
+      report["decided_by_store"] = stats.store;
+      report["decided_by_hot_key_cache"] = stats.hot_key_cache;
+      report["decided_by_policy"] = stats.fail_open + stats.fail_closed + stats.local_fallback;
+    }
+    if (run.leasing) {
+      report["lease"] = {{"units", f.lease_units},
+                         {"lifetime", f.lease_lifetime},
+                         {"taken", leases.taken},
+                         {"units_taken", leases.units_taken},
+                         {"units_used", leases.units_used},
+                         {"units_returned", leases.units_returned},
+                         {"units_lapsed", leases.units_lapsed},
+                         {"refusals", leases.refusals},
+                         {"held", leases.held}};
+    }
+    std::printf("%s\n", report.dump().c_str());
+    return;
+  }
+  std::printf(
+      "%s %s, %lld keys, %d in flight, %.1f s: %.0f decisions/s; latency p50 %lld us, "
+      "p99 %lld us, p999 %lld us; allowed %llu, denied %llu, errors %llu",
+      f.store_url.c_str(), f.algorithm.c_str(), static_cast<long long>(f.keys), f.concurrency,
+      run.seconds, per_second, static_cast<long long>(p50), static_cast<long long>(p99),
+      static_cast<long long>(p999), static_cast<unsigned long long>(tally.allowed.load()),
+      static_cast<unsigned long long>(tally.denied.load()),
+      static_cast<unsigned long long>(tally.errors.load()));
+  if (f.rate > 0) {
+    std::printf("; rate %.0f/s, late %llu", f.rate, static_cast<unsigned long long>(run.late));
+  }
+  if (run.leasing) {
+    std::printf(
+        "; leases of %lld: taken %llu, units taken %llu, used %llu, returned %llu, lapsed %llu; "
+        "refusals %llu; held %llu",
+        static_cast<long long>(f.lease_units), static_cast<unsigned long long>(leases.taken),
+        static_cast<unsigned long long>(leases.units_taken),
+        static_cast<unsigned long long>(leases.units_used),
+        static_cast<unsigned long long>(leases.units_returned),
+        static_cast<unsigned long long>(leases.units_lapsed),
+        static_cast<unsigned long long>(leases.refusals),
+        static_cast<unsigned long long>(leases.held));
+  }
+  std::printf("\n");
+}
+
 }  // namespace
 
 CLI::App* AddBenchCommand(CLI::App& app, BenchFlags& f) {
-  auto* bench = app.add_subcommand("bench", "Closed-loop load on a store: decisions/s, latency");
+  auto* bench =
+      app.add_subcommand("bench", "Closed- or open-loop load on a store: decisions/s, latency");
   bench
       ->add_option("--store", f.store_url,
                    "memory://, redis://HOST:PORT, unix:///PATH or redis+cluster://HOST:PORT,...")
@@ -124,6 +196,17 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchFlags& f) {
   bench
       ->add_option("--coalesce-max", f.coalesce_max,
                    "Checks one Redis script call decides at most (1: one call per check)")
+      ->capture_default_str();
+  bench
+      ->add_option("--rate", f.rate,
+                   "Open loop: checks per second, paced evenly, at most --concurrency in flight "
+                   "(0: closed loop)")
+      ->capture_default_str();
+  bench
+      ->add_option("--lease-units", f.lease_units,
+                   "Checks lease this many units at a time through a LeasingStore (0: no leases)")
+      ->capture_default_str();
+  bench->add_option("--lease-lifetime", f.lease_lifetime, "How long a lease is held at most")
       ->capture_default_str();
   bench->add_flag("--resilient", f.resilient,
                   "Through a ResilientStore (hot-key cache, breaker, failure policy)");
@@ -147,66 +230,67 @@ int RunBench(const BenchFlags& f) {
   if (f.keys < 1 || f.concurrency < 1 || f.io_threads < 1 || f.connections < 1) {
     return Fail("--keys, --concurrency, --io-threads and --connections must be at least 1");
   }
-  if (!f.rls.empty()) return RunRlsBench(f, *duration);
+  if (!(f.rate >= 0)) return Fail("--rate must be 0 (closed loop) or above");
+  if (!f.rls.empty()) {
+    if (f.rate > 0 || f.lease_units != 0) {
+      return Fail("--rate and --lease-units load a store, not --rls");
+    }
+    return RunRlsBench(f, *duration);
+  }
   auto limit = Limit::Create(*algorithm, f.limit, *period,
                              f.burst > 0 ? std::optional(f.burst) : std::nullopt);
   if (!limit.ok()) return Fail(limit.status().message());
+  LeaseTerms lease;
+  if (f.lease_units != 0) {
+    auto lifetime = config::ParseDuration(f.lease_lifetime);
+    if (!lifetime.ok()) return Fail("--lease-lifetime: " + lifetime.status().message());
+    lease = LeaseTerms{.units = f.lease_units, .lifetime = *lifetime};
+    if (Status valid = ValidateLeaseTerms(*limit, lease); !valid.ok()) {
+      return Fail("--lease-units, --lease-lifetime: " + valid.message());
+    }
+  }
   auto store = OpenStore(f.store_url, OpenStoreOptions{.io_threads = f.io_threads,
                                                        .connections_per_thread = f.connections,
                                                        .coalesce_max = f.coalesce_max});
   if (!store.ok()) return Fail(store.status().message());
+  // Leases sit on the backend, under the resilient store: what it caches or decides by policy
+  // never reaches them.
+  std::unique_ptr<TimerThread> lease_timers;
+  std::unique_ptr<LeasingStore> leasing;
+  if (lease.units > 0) {
+    lease_timers = std::make_unique<TimerThread>();
+    leasing = std::make_unique<LeasingStore>(**store, lease_timers->timers());
+  }
+  Store& below = leasing ? static_cast<Store&>(*leasing) : **store;
   std::unique_ptr<ResilientStore> resilient;
-  if (f.resilient) resilient = std::make_unique<ResilientStore>(**store);
-  Limiter limiter(resilient ? static_cast<Store&>(*resilient) : **store, "bench", *limit);
+  if (f.resilient) resilient = std::make_unique<ResilientStore>(below);
+  Limiter limiter(resilient ? static_cast<Store&>(*resilient) : below, "bench", *limit,
+                  FailurePolicy::kFailOpen, lease);
 
   Tally tally;
+  uint64_t late = 0;
+  const auto started = std::chrono::system_clock::now();
   const auto start = Steady::now();
   const auto end = start + *duration;
-  if ((*store)->DecidesInline()) {
+  if (f.rate > 0) {
+    late = RunOpenLoop(limiter, f, start, end, tally);
+  } else if ((*store)->DecidesInline()) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
     RunThreads(limiter, f, std::max(1, std::min(f.concurrency, cores)), end, tally);
-  } else if (resilient) {
+  } else if (resilient || leasing) {
     RunThreads(limiter, f, f.concurrency, end, tally);
   } else {
     RunAsyncChains(limiter, f, end, tally);
   }
   const double seconds = std::chrono::duration<double>(Steady::now() - start).count();
-  const uint64_t decisions = tally.allowed + tally.denied + tally.errors;
-  const double per_second = static_cast<double>(decisions) / seconds;
-  const int64_t p50 = tally.latency.Percentile(0.50), p99 = tally.latency.Percentile(0.99),
-                p999 = tally.latency.Percentile(0.999);
-  if (f.json) {
-    const nlohmann::json out = {{"store", f.store_url},
-                                {"algorithm", f.algorithm},
-                                {"keys", f.keys},
-                                {"concurrency", f.concurrency},
-                                {"duration_s", seconds},
-                                {"decisions", decisions},
-                                {"decisions_per_sec", per_second},
-                                {"p50_us", p50},
-                                {"p99_us", p99},
-                                {"p999_us", p999},
-                                {"allowed", tally.allowed.load()},
-                                {"denied", tally.denied.load()},
-                                {"errors", tally.errors.load()}};
-    nlohmann::json report = out;
-    if (resilient) {
-      const StoreHealthStats stats = resilient->stats();
-      report["decided_by_store"] = stats.store;
-      report["decided_by_hot_key_cache"] = stats.hot_key_cache;
-      report["decided_by_policy"] = stats.fail_open + stats.fail_closed + stats.local_fallback;
-    }
-    std::printf("%s\n", report.dump().c_str());
-  } else {
-    std::printf(
-        "%s %s, %lld keys, %d in flight, %.1f s: %.0f decisions/s; latency p50 %lld us, "
-        "p99 %lld us, p999 %lld us; allowed %llu, denied %llu, errors %llu\n",
-        f.store_url.c_str(), f.algorithm.c_str(), static_cast<long long>(f.keys), f.concurrency,
-        seconds, per_second, static_cast<long long>(p50), static_cast<long long>(p99),
-        static_cast<long long>(p999), static_cast<unsigned long long>(tally.allowed.load()),
-        static_cast<unsigned long long>(tally.denied.load()),
-        static_cast<unsigned long long>(tally.errors.load()));
-  }
+  Report(f, *limit,
+         Outcome{.tally = tally,
+                 .seconds = seconds,
+                 .started = started,
+                 .ended = std::chrono::system_clock::now(),
+                 .late = late,
+                 .resilient = resilient.get(),
+                 .leasing = leasing.get()});
   return 0;
 }
 

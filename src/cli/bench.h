@@ -1,7 +1,9 @@
-// `sluice bench`: a closed-loop load on a store, `concurrency` checks always in flight on keys
-// "<key-prefix><i>" for i uniform in [0, keys) — the same names in every process, so several
-// bench processes can load the same keys together. Prints decisions/s and latency percentiles,
-// or one JSON object with --json.
+// `sluice bench`: a load on a store, on keys "<key-prefix><i>" for i uniform in [0, keys) — the
+// same names in every process, so several bench processes can load the same keys together. Closed
+// loop by default, `concurrency` checks always in flight; with a `rate`, open loop: that many
+// checks per second whatever the answers, at most `concurrency` in flight. Checks may take leases
+// (`lease_units`) through a LeasingStore. Prints decisions/s, latency percentiles, the counts of
+// admissions and denials and the leases' stats, or one JSON object with --json.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -22,6 +24,11 @@ struct BenchFlags {
   int io_threads = 1;
   int connections = 2;
   size_t coalesce_max = 64;
+  // Above 0: checks per second from this process, paced evenly (open loop).
+  double rate = 0;
+  // Above 0: checks lease this many units at a time, each lease held at most `lease_lifetime`.
+  int64_t lease_units = 0;
+  std::string lease_lifetime = "100ms";
   // Through a ResilientStore: its hot-key cache answers keys known to be over their limit.
   bool resilient = false;
   bool json = false;

@@ -1,17 +1,23 @@
-// What `sluice bench`'s loads share: a latency histogram and the keys they pick.
-// Thread safety: Histogram may be used from any thread; a KeyPicker by one thread at a time.
+// What `sluice bench`'s loads share: a latency histogram, the keys they pick and the tally of
+// their decisions.
+// Thread safety: Histogram and Tally may be used from any thread; a KeyPicker by one thread at a
+// time.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <cstdint>
 #include <random>
 #include <string>
 
 #include "cli/bench.h"
 #include "sluice/clock.h"
+#include "sluice/decision.h"
+#include "sluice/limiter.h"
+#include "sluice/status.h"
 
 namespace sluice::cli {
 
@@ -71,6 +77,33 @@ class KeyPicker {
   uint64_t keys_;
   std::mt19937_64 rng_;
 };
+
+using Steady = std::chrono::steady_clock;
+
+// A store's decisions and their latencies.
+struct Tally {
+  std::atomic<uint64_t> allowed{0}, denied{0}, errors{0};
+  Histogram latency;
+  // `start`: when the check started, or (open loop) was due to.
+  void Add(const Result<Decision>& d, Steady::time_point start) {
+    latency.Record(
+        std::chrono::duration_cast<std::chrono::microseconds>(Steady::now() - start).count());
+    if (!d.ok()) {
+      errors.fetch_add(1, std::memory_order_relaxed);
+    } else if (d->allowed) {
+      allowed.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      denied.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+};
+
+// The open loop (cli/bench_open_loop.cc): from `start` until `end`, flags.rate checks per second,
+// the i-th due at start + i / rate, at most flags.concurrency in flight. A check due while that
+// many are in flight starts when one completes: it is late. Returns when every check started has
+// been decided, with the number of late ones. Latency counts from when a check was due.
+uint64_t RunOpenLoop(Limiter& limiter, const BenchFlags& flags, Steady::time_point start,
+                     Steady::time_point end, Tally& tally);
 
 // `sluice bench --rls HOST:PORT`: the load on a rate limit service over gRPC (cli/bench_rls.cc).
 int RunRlsBench(const BenchFlags& flags, Duration duration);

@@ -17,7 +17,6 @@ namespace sluice::cli {
 namespace {
 
 namespace pb = envoy::service::ratelimit::v3;
-using Steady = std::chrono::steady_clock;
 
 struct RlsTally {
   std::atomic<uint64_t> ok{0}, over{0}, errors{0};

@@ -3,8 +3,6 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "cli/signals.h"
+#include "cli/timer_thread.h"
 #include "config/config.h"
 #include "config/example_config.h"
 #include "http/api.h"
@@ -119,25 +118,6 @@ void Reload(const ServeFlags& flags, const config::Config& running, std::string_
   }
 }
 
-// Timers on one thread of their own, for /v1/acquire's waits and the ends of leases, so that
-// neither takes an I/O thread. Declared before the LeasingStore and the Api, which must not
-// outlive them.
-class TimerThread {
- public:
-  TimerThread() : work_(boost::asio::make_work_guard(io_)), thread_([this] { io_.run(); }) {}
-  ~TimerThread() {
-    io_.stop();
-    thread_.join();
-  }
-  Timers& timers() { return timers_; }
-
- private:
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
-  std::thread thread_;
-  AsioTimers timers_{io_};
-};
-
 }  // namespace
 
 CLI::App* AddServeCommand(CLI::App& app, ServeFlags& flags) {
@@ -189,6 +169,8 @@ int RunServe(const ServeFlags& flags) {
   // memory is reported.
   http::Metrics metrics;
   if (const auto* memory = dynamic_cast<const StoreMemory*>(backend->get())) metrics.Watch(*memory);
+  // For /v1/acquire's waits and the ends of leases; declared before the LeasingStore and the Api,
+  // which must not outlive it.
   TimerThread timers;
   std::unique_ptr<LeasingStore> leasing;
   std::unique_ptr<ResilientStore> resilient;
