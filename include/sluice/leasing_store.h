@@ -7,7 +7,11 @@
 //   - a lease ends `lifetime` after it was asked for, and for fixed_window also when the window
 //     it was counted in ends;
 //   - when a lease of a meter (token_bucket, leaky_bucket, gcra) ends with units unused, they are
-//     given back to the backend (Store::GiveBack); a fixed_window's lapse with their window.
+//     given back to the backend (Store::GiveBack), less a unit per emission interval of the
+//     lease's age (from when it was asked for to `store_timeout` after the give-back is sent):
+//     what the meter's refill may have wasted meanwhile, had the lease not been taken, which
+//     giving back would return a second time. A fixed_window's unused units lapse with their
+//     window.
 // When the backend cannot give a whole lease, the check is decided by what it has: a
 // fixed_window takes what its window has left, when that covers the check; otherwise the check
 // is refused, and so are the key's next ones, here, until the backend's retry_after for a whole
@@ -40,6 +44,8 @@ struct LeasingStoreOptions {
   // Keys holding a lease (or a refusal) at once; past it, checks of other keys go to the backend
   // one by one until a lease ends.
   size_t max_keys = 100'000;
+  // The backend's deadline: the latest a give-back is applied after it is sent.
+  Duration store_timeout = std::chrono::milliseconds(50);
 };
 
 class LeasingStore final : public Store, public LeaseReport {

@@ -126,10 +126,15 @@ class Store {
   Result<std::vector<Decision>> CheckAll(std::span<const CheckRequest> requests);
   void CheckAllAsync(std::span<const CheckRequest> requests, AllCallback done);
   // Gives back `units` that checks of a meter's `limit` on (scope, key) consumed and did not use
-  // (the rest of a lease): the state becomes what it would be had they not been consumed, but
-  // never fresher than fresh. A key with no state, or with another algorithm's, is left as it
-  // is. INVALID_ARGUMENT, changing nothing, when the limit is not a meter (IsMeter) or `units` is
-  // not between 1 and its capacity, and from a store that cannot give back (the default).
+  // (the rest of a lease): the state moves by `units` towards fresh, never past it. A key with no
+  // state, or with another algorithm's, is left as it is. INVALID_ARGUMENT, changing nothing,
+  // when the limit is not a meter (IsMeter) or `units` is not between 1 and its capacity, and
+  // from a store that cannot give back (the default).
+  // That is the state had they not been consumed, unless the meter would have been full without
+  // them at some time since: its refill was then wasted, at most a unit per emission interval,
+  // and giving all of them back would return that too. A caller that must never over-admit gives
+  // back at most units - ceil(age / emission_interval), age being how long ago they were
+  // consumed, counted up to when the store applies the call (LeasingStore does).
   Status GiveBack(std::string_view scope, const Limit& limit, std::string_view key, int64_t units);
   void GiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
                      int64_t units, StatusCallback done);

@@ -176,7 +176,8 @@ int RunServe(const ServeFlags& flags) {
   std::unique_ptr<ResilientStore> resilient;
   const StoreHealth* health = nullptr;  // a plain store has no breaker to report
   if (config->store.url != "memory://") {
-    leasing = std::make_unique<LeasingStore>(**backend, timers.timers());
+    leasing = std::make_unique<LeasingStore>(
+        **backend, timers.timers(), LeasingStoreOptions{.store_timeout = config->store.timeout});
     metrics.Watch(*leasing);
     resilient = std::make_unique<ResilientStore>(
         *leasing, ResilientStoreOptions{.instances = config->store.instances});

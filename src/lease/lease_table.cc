@@ -27,8 +27,8 @@ Duration Countdown(Duration from, Duration elapsed) {
 
 }  // namespace
 
-LeaseTable::LeaseTable(Store& backend, Timers& timers, size_t max_keys)
-    : backend_(backend), timers_(timers), max_keys_(max_keys) {}
+LeaseTable::LeaseTable(Store& backend, Timers& timers, size_t max_keys, Duration store_timeout)
+    : backend_(backend), timers_(timers), max_keys_(max_keys), store_timeout_(store_timeout) {}
 
 bool LeaseTable::Leasable(const CheckRequest& request) {
   return request.lease.units > 0 && request.cost >= 1 && request.max_delay.count() == 0 &&
@@ -54,10 +54,11 @@ bool LeaseTable::Decide(const CheckRequest& request, DecisionCallback& done) {
       size_.fetch_add(1, std::memory_order_relaxed);
     }
     Entry& entry = it->second;
+    const Time now = timers_.now();
     if (entry.limit != *request.limit || entry.terms != request.lease) {
       // The rule changed since: what was leased under the old terms ends.
       if (entry.taking) return false;
-      EndLease(entry, out);
+      EndLease(entry, now, out);
       entry.refused_until = {};
       entry.limit = *request.limit;
       entry.terms = request.lease;
@@ -73,7 +74,7 @@ bool LeaseTable::Decide(const CheckRequest& request, DecisionCallback& done) {
     } else {
       std::vector<Waiter> waiters;
       waiters.push_back({request, std::move(done)});
-      Serve(entry, std::move(waiters), timers_.now(), /*after_take=*/false, out);
+      Serve(entry, std::move(waiters), now, /*after_take=*/false, out);
     }
   }
   Finish(std::move(out));
@@ -84,7 +85,7 @@ void LeaseTable::Serve(Entry& entry, std::vector<Waiter> waiters, Time now, bool
                        Outcome& out) {
   // A take's own waiters are served from it even if its answer came after the lease's end: their
   // checks were decided by the backend when it granted the lease.
-  if (!after_take && now >= entry.lease_ends) EndLease(entry, out);
+  if (!after_take && now >= entry.lease_ends) EndLease(entry, now, out);
   const Duration elapsed = Since(entry.basis_at, now);
   size_t served = 0;
   for (; served < waiters.size(); ++served) {
@@ -110,7 +111,7 @@ void LeaseTable::Serve(Entry& entry, std::vector<Waiter> waiters, Time now, bool
   }
   if (served == waiters.size()) return;
   // What is left of the lease does not cover the check: a new lease replaces it.
-  EndLease(entry, out);
+  EndLease(entry, now, out);
   StartTake(entry, std::move(waiters.back()), entry.terms.units, out);
 }
 
@@ -128,14 +129,20 @@ void LeaseTable::StartTake(Entry& entry, std::optional<Waiter> waiter, int64_t u
                           .on_error = entry.waiters.front().request.on_error};
 }
 
-void LeaseTable::EndLease(Entry& entry, Outcome& out) {
-  if (entry.units_left > 0) {
-    if (IsMeter(entry.limit.algorithm())) {
-      out.give_back = GiveBack{entry.scope, entry.key, entry.limit, entry.units_left};
-    } else {
-      units_lapsed_.fetch_add(static_cast<uint64_t>(entry.units_left), std::memory_order_relaxed);
+void LeaseTable::EndLease(Entry& entry, Time now, Outcome& out) {
+  int64_t lapsed = entry.units_left;
+  if (entry.units_left > 0 && IsMeter(entry.limit.algorithm())) {
+    // Counted from when the take was sent, which is no later than when the store consumed it.
+    const Duration age = Since(entry.basis_at, now) + store_timeout_;
+    const int64_t interval = entry.limit.emission_interval().count();
+    const int64_t may_have_wasted = (age.count() + interval - 1) / interval;
+    const int64_t units = entry.units_left - std::min(may_have_wasted, entry.units_left);
+    if (units > 0) {
+      out.give_back = GiveBack{entry.scope, entry.key, entry.limit, units};
+      lapsed -= units;
     }
   }
+  units_lapsed_.fetch_add(static_cast<uint64_t>(lapsed), std::memory_order_relaxed);
   entry.units_left = 0;
   entry.lease_ends = {};
 }
@@ -191,7 +198,7 @@ void LeaseTable::Taken(const std::string& id, int64_t units, Time sent, Result<D
         Serve(entry, std::move(waiters), now, /*after_take=*/true, out);
       }
     }
-    if (closed_.load(std::memory_order_acquire)) Abandon(entry, out);
+    if (closed_.load(std::memory_order_acquire)) Abandon(entry, now, out);
     if (!entry.taking && entry.units_left == 0 && now >= entry.refused_until) {
       shard.entries.erase(it);
       size_.fetch_sub(1, std::memory_order_relaxed);
@@ -200,8 +207,8 @@ void LeaseTable::Taken(const std::string& id, int64_t units, Time sent, Result<D
   Finish(std::move(out));
 }
 
-void LeaseTable::Abandon(Entry& entry, Outcome& out) {
-  EndLease(entry, out);
+void LeaseTable::Abandon(Entry& entry, Time now, Outcome& out) {
+  EndLease(entry, now, out);
   for (Waiter& waiter : entry.waiters) {
     out.answers.emplace_back(std::move(waiter.done),
                              Status::Unavailable("the leasing store is closing"));
@@ -223,7 +230,7 @@ void LeaseTable::Wake(const std::string& id, uint64_t generation) {
     Entry& entry = it->second;
     if (entry.generation != generation || entry.taking) return;
     const Time now = timers_.now();
-    if (now >= entry.lease_ends) EndLease(entry, out);
+    if (now >= entry.lease_ends) EndLease(entry, now, out);
     // The lease's end, then the refusal's (after a smaller lease, both are there).
     const Time next = entry.units_left > 0 ? entry.lease_ends : entry.refused_until;
     if (now < next) {
@@ -304,7 +311,7 @@ void LeaseTable::Close() {
       for (auto& [id, entry] : shard.entries) {
         if (entry.taking) continue;  // Taken abandons it
         Outcome out;
-        EndLease(entry, out);
+        EndLease(entry, timers_.now(), out);
         if (out.give_back) outs.push_back(std::move(out));
       }
     }

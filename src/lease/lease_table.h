@@ -33,7 +33,7 @@ namespace sluice::lease {
 
 class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
  public:
-  LeaseTable(Store& backend, Timers& timers, size_t max_keys);
+  LeaseTable(Store& backend, Timers& timers, size_t max_keys, Duration store_timeout);
 
   // Decides `request` (validated, leasable: see Leasable) from the key's lease, taking one when
   // needed; `done` runs once, inline or on the backend's or the timers' thread. False, and
@@ -103,12 +103,13 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
   void Serve(Entry& entry, std::vector<Waiter> waiters, Time now, bool after_take, Outcome& out);
   // Marks the entry taking, with `waiter` added to its waiters, and has the outcome take `units`.
   void StartTake(Entry& entry, std::optional<Waiter> waiter, int64_t units, Outcome& out);
-  // Ends the lease in use: its unused units go back (a meter) or lapse (fixed_window).
-  void EndLease(Entry& entry, Outcome& out);
+  // Ends the lease in use at `now`: a meter's unused units go back, less what its refill may have
+  // wasted since the lease was asked for (see leasing_store.h); the rest lapse.
+  void EndLease(Entry& entry, Time now, Outcome& out);
   // The backend's answer to a take of `units` sent at `sent`.
   void Taken(const std::string& id, int64_t units, Time sent, Result<Decision> answer);
   // After the table closed: ends the entry's lease and fails its waiters.
-  void Abandon(Entry& entry, Outcome& out);
+  void Abandon(Entry& entry, Time now, Outcome& out);
   // A lease's or refusal's timer: ends what is over, and drops the entry once nothing is left.
   void Wake(const std::string& id, uint64_t generation);
   // Runs `out` with no mutex held.
@@ -119,6 +120,7 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
   Store& backend_;
   Timers& timers_;
   const size_t max_keys_;
+  const Duration store_timeout_;
   static constexpr size_t kShards = 16;
   std::array<Shard, kShards> shards_;
   std::atomic<size_t> size_{0};

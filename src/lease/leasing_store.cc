@@ -10,7 +10,8 @@ namespace sluice {
 
 LeasingStore::LeasingStore(Store& backend, Timers& timers, LeasingStoreOptions options)
     : backend_(backend),
-      table_(std::make_shared<lease::LeaseTable>(backend, timers, options.max_keys)) {}
+      table_(std::make_shared<lease::LeaseTable>(backend, timers, options.max_keys,
+                                                 options.store_timeout)) {}
 
 LeasingStore::~LeasingStore() { table_->Close(); }
 
