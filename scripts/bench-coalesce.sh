@@ -18,19 +18,8 @@ rounds=${ROUNDS:-3} duration=${DURATION:-5s} concurrency=${CONCURRENCY:-256}
 requests=${REQUESTS:-2000000} sluice=${SLUICE:-build/release/sluice}
 algorithms=("$@")
 [ ${#algorithms[@]} -eq 0 ] && algorithms=(gcra fixed_window)
-dir=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
-  --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >/dev/null
-stop() {
-  local pid
-  pid=$(cat "$dir/redis.pid" 2>/dev/null) && kill "$pid" 2>/dev/null &&
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-  rm -rf "$dir"
-}
-trap stop EXIT
-cli() { redis-cli -p "$port" "$@"; }
-for _ in $(seq 50); do cli ping >/dev/null 2>&1 && break; sleep 0.1; done
+# shellcheck source=scripts/redis-server.sh
+source "$(dirname "$0")/redis-server.sh"
 scripts/lua-scripts.sh . "$dir/lua"
 
 # (count, period µs) for the windows, (capacity, emission interval µs) for the meters.

@@ -25,19 +25,8 @@ rounds=${ROUNDS:-3} duration=${DURATION:-10s} sluice=${SLUICE:-build/release/slu
 units=${LEASE_UNITS:-500} lifetime=${LEASE_LIFETIME:-100ms}
 read -r -a algorithms <<<"${ALGORITHMS:-gcra fixed_window token_bucket}"
 processes=3 rate=33334 limit=50000
-dir=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
-  --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >/dev/null
-stop() {
-  local pid
-  pid=$(cat "$dir/redis.pid" 2>/dev/null) && kill "$pid" 2>/dev/null &&
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-  rm -rf "$dir"
-}
-trap stop EXIT
-cli() { redis-cli -p "$port" "$@"; }
-for _ in $(seq 50); do cli ping >/dev/null 2>&1 && break; sleep 0.1; done
+# shellcheck source=scripts/redis-server.sh
+source "$(dirname "$0")/redis-server.sh"
 
 # One run: the 3 processes' reports and the script calls, as one JSON line on stdout.
 run() { # algorithm variant round

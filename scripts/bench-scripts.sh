@@ -33,19 +33,8 @@ scenario=${SCENARIO:-mixed}
 check_steps=${CHECK_STEPS:-1500}
 keys=100000
 
-port=$((20000 + RANDOM % 20000))
-dir=$(mktemp -d)
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
-  --daemonize yes --logfile "$dir/redis.log" --pidfile "$dir/redis.pid"
-stop() {
-  local pid
-  pid=$(cat "$dir/redis.pid" 2>/dev/null) && kill "$pid" 2>/dev/null &&
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-  rm -rf "$dir"
-}
-trap stop EXIT
-cli() { redis-cli -p "$port" "$@"; }
-for _ in $(seq 50); do cli ping >/dev/null 2>&1 && break; sleep 0.1; done
+# shellcheck source=scripts/redis-server.sh
+source scripts/redis-server.sh
 
 variants=()
 if [ -n "${BASELINE:-}" ]; then
