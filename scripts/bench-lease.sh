@@ -71,7 +71,8 @@ print(json.dumps({
     'late': sum(o['late'] for o in outs), 'errors': sum(o['errors'] for o in outs),
     'admitted': admitted, 'allowed': allowed, 'over': max(0, admitted - allowed),
     'span_s': end - start, 'calls': calls, 'usec_per_call': usec / calls if calls else 0,
-    'calls_per_check': calls / checks if checks else 0, 'lease': lease}))
+    'calls_per_check': calls / checks if checks else 0, 'lease': lease,
+    'first_error': next((o['first_error'] for o in outs if 'first_error' in o), None)}))
 EOF
 }
 
@@ -93,6 +94,8 @@ print("%s %-5s round %d: checks %d (late %d, errors %d), admitted %d, allowed %d
       "; leases %d, units taken %d used %d returned %d lapsed %d, refusals %d" % (
           l["taken"], l["units_taken"], l["units_used"], l["units_returned"],
           l["units_lapsed"], l["refusals"]) if r["variant"] == "lease" else ""))
+if r["first_error"]:
+    print("  the first error: %s" % r["first_error"])
 if r["over"] > 0:
     print("OVER-ADMISSION: %s %s round %d admitted %d, the limit allows %d over %.3f s" % (
           r["algorithm"], r["variant"], r["round"], r["admitted"], r["allowed"], r["span_s"]))'

@@ -126,6 +126,7 @@ void Report(const BenchFlags& f, const Limit& limit, const Outcome& run) {
                              {"denied", tally.denied.load()},
                              {"errors", tally.errors.load()},
                              {"late", run.late}};
+    if (tally.errors.load() > 0) report["first_error"] = tally.FirstError();
     if (run.resilient) {
       const StoreHealthStats stats = run.resilient->stats();
       report["decided_by_store"] = stats.store;
@@ -154,6 +155,7 @@ void Report(const BenchFlags& f, const Limit& limit, const Outcome& run) {
       static_cast<long long>(p999), static_cast<unsigned long long>(tally.allowed.load()),
       static_cast<unsigned long long>(tally.denied.load()),
       static_cast<unsigned long long>(tally.errors.load()));
+  if (tally.errors.load() > 0) std::printf(" (the first: %s)", tally.FirstError().c_str());
   if (f.rate > 0) {
     std::printf("; rate %.0f/s, late %llu", f.rate, static_cast<unsigned long long>(run.late));
   }

@@ -10,6 +10,7 @@
 #include <bit>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <random>
 #include <string>
 
@@ -84,12 +85,22 @@ using Steady = std::chrono::steady_clock;
 struct Tally {
   std::atomic<uint64_t> allowed{0}, denied{0}, errors{0};
   Histogram latency;
+  // The first error's message, for the report.
+  std::string FirstError() const {
+    std::lock_guard lock(first_error_mu);
+    return first_error;
+  }
+  mutable std::mutex first_error_mu;
+  std::string first_error;
   // `start`: when the check started, or (open loop) was due to.
   void Add(const Result<Decision>& d, Steady::time_point start) {
     latency.Record(
         std::chrono::duration_cast<std::chrono::microseconds>(Steady::now() - start).count());
     if (!d.ok()) {
-      errors.fetch_add(1, std::memory_order_relaxed);
+      if (errors.fetch_add(1, std::memory_order_relaxed) == 0) {
+        std::lock_guard lock(first_error_mu);
+        first_error = d.status().ToString();
+      }
     } else if (d->allowed) {
       allowed.fetch_add(1, std::memory_order_relaxed);
     } else {
