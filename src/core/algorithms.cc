@@ -232,7 +232,9 @@ Decision Decide(const Limit& limit, TokenBucketState& s, int64_t now, int64_t co
                 int64_t max_delay) {
   const int64_t interval = limit.emission_interval().count();
   const int64_t capacity = limit.capacity();
-  auto [tokens, refilled_at] = Refilled(limit, s, now);
+  const TokenBucketState refilled = Refilled(limit, s, now);
+  int64_t tokens = refilled.tokens;
+  const int64_t refilled_at = refilled.refilled_at;
   // Negative when the clock is behind refilled_at: the next token is that much further.
   const int64_t into_next_token = now - refilled_at;
   const auto wait_for = [&](int64_t units) {
@@ -256,7 +258,9 @@ Decision Decide(const Limit& limit, LeakyBucketState& s, int64_t now, int64_t co
                 int64_t max_delay) {
   const int64_t interval = limit.emission_interval().count();
   const int64_t capacity = limit.capacity();
-  auto [level, drained_at] = Drained(limit, s, now);
+  const LeakyBucketState drained = Drained(limit, s, now);
+  int64_t level = drained.level;
+  const int64_t drained_at = drained.drained_at;
   // Negative when the clock is behind drained_at: the next drop is that much further. A level
   // above the capacity (a burst lowered since) drains before anything fits.
   const int64_t into_next_drop = now - drained_at;
