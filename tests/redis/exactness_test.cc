@@ -176,7 +176,8 @@ Setting SetUpKeys(const std::string& name) {
   Setting s;
   s.target = SharedTarget();
   if (s.target == nullptr) return s;
-  s.prefix = "exact-" + std::to_string(getpid()) + "-" + name + ":";
+  static int runs = 0;  // a prefix of its own for each run, --gtest_repeat's too
+  s.prefix = "exact-" + std::to_string(getpid()) + "-" + std::to_string(++runs) + "-" + name + ":";
   s.keys = KeysOnEveryNode(*s.target, "key-", s.target->ports.size());
   return s;
 }
