@@ -10,13 +10,12 @@ namespace sluice::lease {
 namespace {
 
 // The entry's name: the scope's length (one byte: at most kMaxScopeBytes), the scope, the key.
-std::string EntryId(std::string_view scope, std::string_view key) {
-  std::string id;
-  id.reserve(1 + scope.size() + key.size());
+// Written into `id`, whose capacity a thread reuses from one check to the next.
+void WriteEntryId(std::string_view scope, std::string_view key, std::string& id) {
+  id.clear();
   id.push_back(static_cast<char>(scope.size()));
   id.append(scope);
   id.append(key);
-  return id;
 }
 
 Duration Since(Time then, Time now) { return std::chrono::duration_cast<Duration>(now - then); }
@@ -41,7 +40,8 @@ LeaseTable::Shard& LeaseTable::ShardOf(std::string_view id) {
 
 bool LeaseTable::Decide(const CheckRequest& request, DecisionCallback& done) {
   if (closed_.load(std::memory_order_acquire)) return false;
-  std::string id = EntryId(request.scope, request.key);
+  thread_local std::string id;
+  WriteEntryId(request.scope, request.key, id);
   Shard& shard = ShardOf(id);
   Outcome out;
   {
@@ -64,7 +64,6 @@ bool LeaseTable::Decide(const CheckRequest& request, DecisionCallback& done) {
       entry.terms = request.lease;
       ++entry.generation;
     }
-    out.entry_id = std::move(id);
     if (entry.taking) {
       // What the take in flight may not cover goes to the backend on its own, rather than wait
       // for another take after it.
@@ -72,16 +71,16 @@ bool LeaseTable::Decide(const CheckRequest& request, DecisionCallback& done) {
       entry.waiting_cost += request.cost;
       entry.waiters.push_back({request, std::move(done)});
     } else {
-      std::vector<Waiter> waiters;
-      waiters.push_back({request, std::move(done)});
-      Serve(entry, std::move(waiters), now, /*after_take=*/false, out);
+      Waiter waiter{request, std::move(done)};
+      Serve(entry, {&waiter, 1}, now, /*after_take=*/false, out);
+      if (out.take) out.entry_id = id;
     }
   }
   Finish(std::move(out));
   return true;
 }
 
-void LeaseTable::Serve(Entry& entry, std::vector<Waiter> waiters, Time now, bool after_take,
+void LeaseTable::Serve(Entry& entry, std::span<Waiter> waiters, Time now, bool after_take,
                        Outcome& out) {
   // A take's own waiters are served from it even if its answer came after the lease's end: their
   // checks were decided by the backend when it granted the lease.
@@ -180,7 +179,7 @@ void LeaseTable::Taken(const std::string& id, int64_t units, Time sent, Result<D
       entry.basis = *answer;
       entry.basis_at = sent;
       out.wake = {Since(now, entry.lease_ends), ++entry.generation};
-      Serve(entry, std::move(waiters), now, /*after_take=*/true, out);
+      Serve(entry, waiters, now, /*after_take=*/true, out);
     } else {
       // Refused here until the lease asked for would be there, and the waiters with it, unless
       // the backend has enough for the first of them: then they wait for a smaller lease of
@@ -195,7 +194,7 @@ void LeaseTable::Taken(const std::string& id, int64_t units, Time sent, Result<D
         for (const Waiter& waiter : entry.waiters) entry.waiting_cost += waiter.request.cost;
         StartTake(entry, std::nullopt, answer->remaining, out);
       } else {
-        Serve(entry, std::move(waiters), now, /*after_take=*/true, out);
+        Serve(entry, waiters, now, /*after_take=*/true, out);
       }
     }
     if (closed_.load(std::memory_order_acquire)) Abandon(entry, now, out);
@@ -245,7 +244,8 @@ void LeaseTable::Wake(const std::string& id, uint64_t generation) {
 }
 
 void LeaseTable::Forget(std::string_view scope, std::string_view key) {
-  const std::string id = EntryId(scope, key);
+  std::string id;
+  WriteEntryId(scope, key, id);
   Shard& shard = ShardOf(id);
   core::MutexLock lock(shard.mu);
   auto it = shard.entries.find(id);

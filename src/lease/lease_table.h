@@ -14,10 +14,12 @@
 
 #include <array>
 #include <atomic>
+#include <boost/container/small_vector.hpp>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -89,7 +91,8 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
   // What a step of an entry leaves to do outside the mutex: callbacks to run, a take to start,
   // units to give back.
   struct Outcome {
-    std::vector<std::pair<DecisionCallback, Result<Decision>>> answers;
+    // Most steps answer one check: that one takes no allocation.
+    boost::container::small_vector<std::pair<DecisionCallback, Result<Decision>>, 1> answers;
     std::optional<CheckRequest> take;  // points into the entry, alive while it is taking
     std::optional<GiveBack> give_back;
     std::optional<std::pair<Duration, uint64_t>> wake;  // a timer: after, generation
@@ -100,7 +103,7 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
   // Serves what the entry's lease or refusal can, in order, from `waiters`. After their take
   // (`after_take`), what the lease cannot serve is refused; otherwise the one waiter it cannot
   // serve (a check that just came) starts a take.
-  void Serve(Entry& entry, std::vector<Waiter> waiters, Time now, bool after_take, Outcome& out);
+  void Serve(Entry& entry, std::span<Waiter> waiters, Time now, bool after_take, Outcome& out);
   // Marks the entry taking, with `waiter` added to its waiters, and has the outcome take `units`.
   void StartTake(Entry& entry, std::optional<Waiter> waiter, int64_t units, Outcome& out);
   // Ends the lease in use at `now`: a meter's unused units go back, less what its refill may have
