@@ -3,9 +3,10 @@
 #
 # The sources are sections of Lua (common.lua says why): in common.lua and each algorithm's file,
 # a "--@section NAME" line starts a section, which ends where the next one starts (the text before
-# the first is the file's comment, in no script). In a script, an "--@insert NAME" line is
-# replaced by the section NAME of its algorithm, else of common.lua, indented as the line, until
-# none is left; only `tidy` may be missing. Each check script is check.lua so filled in for one
+# the first is the file's comment, in no script). A driver (check.lua, check_many.lua, ...) is the
+# script's text up to its own first section, if it has any. In a script, an "--@insert NAME" line
+# is replaced by the section NAME of its driver, else of its algorithm, else of common.lua,
+# indented as the line, until none is left; only `tidy` may be missing. Each check script is check.lua so filled in for one
 # algorithm, and each coalesced one check_many.lua. The all-or-nothing script is check_all.lua,
 # whose lines from "--@for_each_algorithm" to "--@end_for_each" are repeated for each algorithm,
 # with its name in place of ALGORITHM and its sections inserted. kCheckSources and
@@ -40,14 +41,29 @@ function(read_sections name)
   endforeach()
 endfunction()
 
-# Replaces the "--@insert NAME" lines of the variable `var` with the sections of `algorithm`.
-function(insert_sections var algorithm)
+# Reads the driver <name>.lua: sets <name> in the caller to its script, and <name>_<section> to
+# each of its sections.
+macro(read_driver name)
+  read_lua(${name} ${name})
+  string(FIND "${${name}}" "\n--@section " driver_end)
+  if(NOT driver_end EQUAL -1)
+    math(EXPR driver_end "${driver_end} + 1")
+    string(SUBSTRING "${${name}}" 0 ${driver_end} ${name})
+    read_sections(${name})
+  endif()
+endmacro()
+
+# Replaces the "--@insert NAME" lines of the variable `var` with the sections of `driver`, else
+# of `algorithm`.
+function(insert_sections var driver algorithm)
   set(text "\n${${var}}")
   string(REGEX MATCH "\n( *)--@insert ([a-z_]+)\n" line "${text}")
   while(NOT line STREQUAL "")
     set(indent "${CMAKE_MATCH_1}")
     set(name "${CMAKE_MATCH_2}")
-    if(DEFINED ${algorithm}_${name})
+    if(DEFINED ${driver}_${name})
+      set(section "${${driver}_${name}}")
+    elseif(DEFINED ${algorithm}_${name})
       set(section "${${algorithm}_${name}}")
     elseif(DEFINED common_${name})
       set(section "${common_${name}}")
@@ -74,10 +90,10 @@ function(insert_sections var algorithm)
 endfunction()
 
 read_sections(common)
-read_lua(check check)
-read_lua(check_many check_many)
-read_lua(check_all check_all)
-read_lua(give_back give_back)
+read_driver(check)
+read_driver(check_many)
+read_driver(check_all)
+read_driver(give_back)
 string(FIND "${check_all}" "--@for_each_algorithm\n" for_each)
 string(FIND "${check_all}" "--@end_for_each\n" end_for_each)
 if(for_each EQUAL -1 OR end_for_each LESS for_each)
@@ -97,26 +113,26 @@ set(give_back_sources "")
 foreach(algorithm IN LISTS algorithms)
   read_sections(${algorithm})
   set(script "${check}")
-  insert_sections(script ${algorithm})
+  insert_sections(script check ${algorithm})
   raw_literal("${script}" ${delimiter} source)
   string(APPEND check_sources "    ${source},\n")
   set(script "${check_many}")
-  insert_sections(script ${algorithm})
+  insert_sections(script check_many ${algorithm})
   raw_literal("${script}" ${delimiter} source)
   string(APPEND check_many_sources "    ${source},\n")
   string(REPLACE "ALGORITHM" "${algorithm}" instance "${check_all_block}")
-  insert_sections(instance ${algorithm})
+  insert_sections(instance check_all ${algorithm})
   string(APPEND every_algorithm "${instance}")
   list(FIND meters ${algorithm} meter)
   if(meter GREATER -1)
     set(script "${give_back}")
-    insert_sections(script ${algorithm})
+    insert_sections(script give_back ${algorithm})
     raw_literal("${script}" ${delimiter} source)
     string(APPEND give_back_sources "    ${source},\n")
   endif()
 endforeach()
 set(check_all_script "${check_all_head}${every_algorithm}${check_all_tail}")
-insert_sections(check_all_script common)
+insert_sections(check_all_script check_all common)
 raw_literal("${check_all_script}" ${delimiter} check_all_source)
 
 write_if_changed("${OUTPUT}"

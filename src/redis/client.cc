@@ -85,13 +85,17 @@ class AsioClient final : public Client {
     check.many = call.many;
     check.group = call.group;
     check.key_count = single.keys.size();
-    check.arg_count = single.args.size();
+    check.shared_count = single.args.size() - 1;
     check.done = std::move(done);
     check.deadline = options.deadline.value_or(Steady::now() + options_.timeout);
     check.max = options_.coalesce_max;
     for (auto key : single.keys) AppendBulk(key, check.bytes);
     check.keys_size = check.bytes.size();
-    for (auto arg : single.args) AppendBulk(arg, check.bytes);
+    for (size_t i = 0; i < single.args.size(); ++i) {
+      if (i != call.own_arg) AppendBulk(single.args[i], check.bytes);
+    }
+    check.own_at = check.bytes.size();
+    AppendBulk(single.args[call.own_arg], check.bytes);
     Pick().SubmitCoalesced(std::move(check));
   }
 

@@ -77,13 +77,21 @@ struct CallOptions {
 };
 
 // A check that may share one script call with the checks queued beside it on its connection: a
-// part of a call of `many`, whose KEYS and ARGV are those of its checks' own calls of `single`
-// one after another and whose reply is an array of one reply per check, in order. Checks share a
-// call only with checks of the same `many` and `group` (on a Redis Cluster, their slot).
+// part of a call of `many`. Each check has the args of its own call of `single`, one of which,
+// `own_arg`, is its own; consecutive checks with the same other args form a run, which has them
+// once. So the call's KEYS are its checks' keys, one check after another, and its ARGV:
+//   1  the number of runs
+//   2  1 when two of its checks may have the same keys, 0 when none do
+//      then per run, in order: the index of its first check (from 0), and the args it shares
+//      then each check's own arg, in order.
+// Its reply is one flat array of the elements of each check's reply, in order, as many per
+// check. Checks share a call only with checks of the same `many` and `group` (on a Redis
+// Cluster, their slot).
 struct CoalescibleCall {
   ScriptCall single;
   const Script* many = nullptr;
   uint32_t group = 0;
+  size_t own_arg = 0;  // an index in single.args
 };
 
 using ReplyCallback = std::function<void(Result<Reply>)>;

@@ -41,6 +41,7 @@ namespace cluster {
 struct Call {
   const Script* script = nullptr;       // null: a command
   const Script* many = nullptr;         // a check that may coalesce (CoalescibleCall)
+  size_t own_arg = 0;                   // with `many`
   std::string bytes;                    // the words, owned
   std::vector<std::string_view> words;  // views of bytes: argv, or keys then args
   size_t key_count = 0;
@@ -134,17 +135,18 @@ void ClusterClient::Command(std::span<const std::string_view> argv, const CallOp
 void ClusterClient::EvalSha(const Script& script, std::span<const std::string_view> keys,
                             std::span<const std::string_view> args, const CallOptions& options,
                             ReplyCallback done) {
-  EvalSha(script, keys, args, options, std::move(done), nullptr);
+  EvalSha(script, keys, args, options, std::move(done), nullptr, 0);
 }
 
 void ClusterClient::EvalSha(const Script& script, std::span<const std::string_view> keys,
                             std::span<const std::string_view> args, const CallOptions& options,
-                            ReplyCallback done, const Script* many) {
+                            ReplyCallback done, const Script* many, size_t own_arg) {
   const Result<int> slot = SlotOfKeys(keys);
   if (!slot.ok()) return done(slot.status());
   auto call = std::make_shared<Call>();
   call->script = &script;
   call->many = many;
+  call->own_arg = own_arg;
   call->Own(keys, args);
   call->key_count = keys.size();
   call->slot = *slot;
@@ -157,7 +159,7 @@ void ClusterClient::EvalSha(const Script& script, std::span<const std::string_vi
 void ClusterClient::EvalShaCoalesced(const CoalescibleCall& call, const CallOptions& options,
                                      ReplyCallback done) {
   EvalSha(*call.single.script, call.single.keys, call.single.args, options, std::move(done),
-          call.many);
+          call.many, call.own_arg);
 }
 
 void ClusterClient::EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) {
@@ -223,7 +225,8 @@ void ClusterClient::SendTo(Node& node, std::shared_ptr<Call> call, const CallOpt
   if (call->many != nullptr) {
     const CoalescibleCall coalescible{.single = {call->script, call->keys(), call->args()},
                                       .many = call->many,
-                                      .group = static_cast<uint32_t>(call->slot)};
+                                      .group = static_cast<uint32_t>(call->slot),
+                                      .own_arg = call->own_arg};
     node.client->EvalShaCoalesced(coalescible, options, std::move(done));
   } else if (call->script != nullptr) {
     node.client->EvalSha(*call->script, call->keys(), call->args(), options, std::move(done));

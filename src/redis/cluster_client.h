@@ -105,10 +105,10 @@ class ClusterClient final : public Client {
   explicit ClusterClient(ClusterOptions options);
 
   std::shared_ptr<const SlotMap> Map() const;
-  // EvalSha of a check that coalesces when `many` is set.
+  // EvalSha of a check that coalesces when `many` is set (CoalescibleCall).
   void EvalSha(const Script& script, std::span<const std::string_view> keys,
                std::span<const std::string_view> args, const CallOptions& options,
-               ReplyCallback done, const Script* many);
+               ReplyCallback done, const Script* many, size_t own_arg);
   void Send(std::shared_ptr<Call> call, const CallOptions& options);
   void SendTo(Node& node, std::shared_ptr<Call> call, const CallOptions& options);
   void Unserved(Call& call, int slot);

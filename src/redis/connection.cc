@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "redis/backoff.h"
 
@@ -94,10 +95,19 @@ void Connection::SubmitCoalesced(CoalescedCheck check) {
         PostFlushLocked();
       }
       const std::string_view bytes = check.bytes;
-      group_.keys.append(bytes.substr(0, check.keys_size));
-      group_.args.append(bytes.substr(check.keys_size));
+      const std::string_view shared = bytes.substr(check.keys_size, check.own_at - check.keys_size);
+      if (group_.run_count == 0 || shared != group_.shared) {
+        AppendBulk(std::to_string(group_.members.size()), group_.runs);
+        group_.runs.append(shared);
+        group_.shared.assign(shared);
+        ++group_.run_count;
+        group_.run_arg_count += 1 + check.shared_count;
+      }
+      const std::string_view keys = bytes.substr(0, check.keys_size);
+      group_.keys.append(keys);
+      group_.key_hashes.push_back(std::hash<std::string_view>{}(keys));
+      group_.owns.append(bytes.substr(check.own_at));
       group_.key_count += check.key_count;
-      group_.arg_count += check.arg_count;
       group_.deadline = std::min(group_.deadline, check.deadline);
       group_.members.push_back({.done = std::move(check.done), .deadline = check.deadline});
     }
@@ -115,15 +125,25 @@ void Connection::CloseGroupLocked() REQUIRES(mu_) {
   p.members = std::move(group_.members);
   p.out_of_order = true;  // its deadline moves to its next member's as they pass
   p.deadline = group_.deadline;
-  AppendEvalShaHead(*p.script, group_.key_count, group_.arg_count, p.command);
+  const size_t checks = p.members.size();
+  AppendEvalShaHead(*p.script, group_.key_count, 2 + group_.run_arg_count + checks, p.command);
   p.command.append(group_.keys);
-  p.command.append(group_.args);
+  AppendBulk(std::to_string(group_.run_count), p.command);
+  // Equal hashes: keys that may repeat (or collide); the script then looks for repeats itself.
+  auto& hashes = group_.key_hashes;
+  std::sort(hashes.begin(), hashes.end());
+  AppendBulk(std::adjacent_find(hashes.begin(), hashes.end()) != hashes.end() ? "1" : "0",
+             p.command);
+  p.command.append(group_.runs);
+  p.command.append(group_.owns);
   outgoing_.append(p.command);
   AddEntryLocked(std::move(p));
   group_.members.clear();
-  group_.keys.clear();
-  group_.args.clear();
-  group_.key_count = group_.arg_count = 0;
+  group_.key_hashes.clear();
+  for (std::string* bytes : {&group_.keys, &group_.runs, &group_.shared, &group_.owns}) {
+    bytes->clear();
+  }
+  group_.key_count = group_.run_count = group_.run_arg_count = 0;
 }
 
 // On the I/O thread, at shutdown.
@@ -288,9 +308,17 @@ void Connection::HandleReply(Pending& entry, Reply reply) {
 
 void Connection::AnswerMembers(Pending& call, Reply reply) {
   auto& members = call.members;
-  if (reply.type == Reply::Type::kArray && reply.elements.size() == members.size()) {
+  const size_t elements = reply.elements.size();
+  if (reply.type == Reply::Type::kArray && elements > 0 && elements % members.size() == 0) {
+    const size_t fields = elements / members.size();
     for (size_t i = 0; i < members.size(); ++i) {
-      if (!members[i].finished) members[i].done(std::move(reply.elements[i]));
+      if (members[i].finished) continue;
+      Reply answer;
+      answer.type = Reply::Type::kArray;
+      const auto first = reply.elements.begin() + static_cast<ptrdiff_t>(i * fields);
+      answer.elements.assign(std::make_move_iterator(first),
+                             std::make_move_iterator(first + static_cast<ptrdiff_t>(fields)));
+      members[i].done(std::move(answer));
     }
     return;
   }

@@ -55,13 +55,14 @@ struct Pending {
   size_t slots() const { return members.empty() ? 1 : members.size(); }
 };
 
-// A check to coalesce (Client::EvalShaCoalesced): its call's keys and args as RESP bulk strings.
+// A check to coalesce (Client::EvalShaCoalesced): its call's keys and args as RESP bulk strings,
+// the args split as CoalescibleCall says: those its run of checks shares, then its own one.
 struct CoalescedCheck {
   const Script* many = nullptr;
   uint32_t group = 0;
-  size_t key_count = 0, arg_count = 0;
-  std::string bytes;  // the keys, then from keys_size on the args
-  size_t keys_size = 0;
+  size_t key_count = 0, shared_count = 0;
+  std::string bytes;  // the keys, from keys_size on the shared args, from own_at on its own
+  size_t keys_size = 0, own_at = 0;
   ReplyCallback done;
   Steady::time_point deadline;
   size_t max = 1;  // ClientOptions::coalesce_max
@@ -91,7 +92,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // ahead of its AUTH and SELECT.
   void Submit(std::string bytes, std::vector<Pending> entries);
   // The same for a check, which joins the call at the tail of the queue when that call is one of
-  // the same script and group with room left, and otherwise starts one there. The call takes no
+  // the same script and group with room left (and its last run when it shares that run's args),
+  // and otherwise starts one there. The call takes no
   // more once anything else is queued behind it, its bytes are taken for a write, or a deadline
   // of its checks passes. A check alone goes by the same script (CloseGroupLocked says why).
   void SubmitCoalesced(CoalescedCheck check);
@@ -145,7 +147,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ExpireCalls();
   // Answers the members of a coalesced call whose deadlines passed, and finds the next one.
   void ExpireMembers(Pending& call, Steady::time_point now, Steady::time_point& next);
-  // Gives each member its reply, an error reply to the call to every one.
+  // Gives each member its part of the call's flat reply (as many elements each, an array of them),
+  // and an error reply to the call to every one.
   void AnswerMembers(Pending& call, Reply reply);
   Status DeadlineStatus() const;
   void Connect();
@@ -177,12 +180,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string outgoing_ GUARDED_BY(mu_);
   std::vector<Pending> incoming_ GUARDED_BY(mu_);
   bool flush_posted_ GUARDED_BY(mu_) = false;
-  // The call coalescing checks at the tail of the queue (none while `members` is empty).
+  // The call coalescing checks at the tail of the queue (none while `members` is empty): its
+  // keys, its runs (each the index of its first check, then its shared args; `shared` the last
+  // run's) and its checks' own args.
   struct Group {
     const Script* many = nullptr;
     uint32_t group = 0;
-    size_t key_count = 0, arg_count = 0;
-    std::string keys, args;
+    size_t key_count = 0, run_count = 0, run_arg_count = 0;
+    std::string keys, runs, shared, owns;
+    std::vector<size_t> key_hashes;  // of each check's keys
     std::vector<CoalescedMember> members;
     Steady::time_point deadline;  // the members' earliest
   };

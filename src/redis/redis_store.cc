@@ -109,7 +109,8 @@ void RedisStore::DoCheckAsync(const CheckRequest& request, DecisionCallback done
   const redis::CoalescibleCall call{
       .single = {&redis::CheckScript(algorithm), std::span(views.data(), key_count),
                  std::span(views.data() + key_count, redis::kCheckArgs)},
-      .many = &redis::CheckManyScript(algorithm)};
+      .many = &redis::CheckManyScript(algorithm),
+      .own_arg = redis::kCheckCostArg};
   client_->EvalShaCoalesced(
       call, redis::CallOptions{},
       [count = request.limit->count(), done = std::move(done)](Result<redis::Reply> reply) {

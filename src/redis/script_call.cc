@@ -101,10 +101,23 @@ ScriptWords::Views ScriptWords::views() const {
 Result<Decision> ParseCheckReply(const Reply& reply, int64_t limit_count) {
   if (reply.is_error()) return ErrorReply(reply.str);
   const auto& e = reply.elements;
-  if (reply.type != Reply::Type::kArray || e.size() != kCheckReplyFields ||
+  if (reply.type != Reply::Type::kArray ||
+      (e.size() != kCheckReplyFields && e.size() != kPackedCheckReplyFields) ||
       std::any_of(e.begin(), e.end(),
                   [](const Reply& x) { return x.type != Reply::Type::kInteger; })) {
     return Status::Internal("unexpected reply from the Redis check script");
+  }
+  if (e.size() == kPackedCheckReplyFields) {
+    const bool allowed = e[0].integer >= 0;
+    return Decision{
+        .allowed = allowed,
+        .limit = limit_count,
+        .remaining = allowed ? e[0].integer : -1 - e[0].integer,
+        .retry_after = Duration(allowed ? 0 : e[1].integer),
+        .reset_after = Duration(e[2].integer),
+        .replenish_after = Duration(e[3].integer),
+        .delay = Duration(allowed ? e[1].integer : 0),
+    };
   }
   if (e[0].integer != 0 && e[0].integer != 1) {
     return Status::Internal("unexpected reply from the Redis check script: allowed is " +

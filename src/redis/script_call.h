@@ -16,9 +16,15 @@
 // Several checks, each on its own (check_many.lua, built with the one algorithm they all
 // decide): the checks a connection coalesced into one call (Client::EvalShaCoalesced).
 //   KEYS  each check's KEYS as above, one check after another
-//   ARGV  each check's six ARGV as above, likewise; an empty `now` reads Redis TIME once per call
-//   Reply an array of one reply as above per check, in order. Each is decided as its own call
-//         would be, after the checks before it.
+//   ARGV  as CoalescibleCall (client.h) lays out a check's six ARGV above, its cost
+//         (kCheckCostArg) its own: the number of runs, whether a key may repeat, then per run of
+//         consecutive checks with the same other five (now, margin, parameters, max_delay) the
+//         index of its first check and those five, then each check's cost. An empty `now` reads
+//         Redis TIME once per call.
+//   Reply one flat array: per check, in order, its reply as above packed into four fields (each
+//         field and array costs Redis's Lua): remaining when allowed, else -1 - remaining;
+//         delay when allowed, else retry_after (the other is 0); reset_after; replenish_after.
+//         Each is decided as its own call would be, after the checks before it.
 //
 // Several checks, all or nothing (check_all.lua, built with every algorithm): the checks whose
 // keys one node holds.
@@ -70,10 +76,12 @@
 namespace sluice::redis {
 
 inline constexpr size_t kCheckArgs = 6;
+inline constexpr size_t kCheckCostArg = 2;  // the index of the cost in a check's ARGV
 inline constexpr size_t kGiveBackArgs = 5;
 // The most checks RedisStoreOptions::coalesce_max lets one check_many.lua call decide.
 inline constexpr size_t kCoalesceMaxLimit = 1024;
 inline constexpr size_t kCheckReplyFields = 6;
+inline constexpr size_t kPackedCheckReplyFields = 4;  // check_many.lua's
 inline constexpr std::string_view kChargeMode = "charge";
 inline constexpr std::string_view kPeekMode = "peek";
 inline constexpr size_t kCheckAllModeArg = 2;  // the mode's index in check_all.lua's ARGV
@@ -125,8 +133,9 @@ class ScriptWords {
   boost::container::small_vector<std::pair<size_t, size_t>, 8> spans_;  // offset, length
 };
 
-// The decision in one check's reply. An error reply is the script failing (INTERNAL, for "ERR
-// ...") or Redis refusing the call (UNAVAILABLE); a reply of another shape is INTERNAL.
+// The decision in one check's reply, whole or packed. An error reply is the script failing
+// (INTERNAL, for "ERR ...") or Redis refusing the call (UNAVAILABLE); a reply of another shape is
+// INTERNAL.
 Result<Decision> ParseCheckReply(const Reply& reply, int64_t limit_count);
 Result<Decision> ParseCheckReply(const Result<Reply>& reply, int64_t limit_count);
 // The decisions in check_all.lua's reply, one per check, given each check's limit count.

@@ -666,13 +666,30 @@ TEST(Client, NoServerFailsFast) {
   EXPECT_LT(Steady::now() - start, 5ms);
 }
 
-// Coalescing (Client::EvalShaCoalesced). The checks of these tests have one key and one arg;
-// the scripts name them, so every reply shows whose it is and which script gave it.
+// Coalescing (Client::EvalShaCoalesced). The checks of these tests have one key and one arg of
+// their own, and some an arg shared with the checks of their run; the scripts name them, so every
+// reply shows whose it is and which script gave it. The coalesced script reads the runs as
+// check_many.lua does and replies two fields per check in one flat array.
 class CoalescedCheckTest : public ClientTest {
  protected:
-  const Script single_ = Script::FromSource("return 'one:' .. KEYS[1] .. ':' .. ARGV[1]");
-  const Script many_ = Script::FromSource(
-      "local r = {} for i, k in ipairs(KEYS) do r[i] = k .. ':' .. ARGV[i] end return r");
+  const Script single_ = Script::FromSource(
+      "return 'one:' .. table.concat(KEYS, ':') .. ':' .. "
+      "table.concat(ARGV, ':')");
+  const Script many_ = Script::FromSource(R"lua(
+    local runs, checks = tonumber(ARGV[1]), #KEYS
+    local shared = (#ARGV - 2 - checks) / runs - 1 -- args per run but its first check's index
+    local r, run, at = {}, 0, 0
+    for i = 1, checks do
+      if run < runs and tonumber(ARGV[3 + run * (shared + 1)]) == i - 1 then
+        at, run = 3 + run * (shared + 1), run + 1
+      end
+      local words = {KEYS[i]}
+      for j = 1, shared do words[j + 1] = ARGV[at + j] end
+      words[#words + 1] = ARGV[2 + runs * (shared + 1) + i]
+      r[2 * i - 1] = table.concat(words, ':')
+      r[2 * i] = 'runs=' .. runs .. (ARGV[2] == '1' and ' repeats' or '')
+    end
+    return r)lua");
 
   std::unique_ptr<Client> ConnectOne(size_t coalesce_max = 64) {
     ClientOptions options;
@@ -694,12 +711,22 @@ class CoalescedCheckTest : public ClientTest {
     done.get_future().wait();
   }
 
-  // Check `i`: key "k<i>", arg "a<i>"; its reply goes to `replies[i]`.
+  // Check `i`: key "k<i>", arg "a<i>" of its own; its reply goes to `replies[i]`.
   void Check(Client& c, const Script& many, int i,
              std::vector<std::promise<Result<Reply>>>& replies, CallOptions options = {}) {
     const std::string key = "k" + std::to_string(i), arg = "a" + std::to_string(i);
     const std::string_view keys[] = {key}, args[] = {arg};
     c.EvalShaCoalesced({.single = {&single_, keys, args}, .many = &many}, options,
+                       [&replies, i](Result<Reply> r) { replies[i].set_value(std::move(r)); });
+  }
+
+  // The same with two args before its own, `shared` and "s": a run of checks shares them when
+  // they are the same.
+  void CheckWithShared(Client& c, int i, const std::string& shared,
+                       std::vector<std::promise<Result<Reply>>>& replies) {
+    const std::string key = "k" + std::to_string(i), arg = "a" + std::to_string(i);
+    const std::string_view keys[] = {key}, args[] = {shared, arg, "s"};
+    c.EvalShaCoalesced({.single = {&single_, keys, args}, .many = &many_, .own_arg = 1}, {},
                        [&replies, i](Result<Reply> r) { replies[i].set_value(std::move(r)); });
   }
 
@@ -710,10 +737,16 @@ class CoalescedCheckTest : public ClientTest {
   }
 };
 
-std::string Text(std::promise<Result<Reply>>& reply) {
+// The reply of the single script, or the first of the two fields of the coalesced one's for
+// one check; with the second appended when `with_runs`.
+std::string Text(std::promise<Result<Reply>>& reply, bool with_runs = false) {
   Result<Reply> r = reply.get_future().get();
   if (!r.ok()) return r.status().ToString();
-  return r->str;
+  if (r->type != Reply::Type::kArray) return r->str;
+  if (r->elements.size() != 2 || !r->elements[1].str.starts_with("runs=")) {
+    return "not a check's fields";
+  }
+  return r->elements[0].str + (with_runs ? " " + r->elements[1].str : "");
 }
 
 TEST_F(CoalescedCheckTest, ChecksQueuedTogetherShareOneCallAndEachGetsItsReply) {
@@ -744,6 +777,47 @@ TEST_F(CoalescedCheckTest, ChecksQueuedTogetherShareOneCallAndEachGetsItsReply) 
   }
   EXPECT_TRUE(get.get_future().get().ok());
   EXPECT_EQ(Calls(*server_, "evalsha"), 3);
+}
+
+// Consecutive checks with the same shared args form a run, which has them once; a check whose
+// shared args differ from the check's before it starts a run, even when an earlier run had them.
+TEST_F(CoalescedCheckTest, ConsecutiveChecksWithTheSameSharedArgsShareARun) {
+  LoadScripts();
+  auto c = ConnectOne();
+  const std::vector<std::string> shared = {"x", "x", "y", "x", "x", "x"};
+  std::vector<std::promise<Result<Reply>>> replies(shared.size());
+  OnIoThread(*c, [&] {
+    for (size_t i = 0; i < shared.size(); ++i) {
+      CheckWithShared(*c, static_cast<int>(i), shared[i], replies);
+    }
+  });
+  for (size_t i = 0; i < shared.size(); ++i) {
+    EXPECT_EQ(Text(replies[i], /*with_runs=*/true),
+              "k" + std::to_string(i) + ":" + shared[i] + ":s:a" + std::to_string(i) + " runs=3");
+  }
+  EXPECT_EQ(Calls(*server_, "evalsha"), 1);
+}
+
+// A call tells its script whether two of its checks may have the same keys.
+TEST_F(CoalescedCheckTest, ACallSaysWhetherItsChecksMayRepeatAKey) {
+  LoadScripts();
+  auto c = ConnectOne();
+  for (const std::vector<std::string>& keys :
+       {std::vector<std::string>{"a", "b", "c"}, std::vector<std::string>{"a", "b", "a"}}) {
+    std::vector<std::promise<Result<Reply>>> replies(keys.size());
+    OnIoThread(*c, [&] {
+      for (size_t i = 0; i < keys.size(); ++i) {
+        const std::string_view check_keys[] = {keys[i]}, args[] = {"x"};
+        c->EvalShaCoalesced({.single = {&single_, check_keys, args}, .many = &many_}, {},
+                            [&replies, i](Result<Reply> r) { replies[i].set_value(std::move(r)); });
+      }
+    });
+    const bool repeats = keys[0] == keys[2];
+    for (size_t i = 0; i < keys.size(); ++i) {
+      EXPECT_EQ(Text(replies[i], /*with_runs=*/true),
+                keys[i] + ":x runs=1" + (repeats ? " repeats" : ""));
+    }
+  }
 }
 
 TEST_F(CoalescedCheckTest, AtMostCoalesceMaxInACallAndOneAloneGoesByTheSameScript) {
@@ -817,6 +891,21 @@ TEST_F(CoalescedCheckTest, AnErrorReplyToTheCallIsEachChecksAndNoscriptIsRecover
     EXPECT_EQ(Text(loaded[i]), "k" + std::to_string(i) + ":a" + std::to_string(i));
   }
   EXPECT_EQ(Calls(*server_, "script|load"), 2);
+}
+
+// A flat reply that does not split into as many fields for each check is nobody's: each fails.
+TEST_F(CoalescedCheckTest, AReplyThatDoesNotSplitEvenlyFailsEveryCheck) {
+  auto c = ConnectOne();
+  const Script uneven = Script::FromSource("return {1, 2, 3}");
+  std::vector<std::promise<Result<Reply>>> replies(2);
+  OnIoThread(*c, [&] {
+    Check(*c, uneven, 0, replies);
+    Check(*c, uneven, 1, replies);
+  });
+  for (auto& r : replies) {
+    const Result<Reply> reply = r.get_future().get();
+    EXPECT_EQ(reply.status().code(), StatusCode::kInternal) << reply.status().ToString();
+  }
 }
 
 }  // namespace

@@ -123,9 +123,37 @@ TEST(ParseCheckReply, SixIntegersMakeADecision) {
   EXPECT_EQ(denied->retry_after, Duration(700));
 }
 
+// check_many.lua's: allowed in the sign of remaining, delay or retry_after in one field.
+TEST(ParseCheckReply, FourPackedIntegersMakeADecision) {
+  const auto allowed = ParseCheckReply(Integers({4, 30, 2000, 500}), 10);
+  ASSERT_TRUE(allowed.ok()) << allowed.status().ToString();
+  EXPECT_EQ(*allowed, (Decision{.allowed = true,
+                                .limit = 10,
+                                .remaining = 4,
+                                .retry_after = Duration(0),
+                                .reset_after = Duration(2000),
+                                .replenish_after = Duration(500),
+                                .delay = Duration(30)}));
+  const auto denied = ParseCheckReply(Integers({-1, 700, 900, 700}), 3);
+  ASSERT_TRUE(denied.ok()) << denied.status().ToString();
+  EXPECT_EQ(*denied, (Decision{.allowed = false,
+                               .limit = 3,
+                               .remaining = 0,
+                               .retry_after = Duration(700),
+                               .reset_after = Duration(900),
+                               .replenish_after = Duration(700),
+                               .delay = Duration(0)}));
+  const auto denied_with_room = ParseCheckReply(Integers({-3, 50, 60, 0}), 3);
+  ASSERT_TRUE(denied_with_room.ok());
+  EXPECT_FALSE(denied_with_room->allowed);
+  EXPECT_EQ(denied_with_room->remaining, 2);
+}
+
 TEST(ParseCheckReply, MalformedRepliesAreInternal) {
   const std::vector<Reply> malformed = {
       Integers({1, 4, 0, 2000, 30}),
+      Integers({1, 4, 0}),
+      Array({Integer(1), Integer(4), String("0"), Integer(0)}),
       Integers({1, 4, 0, 2000, 30, 500, 1}),
       Integers({2, 4, 0, 2000, 30, 500}),
       Integers({-1, 4, 0, 2000, 30, 500}),

@@ -17,6 +17,8 @@
 --   the driver's: key, aux (sliding_log's auxiliary key, else nil), now, margin (ms), then per
 --     check cost, a, b (count and period for the window algorithms, capacity and emission
 --     interval for the bucket ones) and max_delay (how far ahead a meter may book a slot);
+--   read (in load; the driver's own when it has one): stored, the string `key` holds (false
+--     when none), and present (false only when the key holds nothing);
 --   load (reads the state of `key` as of `now`): present (the key holds anything), and the
 --     algorithm's own, as for a fresh state when the key is absent or holds another algorithm's;
 --     a meter's also held (the key holds this algorithm's state);
@@ -39,6 +41,10 @@ if not now then
   local t = redis.call('TIME')
   now = t[1] * 1000000 + t[2]
 end
+
+--@section read
+local stored = redis.pcall('GET', key) -- an error reply: the key holds sliding_log's sorted set
+local present = stored ~= false
 
 --@section meter
 -- A meter's answer (Meter in algorithms.cc) to a request that fits now (`fits_now`), or else

@@ -4,8 +4,7 @@
 
 --@section load
 local count, period = a, b
-local stored = redis.pcall('GET', key) -- an error reply: the key holds sliding_log's sorted set
-local present = stored ~= false
+--@insert read
 local latest, latest_count = 0, 0
 if type(stored) == 'string' and string.byte(stored) == 102 then -- 'f'
   latest, latest_count = struct.unpack('<I7I4', stored, 2)

@@ -3,8 +3,7 @@
 
 --@section load
 local capacity, interval = a, b
-local stored = redis.pcall('GET', key) -- an error reply: sliding_log's sorted set
-local present = stored ~= false
+--@insert read
 local stored_tat = tonumber(stored)
 local held = stored_tat ~= nil -- the key holds a TAT
 stored_tat = stored_tat or now

@@ -2,8 +2,7 @@
 
 --@section load
 local capacity, interval = a, b
-local stored = redis.pcall('GET', key) -- an error reply: the key holds sliding_log's sorted set
-local present = stored ~= false
+--@insert read
 local held = type(stored) == 'string' and string.byte(stored) == 108 -- 'l'
 local stored_level, stored_drained_at = 0, now
 if held then

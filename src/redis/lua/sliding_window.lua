@@ -5,8 +5,7 @@
 
 --@section load
 local count, period = a, b
-local stored = redis.pcall('GET', key) -- an error reply: the key holds sliding_log's sorted set
-local present = stored ~= false
+--@insert read
 local stored_start, stored_previous, stored_current, latest = 0, 0, 0, 0
 if type(stored) == 'string' and string.byte(stored) == 119 then -- 'w'
   if #stored == 16 then

@@ -3,8 +3,7 @@
 
 --@section load
 local capacity, interval = a, b
-local stored = redis.pcall('GET', key) -- an error reply: the key holds sliding_log's sorted set
-local present = stored ~= false
+--@insert read
 local held = type(stored) == 'string' and string.byte(stored) == 116 -- 't'
 local stored_tokens, stored_refilled_at = capacity, now
 if held then
