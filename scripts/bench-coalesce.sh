@@ -4,7 +4,8 @@
 #   ceiling   redis-benchmark -P 32 -c 50 -r 100000 of the single-check script (EVALSHA, Redis
 #             TIME, keys drawn from 100 000): the most single calls one Redis serves;
 #   single    sluice bench with --coalesce-max 1: one script call per check (as before 14.2);
-#   coalesced sluice bench with --coalesce-max 64 (the default).
+#   coalesced sluice bench with --coalesce-max 64 (the default);
+#   before    with BEFORE=<an earlier build's sluice>: the same with that build, side by side.
 # Each run starts after FLUSHALL and CONFIG RESETSTAT; printed: decisions/s, p99 latency, and the
 # Redis µs per decision (evalsha's usec in INFO commandstats over the decisions), decisions per
 # script call, sluice bench's CPU (user + system) per decision and its errors (a check past its
@@ -12,11 +13,13 @@
 # 1 000 000 per second: every check is admitted. Medians of the rounds are printed last.
 #
 # Usage: [ROUNDS=3] [DURATION=5s] [CONCURRENCY=256] [REQUESTS=2000000] [SLUICE=build/release/sluice]
-#        scripts/bench-coalesce.sh [ALGORITHM...]   (default: gcra fixed_window)
+#        [BEFORE=path/to/sluice] scripts/bench-coalesce.sh [ALGORITHM...]   (default: gcra fixed_window)
 set -euo pipefail
 rounds=${ROUNDS:-3} duration=${DURATION:-5s} concurrency=${CONCURRENCY:-256}
 requests=${REQUESTS:-2000000} sluice=${SLUICE:-build/release/sluice}
 algorithms=("$@")
+variants=(single coalesced)
+[ -n "${BEFORE:-}" ] && variants+=(before)
 [ ${#algorithms[@]} -eq 0 ] && algorithms=(gcra fixed_window)
 # shellcheck source=scripts/redis-server.sh
 source "$(dirname "$0")/redis-server.sh"
@@ -50,11 +53,12 @@ for algorithm in "${algorithms[@]}"; do
     rate[ceiling]+="$r "
     p99[ceiling]+="$(awk -F, '{printf "%.0f", $7 * 1000}' <<<"$csv") "
     usec[ceiling]+="$(awk -v u="$(evalsha_usec)" -v n="$requests" 'BEGIN {printf "%.2f", u / n}') "
-    for variant in single coalesced; do
-      max=1
-      [ "$variant" = coalesced ] && max=64
+    for variant in "${variants[@]}"; do
+      max=64 binary=$sluice
+      [ "$variant" = single ] && max=1
+      [ "$variant" = before ] && binary=$BEFORE
       reset
-      out=$(/usr/bin/time -f '%U %S' -o "$dir/time" "$sluice" bench --store "redis://127.0.0.1:$port" --algorithm "$algorithm" \
+      out=$(/usr/bin/time -f '%U %S' -o "$dir/time" "$binary" bench --store "redis://127.0.0.1:$port" --algorithm "$algorithm" \
         --keys 100000 --concurrency "$concurrency" --duration "$duration" --limit "$a" \
         --period 1s --coalesce-max "$max" --json)
       field() { python3 -c 'import json,sys; print("%.0f" % json.loads(sys.argv[1])[sys.argv[2]])' "$out" "$1"; }
@@ -67,7 +71,7 @@ for algorithm in "${algorithms[@]}"; do
       calls[$variant]+="$(awk -v c="$(evalsha_calls)" -v n="$decisions" 'BEGIN {printf "%.1f", n / c}') "
     done
   done
-  for v in ceiling single coalesced; do
+  for v in ceiling "${variants[@]}"; do
     printf '%s %-9s decisions/s %s(median %s); p99 us %s(median %s); Redis us/decision %s(median %s); decisions/call %s; client CPU us/decision %s; errors %s\n' \
       "$algorithm" "$v" "${rate[$v]}" "$(median <<<"${rate[$v]}")" "${p99[$v]}" \
       "$(median <<<"${p99[$v]}")" "${usec[$v]}" "$(median <<<"${usec[$v]}")" \
