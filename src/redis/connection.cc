@@ -310,6 +310,10 @@ void Connection::AnswerMembers(Pending& call, Reply reply) {
   auto& members = call.members;
   const size_t elements = reply.elements.size();
   if (reply.type == Reply::Type::kArray && elements > 0 && elements % members.size() == 0) {
+    if (members.size() == 1) {
+      if (!members[0].finished) members[0].done(std::move(reply));
+      return;
+    }
     const size_t fields = elements / members.size();
     for (size_t i = 0; i < members.size(); ++i) {
       if (members[i].finished) continue;

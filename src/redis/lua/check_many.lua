@@ -8,8 +8,9 @@ local checks = #ARGV - costs
 local key_count = #KEYS / checks
 local replies = {}
 local redis_now
--- The states of the one-key algorithms, all read by one command (see the read section below).
-local states = key_count == 1 and redis.call('MGET', unpack(KEYS))
+-- The states of the one-key algorithms, all read by one command when there are several checks
+-- (see the read section below).
+local states = key_count == 1 and checks > 1 and redis.call('MGET', unpack(KEYS))
 -- The keys of the checks so far, when the caller found that a key may repeat (read section).
 local seen = ARGV[2] == '1' and {}
 local run, next_run = 0, 0 -- the run of the check before, the first check of the next run
@@ -52,11 +53,12 @@ end
 return replies
 
 --@section read
--- The key's state as MGET read it, unless a check before this one had the key and may have
--- changed it. MGET reads a key holding no string as false, absent or not: present is then true,
--- so that the commit deletes what check.lua would (the DEL of an absent key changes nothing).
+-- The key's state as MGET read it, unless none did (a check alone) or a check before this one had
+-- the key and may have changed it. MGET reads a key holding no string as false, absent or not:
+-- present is then true, so that the commit deletes what check.lua would (the DEL of an absent key
+-- changes nothing).
 local stored, present
-if seen and seen[key] then
+if not states or seen and seen[key] then
   stored = redis.pcall('GET', key) -- an error reply: the key holds sliding_log's sorted set
   present = stored ~= false
 else
