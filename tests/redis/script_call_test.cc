@@ -107,46 +107,49 @@ TEST(ParseGiveBackReply, ZeroOrOneIsOkAnythingElseAnError) {
             StatusCode::kDeadlineExceeded);
 }
 
-TEST(ParseCheckReply, SixIntegersMakeADecision) {
-  const auto d = ParseCheckReply(Integers({1, 4, 0, 2000, 30, 500}), 10);
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
-  EXPECT_EQ(*d, (Decision{.allowed = true,
-                          .limit = 10,
-                          .remaining = 4,
-                          .retry_after = Duration(0),
-                          .reset_after = Duration(2000),
-                          .replenish_after = Duration(500),
-                          .delay = Duration(30)}));
-  const auto denied = ParseCheckReply(Integers({0, 0, 700, 900, 0, 700}), 3);
-  ASSERT_TRUE(denied.ok());
-  EXPECT_FALSE(denied->allowed);
-  EXPECT_EQ(denied->retry_after, Duration(700));
-}
-
-// check_many.lua's: allowed in the sign of remaining, delay or retry_after in one field.
-TEST(ParseCheckReply, FourPackedIntegersMakeADecision) {
-  const auto allowed = ParseCheckReply(Integers({4, 30, 2000, 500}), 10);
-  ASSERT_TRUE(allowed.ok()) << allowed.status().ToString();
-  EXPECT_EQ(*allowed, (Decision{.allowed = true,
-                                .limit = 10,
-                                .remaining = 4,
-                                .retry_after = Duration(0),
-                                .reset_after = Duration(2000),
-                                .replenish_after = Duration(500),
-                                .delay = Duration(30)}));
-  const auto denied = ParseCheckReply(Integers({-1, 700, 900, 700}), 3);
-  ASSERT_TRUE(denied.ok()) << denied.status().ToString();
-  EXPECT_EQ(*denied, (Decision{.allowed = false,
-                               .limit = 3,
-                               .remaining = 0,
-                               .retry_after = Duration(700),
-                               .reset_after = Duration(900),
-                               .replenish_after = Duration(700),
-                               .delay = Duration(0)}));
-  const auto denied_with_room = ParseCheckReply(Integers({-3, 50, 60, 0}), 3);
-  ASSERT_TRUE(denied_with_room.ok());
-  EXPECT_FALSE(denied_with_room->allowed);
-  EXPECT_EQ(denied_with_room->remaining, 2);
+// check.lua's six fields, and the four of check_many.lua's packed reply (allowed in the sign of
+// remaining, delay or retry_after in one field), make the same decisions.
+TEST(ParseCheckReply, SixIntegersOrFourPackedMakeADecision) {
+  struct Case {
+    std::vector<int64_t> six, packed;
+    Decision decision;
+  };
+  const Case cases[] = {
+      {{1, 4, 0, 2000, 30, 500},
+       {4, 30, 2000, 500},
+       {.allowed = true,
+        .limit = 10,
+        .remaining = 4,
+        .retry_after = Duration(0),
+        .reset_after = Duration(2000),
+        .replenish_after = Duration(500),
+        .delay = Duration(30)}},
+      {{0, 0, 700, 900, 0, 700},
+       {-1, 700, 900, 700},
+       {.allowed = false,
+        .limit = 10,
+        .remaining = 0,
+        .retry_after = Duration(700),
+        .reset_after = Duration(900),
+        .replenish_after = Duration(700),
+        .delay = Duration(0)}},
+      {{0, 2, 50, 60, 0, 0},  // refused, with room for less than its cost
+       {-3, 50, 60, 0},
+       {.allowed = false,
+        .limit = 10,
+        .remaining = 2,
+        .retry_after = Duration(50),
+        .reset_after = Duration(60),
+        .replenish_after = Duration(0),
+        .delay = Duration(0)}},
+  };
+  for (const Case& c : cases) {
+    for (const std::vector<int64_t>& fields : {c.six, c.packed}) {
+      const auto d = ParseCheckReply(Integers(fields), 10);
+      ASSERT_TRUE(d.ok()) << d.status().ToString();
+      EXPECT_EQ(*d, c.decision) << fields.size() << " fields";
+    }
+  }
 }
 
 TEST(ParseCheckReply, MalformedRepliesAreInternal) {
