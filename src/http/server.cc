@@ -171,9 +171,14 @@ class Server::Session : public std::enable_shared_from_this<Session> {
     Respond();
   }
 
-  // Runs on any thread, when the Api has answered.
+  // Runs on any thread, when the Api has answered. From a store's thread, the session (and the
+  // server after it) may be gone before dispatch's copies of the executor are: the server waits
+  // for them (handing_over_), and nothing here touches the session after dispatch.
   void OnExchangeDone() {
+    std::atomic<int>& handing_over = server_.handing_over_;
+    handing_over.fetch_add(1, std::memory_order_relaxed);
     net::dispatch(stream_.get_executor(), [self = std::move(in_flight_)] { self->OnAnswer(); });
+    if (handing_over.fetch_sub(1, std::memory_order_release) == 1) handing_over.notify_all();
   }
 
   void OnAnswer() {
@@ -443,6 +448,10 @@ void Server::Stop() {
   ioc_.stop();
   for (auto& t : threads_) t.join();
   threads_.clear();
+  for (int n = handing_over_.load(std::memory_order_acquire); n != 0;
+       n = handing_over_.load(std::memory_order_acquire)) {
+    handing_over_.wait(n, std::memory_order_acquire);
+  }
 }
 
 }  // namespace sluice::http

@@ -153,6 +153,9 @@ class Server {
   std::list<Session*> fresh_idle_ GUARDED_BY(mu_);
   std::list<Session*> kept_idle_ GUARDED_BY(mu_);
   std::atomic<bool> draining_{false};
+  // Answers a store's thread is handing to their sessions (Session::OnExchangeDone): the
+  // io_context must outlive the executor copies of each, which Stop waits for.
+  std::atomic<int> handing_over_{0};
 
   boost::asio::io_context ioc_;
   Strand strand_;  // the acceptor's and the accept backoff timer's
