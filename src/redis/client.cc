@@ -83,7 +83,7 @@ class AsioClient final : public Client {
     }
     CoalescedCheck check;
     check.many = call.many;
-    check.group = call.group;
+    check.across_slots = call.across_slots;
     check.key_count = single.keys.size();
     check.shared_count = single.args.size() - 1;
     check.done = std::move(done);

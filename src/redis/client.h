@@ -82,16 +82,21 @@ struct CallOptions {
 // once. So the call's KEYS are its checks' keys, one check after another, and its ARGV:
 //   1  the number of runs
 //   2  1 when two of its checks may have the same keys, 0 when none do
+//   3  1 when the call is across slots (below), 0 when not
 //      then per run, in order: the index of its first check (from 0), and the args it shares
-//      then each check's own arg, in order.
-// Its reply is one flat array of the elements of each check's reply, in order, as many per
-// check. Checks share a call only with checks of the same `many` and `group` (on a Redis
-// Cluster, their slot).
+//      then each check's own arg, in order
+//      then, across slots, the keys of every check but the first, in order.
+// Across slots (`across_slots`, a Redis Cluster node's checks, whose keys are in many slots): the
+// call declares only its first check's keys, by which Redis Cluster routes it (it refuses a call
+// declaring keys of several slots), and the script reaches the others by name, which a script
+// without flags may do on the node that holds them. Its reply is one flat array of the elements
+// of each check's reply, in order, as many per check. Checks share a call only with checks of the
+// same `many` and `across_slots`.
 struct CoalescibleCall {
   ScriptCall single;
   const Script* many = nullptr;
-  uint32_t group = 0;
   size_t own_arg = 0;  // an index in single.args
+  bool across_slots = false;
 };
 
 using ReplyCallback = std::function<void(Result<Reply>)>;

@@ -225,8 +225,8 @@ void ClusterClient::SendTo(Node& node, std::shared_ptr<Call> call, const CallOpt
   if (call->many != nullptr) {
     const CoalescibleCall coalescible{.single = {call->script, call->keys(), call->args()},
                                       .many = call->many,
-                                      .group = static_cast<uint32_t>(call->slot),
-                                      .own_arg = call->own_arg};
+                                      .own_arg = call->own_arg,
+                                      .across_slots = true};
     node.client->EvalShaCoalesced(coalescible, options, std::move(done));
   } else if (call->script != nullptr) {
     node.client->EvalSha(*call->script, call->keys(), call->args(), options, std::move(done));
@@ -248,7 +248,21 @@ void ClusterClient::OnReply(const Node& from, const std::shared_ptr<Call>& call,
     if (reply.status().code() == StatusCode::kUnavailable) RequestRefresh();  // failed over?
     return call->done(std::move(reply));
   }
-  if (auto redirect = ParseRedirect(*reply, from.address)) {
+  const std::optional<Redirect> redirect = ParseRedirect(*reply, from.address);
+  const ClusterRefusal refusal = redirect ? ClusterRefusal::kNone : ParseClusterRefusal(*reply);
+  if (redirect) {
+    (redirect->ask ? asked_ : moved_).fetch_add(1, std::memory_order_relaxed);
+    if (!redirect->ask) RequestRefresh();
+  } else if (refusal == ClusterRefusal::kMapStale) {
+    RequestRefresh();
+  }
+  // A coalesced call reaches keys of several slots: the redirection is its first check's, and a
+  // refusal met one of its keys before anything was written (check_many.lua reads every key
+  // first). Each check goes once more on its own, to the master of its slot.
+  if (call->many != nullptr && (redirect || refusal != ClusterRefusal::kNone)) {
+    return SendAlone(call);
+  }
+  if (redirect) {
     if (redirect->ask && call->cross_slot) {
       return call->done(Status::Unavailable(
           "Redis Cluster asked a script that reaches keys of several slots to " +
@@ -258,16 +272,7 @@ void ClusterClient::OnReply(const Node& from, const std::shared_ptr<Call>& call,
     return call->done(Status::Unavailable("Redis Cluster redirected a call twice, last to " +
                                           redirect->address + ": " + reply->str));
   }
-  switch (ParseClusterRefusal(*reply)) {
-    case ClusterRefusal::kNone:
-      return call->done(std::move(reply));
-    case ClusterRefusal::kTryAgain:
-      if (call->many != nullptr) return SendAlone(call);
-      break;
-    case ClusterRefusal::kMapStale:
-      RequestRefresh();
-      break;
-  }
+  if (refusal == ClusterRefusal::kNone) return call->done(std::move(reply));
   call->done(Status::Unavailable("Redis Cluster at " + from.address + ": " + reply->str));
 }
 
@@ -275,7 +280,7 @@ void ClusterClient::SendAlone(const std::shared_ptr<Call>& call) {
   call->many = nullptr;
   if (Steady::now() >= call->deadline) {
     return call->done(Status::DeadlineExceeded(
-        "Redis Cluster asked to try a coalesced check again after its deadline"));
+        "Redis Cluster refused a coalesced check's call after the check's deadline"));
   }
   core::MutexLock lock(mu_);
   if (stopping_) {
@@ -290,12 +295,6 @@ void ClusterClient::SendAlone(const std::shared_ptr<Call>& call) {
 }
 
 void ClusterClient::Redirected(const std::shared_ptr<Call>& call, const Redirect& redirect) {
-  if (redirect.ask) {
-    asked_.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    moved_.fetch_add(1, std::memory_order_relaxed);
-    RequestRefresh();
-  }
   if (Steady::now() >= call->deadline) {
     return call->done(Status::DeadlineExceeded("Redis Cluster redirected a call to " +
                                                redirect.address + " after its deadline"));

@@ -10,8 +10,9 @@
 // a node not connected yet fails the call with UNAVAILABLE while a connection is made; TRYAGAIN,
 // CLUSTERDOWN, a second redirection and calls for slots no master serves fail with UNAVAILABLE
 // too: the deadline and the caller's failure policy deal with them, no call is retried in a loop.
-// Coalesced checks (EvalShaCoalesced) share a call per slot; when that call gets TRYAGAIN (a
-// migration split its keys between the nodes), each check is sent once more in a call of its own.
+// Coalesced checks (EvalShaCoalesced) share a call per master, across slots (CoalescibleCall::
+// across_slots); when that call is redirected or refused (a slot moved or migrates), each check is
+// sent once more in a call of its own, which follows its own redirection.
 // The slot map is also refreshed every refresh_interval, and after a node fails, so masters that
 // come, go or fail over are followed without a restart.
 //
@@ -77,8 +78,8 @@ class ClusterClient final : public Client {
   void EvalSha(const Script& script, std::span<const std::string_view> keys,
                std::span<const std::string_view> args, const CallOptions& options,
                ReplyCallback done) override;
-  // As EvalSha, coalescing with the checks of the same slot on the node's connection. Each check
-  // follows its own redirection; one ASKed goes alone.
+  // As EvalSha, coalescing with the checks queued on the connection to the master of its slot,
+  // whatever their slots.
   void EvalShaCoalesced(const CoalescibleCall& call, const CallOptions& options,
                         ReplyCallback done) override;
   void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) override;
@@ -114,8 +115,8 @@ class ClusterClient final : public Client {
   void Unserved(Call& call, int slot);
   void OnReply(const Node& from, const std::shared_ptr<Call>& call, Result<Reply> reply);
   void Redirected(const std::shared_ptr<Call>& call, const Redirect& redirect);
-  // A coalesced check whose call got TRYAGAIN (a migration split the call's keys between the
-  // nodes), once more in a call of its own, which the node serves or redirects.
+  // A coalesced check whose call was redirected or refused, once more in a call of its own, to
+  // the master of its slot, which serves or redirects it.
   void SendAlone(const std::shared_ptr<Call>& call);
   void RequestRefresh();
 

@@ -75,11 +75,16 @@ std::optional<Redirect> ParseRedirect(const Reply& reply, std::string_view from)
 
 ClusterRefusal ParseClusterRefusal(const Reply& reply) {
   if (!reply.is_error()) return ClusterRefusal::kNone;
-  if (reply.str.starts_with("TRYAGAIN")) return ClusterRefusal::kTryAgain;
-  // The last two are the words of a script's error (Redis 7.0, script.c).
+  // After TRYAGAIN and CLUSTERDOWN, the words of a script's errors (script.c: Redis 7.0, and 7.4
+  // on for the last of each).
+  if (reply.str.starts_with("TRYAGAIN") ||
+      reply.str.find("undeclared keys were accessed during rehashing") != std::string::npos) {
+    return ClusterRefusal::kTryAgain;
+  }
   if (reply.str.starts_with("CLUSTERDOWN") ||
       reply.str.find("Script attempted to access a non local key") != std::string::npos ||
-      reply.str.find("while the cluster is down") != std::string::npos) {
+      reply.str.find("while the cluster is down") != std::string::npos ||
+      reply.str.find("Script attempted to access a slot not served") != std::string::npos) {
     return ClusterRefusal::kMapStale;
   }
   return ClusterRefusal::kNone;

@@ -51,7 +51,7 @@ std::optional<Redirect> ParseRedirect(const Reply& reply, std::string_view from)
 // Why the cluster cannot serve a call now, from its error reply.
 enum class ClusterRefusal {
   kNone,
-  // TRYAGAIN: the keys of one call are split by a slot migration.
+  // TRYAGAIN, or a script's command met it: the keys of one call are split by a slot migration.
   kTryAgain,
   // CLUSTERDOWN, or a script reached a key its node does not serve (its slot moved, or is
   // migrating and the key is gone): the slot map may be stale.

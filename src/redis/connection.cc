@@ -84,13 +84,16 @@ void Connection::SubmitCoalesced(CoalescedCheck check) {
     core::MutexLock lock(mu_);
     refusal = Admit(1);
     if (refusal == Refusal::kNone) {
-      if (!group_.members.empty() && (group_.many != check.many || group_.group != check.group ||
-                                      group_.members.size() >= check.max)) {
+      if (!group_.members.empty() &&
+          (group_.many != check.many || group_.across_slots != check.across_slots ||
+           group_.members.size() >= check.max)) {
         CloseGroupLocked();
       }
       if (group_.members.empty()) {
         group_.many = check.many;
-        group_.group = check.group;
+        group_.across_slots = check.across_slots;
+        group_.first_key_count = check.key_count;
+        group_.first_keys_size = check.keys_size;
         group_.deadline = check.deadline;
         PostFlushLocked();
       }
@@ -126,16 +129,23 @@ void Connection::CloseGroupLocked() REQUIRES(mu_) {
   p.out_of_order = true;  // its deadline moves to its next member's as they pass
   p.deadline = group_.deadline;
   const size_t checks = p.members.size();
-  AppendEvalShaHead(*p.script, group_.key_count, 2 + group_.run_arg_count + checks, p.command);
-  p.command.append(group_.keys);
+  const std::string_view keys = group_.keys;
+  // Across slots, the first check's keys are declared and the others follow the args.
+  const size_t declared = group_.across_slots ? group_.first_key_count : group_.key_count;
+  const size_t declared_size = group_.across_slots ? group_.first_keys_size : keys.size();
+  AppendEvalShaHead(*p.script, declared,
+                    3 + group_.run_arg_count + checks + group_.key_count - declared, p.command);
+  p.command.append(keys.substr(0, declared_size));
   AppendBulk(std::to_string(group_.run_count), p.command);
   // Equal hashes: keys that may repeat (or collide); the script then looks for repeats itself.
   auto& hashes = group_.key_hashes;
   std::sort(hashes.begin(), hashes.end());
   AppendBulk(std::adjacent_find(hashes.begin(), hashes.end()) != hashes.end() ? "1" : "0",
              p.command);
+  AppendBulk(group_.across_slots ? "1" : "0", p.command);
   p.command.append(group_.runs);
   p.command.append(group_.owns);
+  p.command.append(keys.substr(declared_size));
   outgoing_.append(p.command);
   AddEntryLocked(std::move(p));
   group_.members.clear();

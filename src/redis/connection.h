@@ -59,7 +59,7 @@ struct Pending {
 // the args split as CoalescibleCall says: those its run of checks shares, then its own one.
 struct CoalescedCheck {
   const Script* many = nullptr;
-  uint32_t group = 0;
+  bool across_slots = false;
   size_t key_count = 0, shared_count = 0;
   std::string bytes;  // the keys, from keys_size on the shared args, from own_at on its own
   size_t keys_size = 0, own_at = 0;
@@ -92,10 +92,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // ahead of its AUTH and SELECT.
   void Submit(std::string bytes, std::vector<Pending> entries);
   // The same for a check, which joins the call at the tail of the queue when that call is one of
-  // the same script and group with room left (and its last run when it shares that run's args),
-  // and otherwise starts one there. The call takes no
-  // more once anything else is queued behind it, its bytes are taken for a write, or a deadline
-  // of its checks passes. A check alone goes by the same script (CloseGroupLocked says why).
+  // the same script and layout (CoalescibleCall::across_slots) with room left (and its last run
+  // when it shares that run's args), and otherwise starts one there. The call takes no more once
+  // anything else is queued behind it, its bytes are taken for a write, or a deadline of its checks
+  // passes. A check alone goes by the same script (CloseGroupLocked says why).
   void SubmitCoalesced(CoalescedCheck check);
   bool ready() const { return ready_.load(std::memory_order_acquire); }
   size_t pending() const { return pending_.load(std::memory_order_relaxed); }
@@ -185,8 +185,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // run's) and its checks' own args.
   struct Group {
     const Script* many = nullptr;
-    uint32_t group = 0;
+    bool across_slots = false;
     size_t key_count = 0, run_count = 0, run_arg_count = 0;
+    size_t first_key_count = 0, first_keys_size = 0;  // the first check's keys, and their bytes
     std::string keys, runs, shared, owns;
     std::vector<size_t> key_hashes;  // of each check's keys
     std::vector<CoalescedMember> members;

@@ -15,12 +15,15 @@
 //
 // Several checks, each on its own (check_many.lua, built with the one algorithm they all
 // decide): the checks a connection coalesced into one call (Client::EvalShaCoalesced).
-//   KEYS  each check's KEYS as above, one check after another
+//   KEYS  each check's KEYS as above, one check after another; across slots (a Redis Cluster
+//         node's checks), only the first check's
 //   ARGV  as CoalescibleCall (client.h) lays out a check's six ARGV above, its cost
-//         (kCheckCostArg) its own: the number of runs, whether a key may repeat, then per run of
-//         consecutive checks with the same other five (now, margin, parameters, max_delay) the
-//         index of its first check and those five, then each check's cost. An empty `now` reads
-//         Redis TIME once per call.
+//         (kCheckCostArg) its own: the number of runs, whether a key may repeat, whether the call
+//         is across slots, then per run of consecutive checks with the same other five (now,
+//         margin, parameters, max_delay) the index of its first check and those five, then each
+//         check's cost, then across slots the other checks' keys. An empty `now` reads Redis
+//         TIME once per call. Across slots, every key is read before anything is written, so
+//         that a key the node does not hold fails the call while it has changed nothing.
 //   Reply one flat array: per check, in order, its reply as above packed into four fields (each
 //         field and array costs Redis's Lua): remaining when allowed, else -1 - remaining;
 //         delay when allowed, else retry_after (the other is 0); reset_after; replenish_after.

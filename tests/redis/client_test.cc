@@ -675,19 +675,24 @@ class CoalescedCheckTest : public ClientTest {
   const Script single_ = Script::FromSource(
       "return 'one:' .. table.concat(KEYS, ':') .. ':' .. "
       "table.concat(ARGV, ':')");
+  // Across slots, the keys after the first follow the costs.
   const Script many_ = Script::FromSource(R"lua(
-    local runs, checks = tonumber(ARGV[1]), #KEYS
-    local shared = (#ARGV - 2 - checks) / runs - 1 -- args per run but its first check's index
+    local runs, across = tonumber(ARGV[1]), ARGV[3] == '1'
+    -- Across slots, the checks here have one key and no shared arg.
+    local checks = across and (#ARGV - 2 - runs) / 2 or #KEYS
+    local shared = across and 0 or (#ARGV - 3 - checks) / runs - 1 -- per run, not its index
+    local costs = 3 + runs * (shared + 1)
     local r, run, at = {}, 0, 0
     for i = 1, checks do
-      if run < runs and tonumber(ARGV[3 + run * (shared + 1)]) == i - 1 then
-        at, run = 3 + run * (shared + 1), run + 1
+      if run < runs and tonumber(ARGV[4 + run * (shared + 1)]) == i - 1 then
+        at, run = 4 + run * (shared + 1), run + 1
       end
-      local words = {KEYS[i]}
+      local words = {KEYS[i] or ARGV[costs + checks + i - 1]}
       for j = 1, shared do words[j + 1] = ARGV[at + j] end
-      words[#words + 1] = ARGV[2 + runs * (shared + 1) + i]
+      words[#words + 1] = ARGV[costs + i]
       r[2 * i - 1] = table.concat(words, ':')
-      r[2 * i] = 'runs=' .. runs .. (ARGV[2] == '1' and ' repeats' or '')
+      r[2 * i] = 'runs=' .. runs .. (ARGV[2] == '1' and ' repeats' or '') ..
+                 (across and ' across, declared ' .. #KEYS or '')
     end
     return r)lua");
 
@@ -713,11 +718,13 @@ class CoalescedCheckTest : public ClientTest {
 
   // Check `i`: key "k<i>", arg "a<i>" of its own; its reply goes to `replies[i]`.
   void Check(Client& c, const Script& many, int i,
-             std::vector<std::promise<Result<Reply>>>& replies, CallOptions options = {}) {
+             std::vector<std::promise<Result<Reply>>>& replies, CallOptions options = {},
+             bool across_slots = false) {
     const std::string key = "k" + std::to_string(i), arg = "a" + std::to_string(i);
     const std::string_view keys[] = {key}, args[] = {arg};
-    c.EvalShaCoalesced({.single = {&single_, keys, args}, .many = &many}, options,
-                       [&replies, i](Result<Reply> r) { replies[i].set_value(std::move(r)); });
+    c.EvalShaCoalesced(
+        {.single = {&single_, keys, args}, .many = &many, .across_slots = across_slots}, options,
+        [&replies, i](Result<Reply> r) { replies[i].set_value(std::move(r)); });
   }
 
   // The same with two args before its own, `shared` and "s": a run of checks shares them when
@@ -818,6 +825,24 @@ TEST_F(CoalescedCheckTest, ACallSaysWhetherItsChecksMayRepeatAKey) {
                 keys[i] + ":x runs=1" + (repeats ? " repeats" : ""));
     }
   }
+}
+
+// Across slots (a Redis Cluster node's checks), a call declares only its first check's keys and
+// carries the others' after the costs; checks across slots and checks not share no call.
+TEST_F(CoalescedCheckTest, ACallAcrossSlotsDeclaresOnlyItsFirstChecksKeys) {
+  LoadScripts();
+  auto c = ConnectOne();
+  std::vector<std::promise<Result<Reply>>> replies(4);
+  OnIoThread(*c, [&] {
+    for (int i = 0; i < 3; ++i) Check(*c, many_, i, replies, {}, /*across_slots=*/true);
+    Check(*c, many_, 3, replies);
+  });
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Text(replies[i], /*with_runs=*/true),
+              "k" + std::to_string(i) + ":a" + std::to_string(i) + " runs=1 across, declared 1");
+  }
+  EXPECT_EQ(Text(replies[3], /*with_runs=*/true), "k3:a3 runs=1");
+  EXPECT_EQ(Calls(*server_, "evalsha"), 2);
 }
 
 TEST_F(CoalescedCheckTest, AtMostCoalesceMaxInACallAndOneAloneGoesByTheSameScript) {

@@ -72,6 +72,14 @@ TEST(ParseClusterRefusal, WhatTheClusterCannotServeNow) {
   EXPECT_EQ(ParseClusterRefusal(
                 Error("ERR Script attempted to execute a command while the cluster is down")),
             ClusterRefusal::kMapStale);
+  // Redis 7.4 on.
+  EXPECT_EQ(ParseClusterRefusal(Error("ERR Unable to execute command 'exists' in script because "
+                                      "undeclared keys were accessed during rehashing of the slot "
+                                      "script: 12ab, on @user_script:9.")),
+            ClusterRefusal::kTryAgain);
+  EXPECT_EQ(ParseClusterRefusal(Error("ERR Script attempted to access a slot not served script: "
+                                      "12ab, on @user_script:9.")),
+            ClusterRefusal::kMapStale);
   EXPECT_EQ(ParseClusterRefusal(Error("ERR Error running script: boom")), ClusterRefusal::kNone);
   EXPECT_EQ(ParseClusterRefusal(Error("MOVED 1 h:2")), ClusterRefusal::kNone);
   EXPECT_EQ(ParseClusterRefusal(String("TRYAGAIN")), ClusterRefusal::kNone);

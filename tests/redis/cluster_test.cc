@@ -25,6 +25,7 @@
 #include "core/await.h"
 #include "redis/cluster_client.h"
 #include "redis/cluster_slots.h"
+#include "redis/scripts.h"
 #include "redis/url.h"
 #include "sluice/redis_store.h"
 #include "store_test_support.h"
@@ -226,6 +227,15 @@ TEST_F(ClusterClientTest, UnreachableSeedsLeaveItUnavailableNotBroken) {
   EXPECT_EQ(ClusterClient::Create(options).status().code(), StatusCode::kInvalidArgument);
 }
 
+// A field of the EVALSHA calls' statistics on the node at `port` (INFO commandstats): "calls",
+// "failed_calls" (a script's error reply), "rejected_calls" (MOVED, ASK, ...).
+int64_t EvalShaStat(const RedisCluster& cluster, int port, const std::string& field = "calls") {
+  const std::string stats = cluster.Cli(port, {"INFO", "commandstats"});
+  const auto line = stats.find("cmdstat_evalsha:");
+  const auto at = line == std::string::npos ? line : stats.find(field + "=", line);
+  return at == std::string::npos ? 0 : std::atoll(stats.c_str() + at + field.size() + 1);
+}
+
 // CheckAll on a cluster: limits of one key share its hash tag, so one slot. Keys in several
 // slots of one master are decided by one script there (the flag allow-cross-slot-keys); keys on
 // several masters by a peek on each master, then, if every check admits, a charge on each.
@@ -234,11 +244,7 @@ class ClusterStoreTest : public RedisStoreTest {
   // EVALSHA calls each master has run.
   std::map<int, int64_t> EvalShaCalls() const {
     std::map<int, int64_t> calls;
-    for (int port : target_->ports) {
-      const std::string info = SharedCluster()->Cli(port, {"INFO", "commandstats"});
-      const size_t at = info.find("cmdstat_evalsha:calls=");
-      calls[port] = at == std::string::npos ? 0 : std::stoll(info.substr(at + 22));
-    }
+    for (int port : target_->ports) calls[port] = EvalShaStat(*SharedCluster(), port);
     return calls;
   }
 
@@ -258,6 +264,45 @@ class ClusterStoreTest : public RedisStoreTest {
     ASSERT_TRUE(store.CheckAll(requests).ok());
   }
 };
+
+// Checks on keys of several slots of one master, each key twice, queued together: one script
+// call there decides them all (CoalescibleCall::across_slots), each as on its own.
+TEST_F(ClusterStoreTest, CoalescedChecksOfSeveralSlotsOfOneMasterShareACall) {
+  auto store = MakeStore({.io_threads = 1, .connections_per_thread = 1});
+  ASSERT_NE(store, nullptr);
+  const auto spread = KeysOnEveryNode(*target_, "spread", 3 * 8);  // every third on one master
+  std::vector<std::string> keys;
+  std::set<int> slots;
+  for (size_t i = 0; i < spread.size(); i += 3) {
+    keys.push_back(spread[i]);
+    slots.insert(KeySlot(store->KeysOf("s", spread[i])[0]));
+  }
+  ASSERT_EQ(slots.size(), keys.size());
+  const Limit limit = *Limit::Create(Algorithm::kGcra, 2, 1h);
+  const CheckRequest peek = {.scope = "s", .limit = &limit, .key = keys[0], .cost = 0};
+  ASSERT_TRUE(store->Check(peek).ok());  // loads the script
+  const auto before = EvalShaCalls();
+  // Queued from a callback on the store's one I/O thread: no write leaves before it returns.
+  std::vector<std::promise<Result<Decision>>> decisions(2 * keys.size());
+  store->CheckAsync(peek, [&](Result<Decision>) {
+    for (size_t i = 0; i < decisions.size(); ++i) {
+      store->CheckAsync({.scope = "s", .limit = &limit, .key = keys[i % keys.size()]},
+                        [&decisions, i](Result<Decision> d) { decisions[i].set_value(d); });
+    }
+  });
+  std::vector<Result<Decision>> got;
+  for (auto& d : decisions) got.push_back(d.get_future().get());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const Result<Decision>& d = got[i];
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    EXPECT_TRUE(d->allowed) << i;
+    EXPECT_EQ(d->remaining, i < keys.size() ? 1 : 0) << i;
+  }
+  const int master = target_->ports[0];
+  for (const auto& [port, calls] : EvalShaCallsSince(before)) {
+    EXPECT_EQ(calls, port == master ? 2 : 0) << "EVALSHA calls on " << port;
+  }
+}
 
 TEST_F(ClusterStoreTest, CheckAllOnOneMasterIsOneScriptAcrossSlots) {
   auto store = MakeStore();
@@ -572,12 +617,6 @@ std::vector<int64_t> ExpectStateAccountsForEveryAdmission(
     EXPECT_LE(used[k], n.admitted[k] + n.failed[k]) << keys[k];
   }
   return used;
-}
-
-int64_t EvalShaCalls(const RedisCluster& cluster, int port) {
-  const std::string stats = cluster.Cli(port, {"INFO", "commandstats"});
-  const auto at = stats.find("cmdstat_evalsha:calls=");
-  return at == std::string::npos ? 0 : std::atoll(stats.c_str() + at + 22);
 }
 
 class ClusterUnderChange : public ::testing::Test {
@@ -948,6 +987,73 @@ TEST_F(ClusterUnderChange, CheckAllAcrossSlotsDoesNotFollowAsk) {
   EXPECT_EQ(d->remaining, limit.count() - 1);
 }
 
+// Checks of two slots of one master share a call while one of the slots migrates away, its key
+// already on the target. The source redirects the call when it declares the moved key (ASK), and
+// the call fails on that key before writing anything when it does not (check_many.lua reads every
+// key first): either way each check is sent again on its own, the moved one through ASK, and each
+// is charged once.
+TEST_F(ClusterUnderChange, ACoalescedCallMeetingAMovedKeySendsEachCheckAlone) {
+  auto made = RedisStore::Create(
+      {.url = cluster_->url(), .timeout = 10s, .io_threads = 1, .connections_per_thread = 1});
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  RedisStore& store = **made;
+  const std::string moving = "moving";
+  const int slot = KeySlot(moving);
+  const int from = cluster_->MasterOfSlot(slot);
+  const std::string steady = KeyBesides(moving, "steady-");
+  ASSERT_FALSE(steady.empty());
+  const Limit limit = *Limit::Create(Algorithm::kGcra, 100, 24h);
+  // Two checks queued from a callback on the store's one I/O thread: they share a call.
+  auto check_together = [&](const std::string& first, const std::string& second) {
+    std::promise<Result<Decision>> decided[2];
+    const CheckRequest peek = {.scope = "s", .limit = &limit, .key = steady, .cost = 0};
+    store.CheckAsync(peek, [&](Result<Decision>) {
+      store.CheckAsync({.scope = "s", .limit = &limit, .key = first},
+                       [&](Result<Decision> d) { decided[0].set_value(d); });
+      store.CheckAsync({.scope = "s", .limit = &limit, .key = second},
+                       [&](Result<Decision> d) { decided[1].set_value(d); });
+    });
+    const Result<Decision> got[] = {decided[0].get_future().get(), decided[1].get_future().get()};
+    for (const Result<Decision>& d : got) {
+      ASSERT_TRUE(d.ok()) << d.status().ToString();
+      EXPECT_TRUE(d->allowed);
+    }
+  };
+  auto expect_used = [&](const std::string& key, int64_t admitted) {
+    auto d = store.Check({.scope = "s", .limit = &limit, .key = key, .cost = 0});
+    ASSERT_TRUE(d.ok()) << key << ": " << d.status().ToString();
+    EXPECT_EQ(limit.count() - d->remaining, admitted) << key;
+  };
+
+  // A check's own script loaded everywhere, so that the counts below see no NOSCRIPT.
+  for (int port : cluster_->MasterPorts()) {
+    cluster_->Cli(port, {"SCRIPT", "LOAD", redis::CheckScript(Algorithm::kGcra).source});
+  }
+  check_together(steady, moving);
+  const int to = AnotherMaster(from);
+  ASSERT_TRUE(cluster_->BeginSlotMigration(slot, to));
+  ASSERT_TRUE(cluster_->MigrateSlotKeys(slot));
+  struct Counts {
+    int64_t failed, rejected;
+  };
+  auto counts = [&] {
+    return Counts{EvalShaStat(*cluster_, from, "failed_calls"),
+                  EvalShaStat(*cluster_, from, "rejected_calls")};
+  };
+  Counts before = counts();
+  check_together(steady, moving);
+  Counts after = counts();
+  EXPECT_EQ(after.failed, before.failed + 1) << "the shared call did not fail on the moved key";
+  EXPECT_EQ(after.rejected, before.rejected + 1) << "the moved key's own call, ASK";
+  before = after;
+  check_together(moving, steady);
+  after = counts();
+  EXPECT_EQ(after.failed, before.failed);
+  EXPECT_EQ(after.rejected, before.rejected + 2) << "ASK to the shared call and to the moved key's";
+  expect_used(steady, 3);
+  expect_used(moving, 3);
+}
+
 TEST_F(ClusterUnderChange, ManualFailover) {
   auto store = MakeStore();
   ASSERT_NE(store, nullptr);
@@ -962,7 +1068,7 @@ TEST_F(ClusterUnderChange, ManualFailover) {
   const auto failover = Steady::now();
   ASSERT_TRUE(cluster_->Failover(replica));
   const auto converged = Steady::now();
-  const int64_t calls_converged = EvalShaCalls(*cluster_, replica);
+  const int64_t calls_converged = EvalShaStat(*cluster_, replica);
   std::this_thread::sleep_for(500ms);
   const auto samples = load.Stop();
 
@@ -972,7 +1078,7 @@ TEST_F(ClusterUnderChange, ManualFailover) {
   Print("manual failover", s);
   EXPECT_LE(s.slowest, kTimeout + kLateTimer) << "a decision outlived its deadline";
   EXPECT_EQ(cluster_->MasterOfSlot(slot), replica);
-  EXPECT_GT(EvalShaCalls(*cluster_, replica), calls_converged) << "not routed to the new master";
+  EXPECT_GT(EvalShaStat(*cluster_, replica), calls_converged) << "not routed to the new master";
   std::vector<Load::Sample> after;
   std::copy_if(samples.begin(), samples.end(), std::back_inserter(after),
                [&](const auto& x) { return x.start > converged + 200ms; });
@@ -1018,7 +1124,7 @@ TEST_F(ClusterUnderChange, MasterKilled) {
                                                    << cluster_->Cli(replica, {"CLUSTER", "NODES"});
   ASSERT_TRUE(cluster_->WaitHealthy(10s, 3));
   const auto converged = Steady::now();
-  const int64_t calls_converged = EvalShaCalls(*cluster_, replica);
+  const int64_t calls_converged = EvalShaStat(*cluster_, replica);
   ASSERT_TRUE(WaitFor([&] { return load.EveryKeyDenied(); }, 30s))
       << "some key never reached its limit";
   std::this_thread::sleep_for(200ms);
@@ -1033,7 +1139,7 @@ TEST_F(ClusterUnderChange, MasterKilled) {
                [&](const auto& x) { return on_killed(x.key); });
   Print("  of which on the killed master's keys", Summarize(of_killed));
   EXPECT_LE(s.slowest, kTimeout + kLateTimer) << "a decision outlived its deadline";
-  EXPECT_GT(EvalShaCalls(*cluster_, replica), calls_converged) << "not routed to the new master";
+  EXPECT_GT(EvalShaStat(*cluster_, replica), calls_converged) << "not routed to the new master";
   std::vector<Load::Sample> after;
   std::copy_if(samples.begin(), samples.end(), std::back_inserter(after),
                [&](const auto& x) { return x.start > converged + 200ms; });

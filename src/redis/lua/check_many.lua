@@ -1,27 +1,62 @@
 -- Several checks of the one algorithm this script was built with, each decided on its own, in
--- order: the checks a connection coalesced into one call. KEYS are each check's keys, ARGV its
--- runs of checks with the same parameters, then each check's cost; the reply is one check's
--- packed reply after another, in one flat array. Written in src/redis/script_call.h.
+-- order: the checks a connection coalesced into one call. KEYS are each check's keys (across the
+-- slots of a Redis Cluster node, only the first check's: the others' follow the costs), ARGV its
+-- runs of checks with the same parameters, then each check's cost; the reply is one check's packed
+-- reply after another, in one flat array. Written in src/redis/client.h and script_call.h.
 local runs = tonumber(ARGV[1])
-local costs = 2 + runs * 6 -- the index before the first check's cost
-local checks = #ARGV - costs
-local key_count = #KEYS / checks
+local costs = 3 + runs * 6 -- the index before the first check's cost
+local across = ARGV[3] == '1'
+local checks, key_count
+if across then
+  key_count = #KEYS
+  checks = (#ARGV - costs + key_count) / (1 + key_count)
+else
+  checks = #ARGV - costs
+  key_count = #KEYS / checks
+end
+-- The call's keys, one check's after another: key n is KEYS[n] or else ARGV[more_keys + n].
+local more_keys = costs + checks - key_count
 local replies = {}
 local redis_now
--- The states of the one-key algorithms, all read by one command when there are several checks
--- (see the read section below).
-local states = key_count == 1 and checks > 1 and redis.call('MGET', unpack(KEYS))
+-- The states of the one-key algorithms, read before the first decision when there are several
+-- checks or the call is across slots (see the read section below).
+local states
+if across then
+  -- Each key is read (sliding_log's two touched) before anything is written: a key of a slot the
+  -- node does not serve (moved, or migrating and gone) fails the call here, having changed
+  -- nothing, and the client then sends each check on its own. No command may read keys of two
+  -- slots, so each is read alone.
+  states = key_count == 1 and {} or nil
+  for n = 1, checks * key_count, key_count do
+    local key = KEYS[n] or ARGV[more_keys + n]
+    if states then
+      local stored = redis.pcall('GET', key)
+      if type(stored) == 'table' then
+        if not string.find(stored.err, 'WRONGTYPE', 1, true) then
+          return stored
+        end
+        stored = false -- sliding_log's sorted set, read as MGET reads it
+      end
+      states[n] = stored
+    else
+      redis.call('EXISTS', key, KEYS[n + 1] or ARGV[more_keys + n + 1])
+    end
+  end
+elseif key_count == 1 and checks > 1 then
+  states = redis.call('MGET', unpack(KEYS))
+end
 -- The keys of the checks so far, when the caller found that a key may repeat (read section).
 local seen = ARGV[2] == '1' and {}
 local run, next_run = 0, 0 -- the run of the check before, the first check of the next run
 local now, margin, a, b, max_delay
 for i = 0, checks - 1 do
-  local key, aux = KEYS[i * key_count + 1], nil
+  local n = i * key_count + 1
+  local key, aux = KEYS[n] or ARGV[more_keys + n], nil
   if key_count == 2 then
-    aux = KEYS[i * key_count + 2]
+    aux = KEYS[n + 1] or ARGV[more_keys + n + 1]
   end
   if i == next_run then
-    local at = 3 + run * 6
+    local at = 4 + run * 6
     -- The caller's time when it passed one, else Redis TIME, read once for the call.
     now = tonumber(ARGV[at + 1])
     if not now then
@@ -35,7 +70,7 @@ for i = 0, checks - 1 do
     margin, a, b = tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4])
     max_delay = tonumber(ARGV[at + 5])
     run = run + 1
-    next_run = run < runs and tonumber(ARGV[3 + run * 6]) or checks
+    next_run = run < runs and tonumber(ARGV[4 + run * 6]) or checks
   end
   local cost = tonumber(ARGV[costs + i + 1])
   --@insert load
@@ -53,10 +88,10 @@ end
 return replies
 
 --@section read
--- The key's state as MGET read it, unless none did (a check alone) or a check before this one had
--- the key and may have changed it. MGET reads a key holding no string as false, absent or not:
--- present is then true, so that the commit deletes what check.lua would (the DEL of an absent key
--- changes nothing).
+-- The key's state as read before the first decision, unless it was not (a check alone) or a
+-- check before this one had the key and may have changed it. That read gives false for a key
+-- holding no string, absent or not: present is then true, so that the commit deletes what
+-- check.lua would (the DEL of an absent key changes nothing).
 local stored, present
 if not states or seen and seen[key] then
   stored = redis.pcall('GET', key) -- an error reply: the key holds sliding_log's sorted set
