@@ -4,7 +4,9 @@
 # Rounds are interleaved so both see the same noise; medians are reported, with the sluice
 # process's CPU time per decision (user + system), which is where cluster routing costs.
 # Usage: [ROUNDS=3] [ALGORITHM=gcra] [KEYS=10000] [CONCURRENCY=64] [DURATION=10s] [REPLICAS=0]
-#        [IO_THREADS=1] [CONNECTIONS=2] scripts/bench-cluster.sh
+#        [IO_THREADS=1] [CONNECTIONS=n] scripts/bench-cluster.sh
+# CONNECTIONS (per I/O thread to each node) unset: each store's default, 2 to the single server
+# and 1 to each master of the cluster.
 # Needs a release build: cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C build/release
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +16,7 @@ rounds=${ROUNDS:-3}
 replicas=${REPLICAS:-0}
 workload=(--algorithm "${ALGORITHM:-gcra}" --keys "${KEYS:-10000}" --concurrency "${CONCURRENCY:-64}"
   --duration "${DURATION:-10s}" --io-threads "${IO_THREADS:-1}"
-  --connections "${CONNECTIONS:-2}" --limit 1000000 --period 1s --json)
+  --connections "${CONNECTIONS:-0}" --limit 1000000 --period 1s --json)
 
 dir=$(mktemp -d)
 pidfiles=()

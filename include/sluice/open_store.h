@@ -23,7 +23,7 @@ struct OpenStoreOptions {
   Duration timeout = std::chrono::milliseconds(50);
   std::string key_prefix = "sluice:";
   int io_threads = 1;
-  int connections_per_thread = 2;
+  int connections_per_thread = 0;  // RedisStoreOptions::connections_per_thread (0: its default)
   // memory://'s bound (MemoryStoreOptions::max_memory).
   size_t max_memory = MemoryStoreOptions{}.max_memory;
   // RedisStoreOptions::coalesce_max: checks decided by one script call at most.

@@ -67,13 +67,17 @@ struct RedisStoreOptions {
   Duration connect_timeout = std::chrono::milliseconds(50);
   // The client's I/O threads; on a Redis Cluster, shared by the clients of all the masters.
   int io_threads = 1;
-  // Two keep Redis busy while the client handles a batch of replies (src/redis/client.h).
-  int connections_per_thread = 2;
+  // Connections per I/O thread to each Redis node; 0 for the default: 2 to a single Redis, which
+  // keep it busy while the client handles a batch of replies (src/redis/client.h), and 1 to each
+  // master of a Redis Cluster, whose batches overlap one another's: fewer, larger writes cost the
+  // client less CPU per decision (docs/benchmarks.md).
+  int connections_per_thread = 0;
   // Calls outstanding on one connection beyond which more are refused at once, as UNAVAILABLE:
   // Redis is not keeping up, an outage that a ResilientStore's failure policy decides.
   size_t max_pending_per_connection = 4096;
   // Checks (CheckAsync, Check) queued together for one connection's next write, of the same
-  // algorithm (and on a Redis Cluster the same slot), are decided by one script call, up to this
+  // algorithm (on a Redis Cluster, to the same master, whatever their slots), are decided by one
+  // script call, up to this
   // many in a call (from 1 to 1024; 1 sends each check in its own call). Each still gets its own
   // decision and deadline, in order per key; Redis runs one script at a time, so the count bounds
   // how long one call holds Redis (about 1-2 µs per check). See docs/benchmarks.md.

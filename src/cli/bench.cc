@@ -193,7 +193,10 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchFlags& f) {
   bench->add_option("--key-prefix", f.key_prefix)->capture_default_str();
   bench->add_option("--io-threads", f.io_threads, "Redis client I/O threads")
       ->capture_default_str();
-  bench->add_option("--connections", f.connections, "Redis connections per I/O thread")
+  bench
+      ->add_option("--connections", f.connections,
+                   "Redis connections per I/O thread to each node (0: 2 to one Redis, 1 to each "
+                   "Redis Cluster master)")
       ->capture_default_str();
   bench
       ->add_option("--coalesce-max", f.coalesce_max,
@@ -229,8 +232,9 @@ int RunBench(const BenchFlags& f) {
   if (!duration.ok()) return Fail("--duration: " + duration.status().message());
   auto period = config::ParseDuration(f.period);
   if (!period.ok()) return Fail("--period: " + period.status().message());
-  if (f.keys < 1 || f.concurrency < 1 || f.io_threads < 1 || f.connections < 1) {
-    return Fail("--keys, --concurrency, --io-threads and --connections must be at least 1");
+  if (f.keys < 1 || f.concurrency < 1 || f.io_threads < 1 || f.connections < 0) {
+    return Fail(
+        "--keys, --concurrency and --io-threads must be at least 1, --connections at least 0");
   }
   if (!(f.rate >= 0)) return Fail("--rate must be 0 (closed loop) or above");
   if (!f.rls.empty()) {

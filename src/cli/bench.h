@@ -22,7 +22,7 @@ struct BenchFlags {
   int64_t burst = 0;  // 0: the algorithm's default
   std::string key_prefix = "bench:";
   int io_threads = 1;
-  int connections = 2;
+  int connections = 0;  // 0: the store's default
   size_t coalesce_max = 64;
   // Above 0: checks per second from this process, paced evenly (open loop).
   double rate = 0;

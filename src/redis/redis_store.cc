@@ -16,11 +16,13 @@
 namespace sluice {
 namespace {
 
-void ApplyTo(const RedisStoreOptions& options, redis::ClientOptions& client) {
+// `connections` per I/O thread to each node unless the options say how many.
+void ApplyTo(const RedisStoreOptions& options, int connections, redis::ClientOptions& client) {
   client.timeout = options.timeout;
   client.connect_timeout = options.connect_timeout;
   client.io_threads = options.io_threads;
-  client.connections_per_thread = options.connections_per_thread;
+  client.connections_per_thread =
+      options.connections_per_thread > 0 ? options.connections_per_thread : connections;
   client.max_pending_per_connection = options.max_pending_per_connection;
   client.coalesce_max = options.coalesce_max;
 }
@@ -30,14 +32,14 @@ Result<std::unique_ptr<redis::Client>> Connect(const RedisStoreOptions& options)
   if (options.url.starts_with(redis::kClusterScheme)) {
     auto cluster = redis::ParseRedisClusterUrl(options.url);
     if (!cluster.ok()) return cluster.status();
-    ApplyTo(options, cluster->node);
+    ApplyTo(options, 1, cluster->node);
     auto client = redis::ClusterClient::Create(std::move(*cluster));
     if (!client.ok()) return client.status();
     return std::unique_ptr<redis::Client>(std::move(*client));
   }
   auto single = redis::ParseRedisUrl(options.url);
   if (!single.ok()) return single.status();
-  ApplyTo(options, *single);
+  ApplyTo(options, 2, *single);
   return redis::Client::Create(std::move(*single));
 }
 
@@ -54,6 +56,9 @@ Result<std::unique_ptr<RedisStore>> RedisStore::Create(RedisStoreOptions options
     return Status::InvalidArgument("coalesce_max must be from 1 to " +
                                    std::to_string(redis::kCoalesceMaxLimit) + ", got " +
                                    std::to_string(options.coalesce_max));
+  }
+  if (options.connections_per_thread < 0) {
+    return Status::InvalidArgument("connections per thread must not be negative (0: the default)");
   }
   if (options.expiry_margin < std::chrono::milliseconds(1)) {
     return Status::InvalidArgument("expiry margin must be at least 1ms");

@@ -56,7 +56,7 @@ size_t MaxPendingPerConnection(RedisFault fault) {
              ? 64
              : RedisStoreOptions{}.max_pending_per_connection;
 }
-const int kConnections = RedisStoreOptions{}.connections_per_thread;
+constexpr int kConnections = 2;  // RedisStoreOptions::connections_per_thread to one Redis
 constexpr int kSyncThreads = 4;
 constexpr int kAsyncPerMillisecond = 10;  // 10 000 checks/s
 constexpr int64_t kMaxOutstanding = 2000;
