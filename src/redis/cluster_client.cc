@@ -7,6 +7,7 @@
 #include "redis/cluster_client.h"
 
 #include <algorithm>
+#include <boost/container/small_vector.hpp>
 #include <optional>
 #include <utility>
 
@@ -39,11 +40,13 @@ Result<int> SlotOfKeys(std::span<const std::string_view> keys) {
 namespace cluster {
 
 struct Call {
-  const Script* script = nullptr;       // null: a command
-  const Script* many = nullptr;         // a check that may coalesce (CoalescibleCall)
-  size_t own_arg = 0;                   // with `many`
-  std::string bytes;                    // the words, owned
-  std::vector<std::string_view> words;  // views of bytes: argv, or keys then args
+  const Script* script = nullptr;  // null: a command
+  const Script* many = nullptr;    // a check that may coalesce (CoalescibleCall)
+  size_t own_arg = 0;              // with `many`
+  // The words, owned (a check's fit in the call's own allocation), and views of them: argv, or
+  // keys then args.
+  boost::container::small_vector<char, 256> bytes;
+  boost::container::small_vector<std::string_view, 8> words;
   size_t key_count = 0;
   int slot = -1;  // -1: any master will do
   Steady::time_point deadline;
@@ -61,7 +64,7 @@ struct Call {
     for (auto part : {first, second}) {
       for (auto w : part) {
         const size_t at = bytes.size();
-        bytes.append(w);
+        bytes.insert(bytes.end(), w.begin(), w.end());
         words.push_back(std::string_view(bytes.data() + at, w.size()));  // no reallocation
       }
     }
