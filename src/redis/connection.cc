@@ -99,10 +99,11 @@ void Connection::SubmitCoalesced(CoalescedCheck check) {
       }
       const std::string_view bytes = check.bytes;
       const std::string_view shared = bytes.substr(check.keys_size, check.own_at - check.keys_size);
-      if (group_.run_count == 0 || shared != group_.shared) {
+      if (group_.run_count == 0 ||
+          shared != std::string_view(group_.runs).substr(group_.last_shared_at)) {
         AppendBulk(std::to_string(group_.members.size()), group_.runs);
+        group_.last_shared_at = group_.runs.size();
         group_.runs.append(shared);
-        group_.shared.assign(shared);
         ++group_.run_count;
         group_.run_arg_count += 1 + check.shared_count;
       }
@@ -150,7 +151,7 @@ void Connection::CloseGroupLocked() REQUIRES(mu_) {
   AddEntryLocked(std::move(p));
   group_.members.clear();
   group_.key_hashes.clear();
-  for (std::string* bytes : {&group_.keys, &group_.runs, &group_.shared, &group_.owns}) {
+  for (std::string* bytes : {&group_.keys, &group_.runs, &group_.owns}) {
     bytes->clear();
   }
   group_.key_count = group_.run_count = group_.run_arg_count = 0;

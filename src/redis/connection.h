@@ -181,14 +181,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<Pending> incoming_ GUARDED_BY(mu_);
   bool flush_posted_ GUARDED_BY(mu_) = false;
   // The call coalescing checks at the tail of the queue (none while `members` is empty): its
-  // keys, its runs (each the index of its first check, then its shared args; `shared` the last
-  // run's) and its checks' own args.
+  // keys, its runs (each the index of its first check, then its shared args, the last run's from
+  // last_shared_at on) and its checks' own args.
   struct Group {
     const Script* many = nullptr;
     bool across_slots = false;
-    size_t key_count = 0, run_count = 0, run_arg_count = 0;
+    size_t key_count = 0, run_count = 0, run_arg_count = 0, last_shared_at = 0;
     size_t first_key_count = 0, first_keys_size = 0;  // the first check's keys, and their bytes
-    std::string keys, runs, shared, owns;
+    std::string keys, runs, owns;
     std::vector<size_t> key_hashes;  // of each check's keys
     std::vector<CoalescedMember> members;
     Steady::time_point deadline;  // the members' earliest
