@@ -6,16 +6,17 @@
 // Memory is bounded by max_memory, which counts what the store really allocates for its keys:
 // the tables' slots, out-of-line keys and sliding_log entries (the `bytes` of memory_stats()).
 // The bound is split evenly over the shards. Each key's state knows when it becomes equivalent
-// to fresh; a new key that finds its shard at the bound first makes room by dropping every such
-// state (which changes no decision), and then, if that is not enough, by evicting keys not
-// checked lately: an eviction hand visits each slot of the shard once a round and evicts a key
-// not checked in its current round or the previous one (a new key counts as not checked, so a
-// key checked once goes before one checked again). A key checked at least once a round is never
-// evicted; an evicted key's next check starts from a fresh state, so the store can admit up to
-// one more capacity of its limit for it. Existing keys keep being decided at the bound, and new
-// ones are admitted. A check is refused with RESOURCE_EXHAUSTED only when no room can be made at
-// all (the system refuses memory, or a CheckAll's own keys fill a shard). max_keys is a second
-// bound, on the keys held, enforced the same way.
+// to fresh (below the bound a shard's table grows rather than dropping such states, so that a key
+// coming back after its state expired finds its slot); a new key that finds its shard at the bound
+// first makes room by dropping every such state (which changes no decision), and then, if that is
+// not enough, by evicting keys not checked lately: an eviction hand visits each slot of the shard
+// once a round and evicts a key not checked in its current round or the previous one (a new key
+// counts as not checked, so a key checked once goes before one checked again). A key checked at
+// least once a round is never evicted; an evicted key's next check starts from a fresh state, so
+// the store can admit up to one more capacity of its limit for it. Existing keys keep being decided
+// at the bound, and new ones are admitted. A check is refused with RESOURCE_EXHAUSTED only when no
+// room can be made at all (the system refuses memory, or a CheckAll's own keys fill a shard).
+// max_keys is a second bound, on the keys held, enforced the same way.
 //
 // Thread safety: fully thread-safe; decisions on one key are linearizable.
 #pragma once

@@ -16,15 +16,21 @@
 //
 // Bounds: the slot array, the out-of-line keys and the values' heap (Traits::HeapBytes) are
 // counted against Limits::max_bytes, and the entries against max_entries and 4/5 of the slots.
-// Making room for new entries (Insert, Reserve) or fitting the bytes after a value grew (Fit) does,
-// in order: drop every entry whose expiry has passed (its value is then equivalent to none, so
-// dropping it changes nothing), grow the array (doubling, while the old and the new array fit in
-// the budget together), and evict by a CLOCK, an approximation of least recently used: a hand
-// visits every slot once a round, in a scattered order (see AdvanceHand), and evicts an entry not
-// looked up in its current round or the one before. So an entry looked up at least once a round is
-// never evicted, and a new entry counts as not looked up: keys seen once (a flood of distinct
-// keys) go before keys seen again. Each pass evicts down to 7/8 of the bound, so that the work is
-// paid once per many inserts. Entries named in `keep` are never dropped or evicted.
+// An entry whose expiry has passed holds a value equivalent to none: dropping it changes nothing,
+// and neither does keeping it, so that a key coming back takes its expired entry over in place
+// (the owner decides on it as on none) rather than being inserted again. Making room for new
+// entries (Insert, Reserve) does, in order: grow the array when the slots are what is short
+// (doubling, while the old and the new array fit in the budget together; the move drops the
+// expired entries); if that leaves less than 1/8 of the bounds to spare, drop every expired entry,
+// then evict. Fitting the bytes after a value grew (Fit) drops the expired entries, then evicts.
+// Growing before dropping keeps the entries of keys that come back after expiring (a key checked
+// every few hundred ms against a 100 ms state) while the budget allows, instead of dropping and
+// inserting them again at every pass. Eviction is by a CLOCK, an approximation of least recently
+// used: a hand visits every slot once a round, in a scattered order (see AdvanceHand), and evicts
+// an entry not looked up in its current round or the one before. So an entry looked up at least
+// once a round is never evicted, and a new entry counts as not looked up: keys seen once (a flood
+// of distinct keys) go before keys seen again. Each pass evicts down to 7/8 of the bound, so that
+// the work is paid once per many inserts. Entries named in `keep` are never dropped or evicted.
 //
 // Value requirements: sizeof a multiple of 8, alignment at most 8. Traits (see PlainValueTraits)
 // relocates, destroys and measures a value given its kind; the table never copies one.
@@ -160,9 +166,9 @@ class SweptTable {
                std::span<const core::ScopedKey> keep) {
     if (capacity_ == 0 && !Resize(kInitialSlots, now, keep)) return false;
     if (Fits(entries, heap_bytes, 0)) return true;
-    DropFresh(now, keep);
+    if (size_ + entries > LoadBound() && LoadBound() < limits_.max_entries) Grow(now, keep);
     if (Fits(entries, heap_bytes, 8)) return true;
-    if (LoadBound() < limits_.max_entries) Grow(now, keep);
+    DropFresh(now, keep);
     while (!Fits(entries, heap_bytes, 8) && EvictOne(now, keep)) {
     }
     return Fits(entries, heap_bytes, 0);

@@ -518,13 +518,42 @@ TEST(MemoryStoreMemory, CountsSlotsLongKeysAndSlidingLogEntries) {
   EXPECT_EQ(bytes(), 4096u + 112);
   ASSERT_TRUE(store.Reset("api", long_key).ok());
   EXPECT_EQ(bytes(), 4096u);
-  // 4/5 of the slots hold keys (51 of 64); beyond, the states back to fresh are dropped ("short"
-  // is, two seconds on), then the array doubles (the old one is given back).
+  // 4/5 of the slots hold keys (51 of 64); beyond, the array doubles (the old one is given back),
+  // and the move drops the states back to fresh ("short" is, two seconds on).
   for (int i = 0; i < 51; ++i) check(gcra, Key(i));
   EXPECT_EQ(store.size(), 51u);
   EXPECT_EQ(bytes(), 8192u);
   EXPECT_EQ(store.memory_stats().keys, 51u);
   EXPECT_EQ(store.memory_stats().evicted_fresh, 1u);
+}
+
+// Keys whose states are back to fresh before they come back (10 per second: a state lasts 100 ms;
+// a key comes back every 400 ms): while the budget allows, the table grows to hold them all rather
+// than dropping the expired states to make room, so that a key coming back finds its slot and
+// takes it over in place instead of being inserted again (an expired state decides as none).
+TEST(MemoryStoreMemory, KeysThatComeBackAfterExpiringKeepTheirSlotsWhileTheBudgetAllows) {
+  ManualClock clock;
+  MemoryStore store(MemoryStoreOptions{.clock = &clock, .shards = 1});
+  Limiter limiter(store, "api", MakeLimit(Algorithm::kGcra, 10, seconds(1)));
+  constexpr int kKeys = 200;
+  const auto round = [&] {
+    for (int i = 0; i < kKeys; ++i) {
+      clock.Advance(milliseconds(2));
+      auto d = limiter.Check(Key(i));
+      ASSERT_TRUE(d.ok() && d->allowed) << i;
+      EXPECT_EQ(d->remaining, 9) << i;  // the expired state decided as none
+    }
+  };
+  for (int r = 0; r < 3; ++r) round();
+  const StoreMemoryStats warm = store.memory_stats();
+  EXPECT_EQ(warm.keys, static_cast<size_t>(kKeys));
+  for (int r = 0; r < 3; ++r) round();
+  const StoreMemoryStats after = store.memory_stats();
+  EXPECT_EQ(after.evicted_fresh, warm.evicted_fresh);  // no key dropped and inserted again
+  EXPECT_EQ(after.evicted_lru, 0u);
+  EXPECT_EQ(after.keys, static_cast<size_t>(kKeys));
+  EXPECT_EQ(after.bytes, warm.bytes);
+  EXPECT_EQ(store.Sweep(), static_cast<size_t>(kKeys - 50));  // the last 100 ms: 50 keys fresh
 }
 
 // A long flood of distinct keys on a table of thousands of slots: evictions are spread over the
