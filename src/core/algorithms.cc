@@ -295,7 +295,9 @@ Decision Decide(const Limit& limit, GcraState& s, int64_t now, int64_t cost, int
     tat += cost * interval;
     s.theoretical_arrival = tat;
   }
-  const int64_t remaining = std::max<int64_t>((now + tolerance - tat) / interval, 0);
+  // Less than an interval of room (a key at its limit) needs no division.
+  const int64_t room = now + tolerance - tat;
+  const int64_t remaining = room >= interval ? room / interval : 0;
   return MakeDecision(limit, answer.allowed, remaining,
                       {.retry_after = answer.retry_after,
                        .reset_after = tat - now,

@@ -40,7 +40,10 @@ Decision DecideHeld(Table& table, Table::Slot& slot, const ScopedKey& key, const
   const Decision decision = memory::DecideStored(limit, kind, slot.value(), now, cost, max_delay);
   slot.set_kind(kind);
   const size_t heap_after = Traits::HeapBytes(kind, slot.value());
-  table.AddHeapBytes(static_cast<ptrdiff_t>(heap_after - heap_before));
+  // Only when it changed: the table's counters share a cache line that threads on other keys of
+  // the shard read.
+  if (heap_after != heap_before)
+    table.AddHeapBytes(static_cast<ptrdiff_t>(heap_after - heap_before));
   if (decision.reset_after.count() == 0) {
     table.Erase(&slot);
     return decision;
