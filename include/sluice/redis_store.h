@@ -77,10 +77,10 @@ struct RedisStoreOptions {
   size_t max_pending_per_connection = 4096;
   // Checks (CheckAsync, Check) queued together for one connection's next write, of the same
   // algorithm (on a Redis Cluster, to the same master, whatever their slots), are decided by one
-  // script call, up to this
-  // many in a call (from 1 to 1024; 1 sends each check in its own call). Each still gets its own
-  // decision and deadline, in order per key; Redis runs one script at a time, so the count bounds
-  // how long one call holds Redis (about 1-2 µs per check). See docs/benchmarks.md.
+  // script call, up to this many in a call (from 1 to 1024; 1 sends each check in its own call).
+  // Each still gets its own decision and deadline, in order per key; Redis runs one script at a
+  // time, so the count bounds how long one call holds Redis (about 1-2 µs per check). See
+  // docs/benchmarks.md.
   size_t coalesce_max = 64;
 
   // Namespace of every key this store writes; must not contain '{' or '}'.

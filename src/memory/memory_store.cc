@@ -42,8 +42,9 @@ Decision DecideHeld(Table& table, Table::Slot& slot, const ScopedKey& key, const
   const size_t heap_after = Traits::HeapBytes(kind, slot.value());
   // Only when it changed: the table's counters share a cache line that threads on other keys of
   // the shard read.
-  if (heap_after != heap_before)
+  if (heap_after != heap_before) {
     table.AddHeapBytes(static_cast<ptrdiff_t>(heap_after - heap_before));
+  }
   if (decision.reset_after.count() == 0) {
     table.Erase(&slot);
     return decision;
