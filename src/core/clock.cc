@@ -1,5 +1,7 @@
 #include "sluice/clock.h"
 
+#include "core/microsecond_gate.h"
+
 namespace sluice {
 namespace {
 
@@ -20,8 +22,8 @@ const Anchor& ProcessAnchor() {
 
 Time SystemClock::now() const {
   const Anchor& anchor = ProcessAnchor();
-  return anchor.wall +
-         std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - anchor.steady);
+  thread_local constinit core::MicrosecondGate gate;
+  return anchor.wall + Duration(core::MicrosecondsSince(anchor.steady, gate));
 }
 
 SystemClock& SystemClock::Instance() {

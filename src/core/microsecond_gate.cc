@@ -1,0 +1,91 @@
+#include "core/microsecond_gate.h"
+
+#if defined(__x86_64__) && __has_include(<sys/rseq.h>)
+#include <cpuid.h>
+#include <sched.h>
+#include <sys/rseq.h>
+#include <x86intrin.h>
+#define SLUICE_COUNTER_GATE 1
+#endif
+
+namespace sluice::core {
+
+int64_t MicrosecondGate::Record(uint64_t ticks_before, int64_t ns, uint64_t ticks_after, int cpu) {
+  if (ticks_per_ns_q32_ == 0) Calibrate(ticks_before, ns, ticks_after, cpu);
+  ticks_ = ticks_before;
+  us_ = ns / 1000;
+  cpu_ = cpu;
+  const auto rest_ns = static_cast<uint64_t>(1000 - ns % 1000);
+  span_ = cpu < 0 ? 0 : rest_ns * ticks_per_ns_q32_ >> 32;
+  return us_;
+}
+
+void MicrosecondGate::Calibrate(uint64_t ticks_before, int64_t ns, uint64_t ticks_after, int cpu) {
+  if (cpu < 0) return;
+  if (cpu == first_cpu_ && ticks_before > first_ticks_ && ns - first_ns_ >= kCalibrationNs) {
+    const double ticks_per_ns = static_cast<double>(ticks_before - first_ticks_) /
+                                static_cast<double>(ns - first_ns_) * (63.0 / 64.0);
+    ticks_per_ns_q32_ = static_cast<uint64_t>(ticks_per_ns * 4294967296.0);
+    if (ticks_per_ns_q32_ != 0) return;
+  }
+  if (cpu != first_cpu_ || ticks_after < first_ticks_ || ns < first_ns_) {
+    first_ticks_ = ticks_after;
+    first_ns_ = ns;
+    first_cpu_ = cpu;
+  }
+}
+
+#ifdef SLUICE_COUNTER_GATE
+
+bool CounterUsable() {
+  static const bool usable = [] {
+    unsigned eax, ebx, ecx, edx;
+    if (__get_cpuid(0x80000007, &eax, &ebx, &ecx, &edx) == 0) return false;
+    constexpr unsigned kInvariantTsc = 1u << 8;
+    return (edx & kInvariantTsc) != 0 && __rseq_size > 0;
+  }();
+  return usable;
+}
+
+uint64_t ReadCounter() { return CounterUsable() ? __rdtsc() : 0; }
+
+int64_t MicrosecondsSince(std::chrono::steady_clock::time_point origin, MicrosecondGate& gate) {
+  if (CounterUsable()) {
+    // No fence before this read: it would cost more than the kernel's clock. The count is then
+    // as of when the CPU executed the read, which may be a little before the loads that precede
+    // it completed (see SystemClock).
+    const int cpu = sched_getcpu();
+    const uint64_t before = __rdtsc();
+    const bool same_cpu = sched_getcpu() == cpu;
+    if (same_cpu) {
+      if (const int64_t reused = gate.Reuse(before, cpu); reused >= 0) return reused;
+    }
+    // The vDSO reads the counter again after a fence, so not before `before`; `after` must not be
+    // read before the clock is.
+    const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - origin)
+                           .count();
+    _mm_lfence();
+    const uint64_t after = __rdtsc();
+    return gate.Record(before, ns, after, same_cpu && sched_getcpu() == cpu ? cpu : -1);
+  }
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                               origin)
+      .count();
+}
+
+#else
+
+bool CounterUsable() { return false; }
+
+uint64_t ReadCounter() { return 0; }
+
+int64_t MicrosecondsSince(std::chrono::steady_clock::time_point origin, MicrosecondGate&) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                               origin)
+      .count();
+}
+
+#endif
+
+}  // namespace sluice::core

@@ -1,0 +1,168 @@
+// MicrosecondGate on made-up readings (when a reading may be reused, how the counter's rate is
+// measured) and MicrosecondsSince on this machine's counter and clock (exact, and reusing).
+#include "core/microsecond_gate.h"
+
+#include <gtest/gtest.h>
+#include <sched.h>
+
+#include <chrono>
+#include <cstdint>
+#include <random>
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+namespace sluice::core {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;  // in ns
+constexpr int kCpu = 3;
+
+// A counter of exactly `ticks_per_ns`, read with no delay around the clock: the rate measured
+// is ticks_per_ns less 1/64.
+MicrosecondGate Calibrated(uint64_t ticks_per_ns) {
+  MicrosecondGate gate;
+  gate.Record(0, 0, 0, kCpu);
+  gate.Record(ticks_per_ns * kMs, kMs, ticks_per_ns * kMs, kCpu);
+  return gate;
+}
+
+TEST(MicrosecondGate, ReusesNothingBeforeItKnowsTheCountersRate) {
+  MicrosecondGate gate;
+  EXPECT_EQ(gate.Reuse(0, -1), -1);  // a gate that has read nothing
+  EXPECT_EQ(gate.Reuse(0, 0), -1);
+  EXPECT_EQ(gate.Record(1000, 1'500, 1010, kCpu), 1);
+  EXPECT_EQ(gate.Reuse(1001, kCpu), -1);
+  // Not yet kCalibrationNs since the first reading.
+  EXPECT_EQ(gate.Record(1000 + 2 * (kMs - 1), kMs - 1 + 1'500, 1000 + 2 * kMs, kCpu), 1001);
+  EXPECT_EQ(gate.Reuse(1000 + 2 * kMs, kCpu), -1);
+}
+
+TEST(MicrosecondGate, ReusesAReadingWhileTheCounterProvesItsMicrosecondGoesOn) {
+  MicrosecondGate gate = Calibrated(2);  // 2 ticks a ns, measured as 2 * 63/64 = 1.96875
+  const uint64_t ticks = 10 * kMs;
+  ASSERT_EQ(gate.Record(ticks, 7'400, ticks + 5, kCpu), 7);
+  // 600 ns are left of microsecond 7: proven for 600 * 1.96875 = 1181.25 ticks.
+  EXPECT_EQ(gate.Reuse(ticks, kCpu), 7);
+  EXPECT_EQ(gate.Reuse(ticks + 1180, kCpu), 7);
+  EXPECT_EQ(gate.Reuse(ticks + 1181, kCpu), -1);
+  EXPECT_EQ(gate.Reuse(ticks + 100, kCpu + 1), -1) << "another CPU's counter";
+  EXPECT_EQ(gate.Reuse(ticks - 1, kCpu), -1) << "a counter that went back";
+  // A reading at the very start of a microsecond is proven for nearly all of it.
+  ASSERT_EQ(gate.Record(ticks + 4000, 9'000, ticks + 4001, kCpu), 9);
+  EXPECT_EQ(gate.Reuse(ticks + 4000 + 1967, kCpu), 9);
+  EXPECT_EQ(gate.Reuse(ticks + 4000 + 1968, kCpu), -1);
+}
+
+TEST(MicrosecondGate, ReusesNothingFromAReadingThatMayHaveChangedCpu) {
+  MicrosecondGate gate = Calibrated(2);
+  ASSERT_EQ(gate.Record(10 * kMs, 7'000, 10 * kMs + 5, -1), 7);
+  EXPECT_EQ(gate.Reuse(10 * kMs + 1, -1), -1);
+  EXPECT_EQ(gate.Reuse(10 * kMs + 1, kCpu), -1);
+}
+
+// The calibration's two readings are on one CPU; a reading on another starts it again.
+TEST(MicrosecondGate, MeasuresTheRateOnOneCpu) {
+  MicrosecondGate gate;
+  gate.Record(0, 0, 0, kCpu);
+  gate.Record(5 * kMs, kMs / 2, 5 * kMs, kCpu + 1);  // another CPU: starts again from here
+  gate.Record(6 * kMs, kMs, 6 * kMs, kCpu);          // yet another: again
+  gate.Record(7 * kMs, 2 * kMs - 1, 7 * kMs, kCpu);  // not kCalibrationNs since
+  EXPECT_EQ(gate.Reuse(7 * kMs, kCpu), -1);
+  gate.Record(8 * kMs, 2 * kMs, 8 * kMs, kCpu);  // 2 ms of ticks in 1 ms: 2 a ns
+  EXPECT_EQ(gate.Reuse(8 * kMs + 1967, kCpu), 2000);
+  EXPECT_EQ(gate.Reuse(8 * kMs + 1968, kCpu), -1);
+}
+
+// The rate is measured from the count after the first reading to the count before the second:
+// a thread preempted between its count and its clock reading makes the rate lower, never higher.
+TEST(MicrosecondGate, APreemptedCalibrationMeasuresALowerRate) {
+  MicrosecondGate gate;
+  // 2 ticks a ns. The thread was preempted for 0.5 ms after the first clock reading...
+  gate.Record(0, 0, kMs, kCpu);
+  EXPECT_EQ(gate.Reuse(1, kCpu), -1);
+  // ...and for 0.5 ms before the second: 2M ticks between them over 2 ms of clock, so 1 a ns.
+  gate.Record(3 * kMs, 2 * kMs, 4 * kMs, kCpu);
+  EXPECT_EQ(gate.Reuse(3 * kMs + 983, kCpu), 2000);  // 1000 ns at 1 * 63/64 ticks a ns
+  EXPECT_EQ(gate.Reuse(3 * kMs + 984, kCpu), -1);
+}
+
+// A simulated counter of a random rate, read at random times with random delays around each
+// clock reading: every reading reused is the microsecond the clock would have read.
+TEST(MicrosecondGate, EveryReadingReusedIsExact) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 20; ++round) {
+    const double ticks_per_ns = 0.5 + static_cast<double>(rng() % 4000) / 1000.0;
+    const auto ticks_at = [&](int64_t ns) {
+      return static_cast<uint64_t>(static_cast<double>(ns) * ticks_per_ns);
+    };
+    MicrosecondGate gate;
+    int64_t ns = static_cast<int64_t>(rng() % kMs);
+    int reused = 0;
+    for (int i = 0; i < 20'000; ++i) {
+      ns += static_cast<int64_t>(rng() % 400);
+      const int64_t expected = ns / 1000;
+      const int64_t hit = gate.Reuse(ticks_at(ns), kCpu);
+      if (hit >= 0) {
+        ASSERT_EQ(hit, expected) << "rate " << ticks_per_ns << " at " << ns << " ns";
+        ++reused;
+        continue;
+      }
+      // The clock is read some time after the count before, and some time before the count after.
+      const int64_t read_at = ns + static_cast<int64_t>(rng() % 50);
+      const int64_t after = read_at + static_cast<int64_t>(rng() % 50);
+      ASSERT_EQ(gate.Record(ticks_at(ns), read_at, ticks_at(after), kCpu), read_at / 1000);
+      ns = after;
+    }
+    EXPECT_GT(reused, 10'000) << "rate " << ticks_per_ns;
+  }
+}
+
+int64_t KernelMicrosecondsSince(std::chrono::steady_clock::time_point origin) {
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                      std::chrono::steady_clock::now() - origin)
+                      .count();
+#if defined(__x86_64__)
+  // The next counter read may not run ahead of this clock reading's.
+  _mm_lfence();
+#endif
+  return us;
+}
+
+// On this machine's counter (where CounterUsable) or clock: each time lies between the clock's
+// readings just before and after it.
+TEST(MicrosecondsSince, IsTheMonotonicClocksWholeMicroseconds) {
+  const auto origin = std::chrono::steady_clock::now();
+  MicrosecondGate gate;
+  for (int i = 0; i < 300'000; ++i) {
+    const int64_t before = KernelMicrosecondsSince(origin);
+    const int64_t us = MicrosecondsSince(origin, gate);
+    const int64_t after = KernelMicrosecondsSince(origin);
+    ASSERT_LE(before, us) << "call " << i;
+    ASSERT_LE(us, after) << "call " << i;
+  }
+}
+
+// Once the rate is known (after kCalibrationNs of readings), a reading taken just after another
+// is reused, where the machine's counter can gate readings; never otherwise.
+TEST(MicrosecondsSince, ReusesReadingsWhereTheCounterAllows) {
+  const auto origin = std::chrono::steady_clock::now();
+  MicrosecondGate gate;
+  const auto calibrated_at = origin + 3 * std::chrono::nanoseconds(MicrosecondGate::kCalibrationNs);
+  while (std::chrono::steady_clock::now() < calibrated_at) MicrosecondsSince(origin, gate);
+  int reused = 0;
+  for (int i = 0; i < 10'000; ++i) {
+    const int cpu = sched_getcpu();
+    const int64_t us = MicrosecondsSince(origin, gate);
+    reused += gate.Reuse(ReadCounter(), cpu) == us;
+  }
+  if (CounterUsable()) {
+    EXPECT_GT(reused, 0);
+  } else {
+    EXPECT_EQ(reused, 0);
+  }
+}
+
+}  // namespace
+}  // namespace sluice::core
