@@ -9,10 +9,18 @@
 #endif
 
 namespace sluice::core {
+namespace {
 
-int64_t MicrosecondGate::Record(uint64_t ticks_before, int64_t ns, uint64_t ticks_after, int cpu) {
-  if (ticks_per_ns_q32_ == 0) Calibrate(ticks_before, ns, ticks_after, cpu);
-  ticks_ = ticks_before;
+int64_t MicrosecondsSince(std::chrono::steady_clock::time_point origin) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                               origin)
+      .count();
+}
+
+}  // namespace
+
+int64_t MicrosecondGate::Record(uint64_t ticks, int64_t ns, int cpu) {
+  ticks_ = ticks;
   us_ = ns / 1000;
   cpu_ = cpu;
   const auto rest_ns = static_cast<uint64_t>(1000 - ns % 1000);
@@ -50,28 +58,24 @@ bool CounterUsable() {
 uint64_t ReadCounter() { return CounterUsable() ? __rdtsc() : 0; }
 
 int64_t MicrosecondsSince(std::chrono::steady_clock::time_point origin, MicrosecondGate& gate) {
-  if (CounterUsable()) {
-    // No fence before this read: it would cost more than the kernel's clock. The count is then
-    // as of when the CPU executed the read, which may be a little before the loads that precede
-    // it completed (see SystemClock).
-    const int cpu = sched_getcpu();
-    const uint64_t before = __rdtsc();
-    const bool same_cpu = sched_getcpu() == cpu;
-    if (same_cpu) {
-      if (const int64_t reused = gate.Reuse(before, cpu); reused >= 0) return reused;
-    }
-    // The vDSO reads the counter again after a fence, so not before `before`; `after` must not be
-    // read before the clock is.
-    const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           std::chrono::steady_clock::now() - origin)
-                           .count();
-    _mm_lfence();
+  if (!CounterUsable()) return MicrosecondsSince(origin);
+  // No fence before this read: it would cost more than the kernel's clock. The count is then as
+  // of when the CPU executed the read, which may be a little before the loads that precede it
+  // completed (see SystemClock).
+  const int cpu = sched_getcpu();
+  const uint64_t before = __rdtsc();
+  const int before_cpu = sched_getcpu() == cpu ? cpu : -1;
+  if (const int64_t reused = gate.Reuse(before, before_cpu); reused >= 0) return reused;
+  // The vDSO reads the counter again after a fence, so not before `before`.
+  const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::steady_clock::now() - origin)
+                         .count();
+  if (!gate.calibrated()) {
+    _mm_lfence();  // `after` is read after the clock
     const uint64_t after = __rdtsc();
-    return gate.Record(before, ns, after, same_cpu && sched_getcpu() == cpu ? cpu : -1);
+    gate.Calibrate(before, ns, after, sched_getcpu() == before_cpu ? before_cpu : -1);
   }
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
-                                                               origin)
-      .count();
+  return gate.Record(before, ns, before_cpu);
 }
 
 #else
@@ -81,9 +85,7 @@ bool CounterUsable() { return false; }
 uint64_t ReadCounter() { return 0; }
 
 int64_t MicrosecondsSince(std::chrono::steady_clock::time_point origin, MicrosecondGate&) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
-                                                               origin)
-      .count();
+  return MicrosecondsSince(origin);
 }
 
 #endif

@@ -37,14 +37,20 @@ class MicrosecondGate {
     return cpu == cpu_ && ticks - ticks_ < span_ ? us_ : -1;
   }
 
-  // Records a reading of the clock, `ns` (>= 0) since its origin, taken between the counter's
-  // `ticks_before` and `ticks_after` on `cpu` (-1 when the thread may have moved between CPUs
-  // meanwhile: nothing is then reused from it). Returns its whole microseconds.
-  int64_t Record(uint64_t ticks_before, int64_t ns, uint64_t ticks_after, int cpu);
+  // True once the counter's rate is known: readings may then be reused.
+  bool calibrated() const { return ticks_per_ns_q32_ != 0; }
 
- private:
+  // Measures the counter's rate from a reading of the clock, `ns` (>= 0) since its origin, taken
+  // between the counter's `ticks_before` and `ticks_after` on `cpu` (-1 when the thread may
+  // have moved between CPUs meanwhile), and an earlier one given here.
   void Calibrate(uint64_t ticks_before, int64_t ns, uint64_t ticks_after, int cpu);
 
+  // Records a reading of the clock, `ns` (>= 0) since its origin, taken after the counter's
+  // `ticks` on `cpu` (-1 when the thread may have moved between CPUs meanwhile: nothing is then
+  // reused from it). Returns its whole microseconds.
+  int64_t Record(uint64_t ticks, int64_t ns, int cpu);
+
+ private:
   // The first reading of the calibration (the count after it), until the rate is known.
   uint64_t first_ticks_ = 0;
   int64_t first_ns_ = 0;

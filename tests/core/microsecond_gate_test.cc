@@ -19,12 +19,19 @@ namespace {
 constexpr int64_t kMs = 1'000'000;  // in ns
 constexpr int kCpu = 3;
 
+// A reading of the clock, `ns`, between the counter's `before` and `after`, recorded as
+// MicrosecondsSince does.
+int64_t Read(MicrosecondGate& gate, uint64_t before, int64_t ns, uint64_t after, int cpu) {
+  if (!gate.calibrated()) gate.Calibrate(before, ns, after, cpu);
+  return gate.Record(before, ns, cpu);
+}
+
 // A counter of exactly `ticks_per_ns`, read with no delay around the clock: the rate measured
 // is ticks_per_ns less 1/64.
 MicrosecondGate Calibrated(uint64_t ticks_per_ns) {
   MicrosecondGate gate;
-  gate.Record(0, 0, 0, kCpu);
-  gate.Record(ticks_per_ns * kMs, kMs, ticks_per_ns * kMs, kCpu);
+  Read(gate, 0, 0, 0, kCpu);
+  Read(gate, ticks_per_ns * kMs, kMs, ticks_per_ns * kMs, kCpu);
   return gate;
 }
 
@@ -32,17 +39,17 @@ TEST(MicrosecondGate, ReusesNothingBeforeItKnowsTheCountersRate) {
   MicrosecondGate gate;
   EXPECT_EQ(gate.Reuse(0, -1), -1);  // a gate that has read nothing
   EXPECT_EQ(gate.Reuse(0, 0), -1);
-  EXPECT_EQ(gate.Record(1000, 1'500, 1010, kCpu), 1);
+  EXPECT_EQ(Read(gate, 1000, 1'500, 1010, kCpu), 1);
   EXPECT_EQ(gate.Reuse(1001, kCpu), -1);
   // Not yet kCalibrationNs since the first reading.
-  EXPECT_EQ(gate.Record(1000 + 2 * (kMs - 1), kMs - 1 + 1'500, 1000 + 2 * kMs, kCpu), 1001);
+  EXPECT_EQ(Read(gate, 1000 + 2 * (kMs - 1), kMs - 1 + 1'500, 1000 + 2 * kMs, kCpu), 1001);
   EXPECT_EQ(gate.Reuse(1000 + 2 * kMs, kCpu), -1);
 }
 
 TEST(MicrosecondGate, ReusesAReadingWhileTheCounterProvesItsMicrosecondGoesOn) {
   MicrosecondGate gate = Calibrated(2);  // 2 ticks a ns, measured as 2 * 63/64 = 1.96875
   const uint64_t ticks = 10 * kMs;
-  ASSERT_EQ(gate.Record(ticks, 7'400, ticks + 5, kCpu), 7);
+  ASSERT_EQ(Read(gate, ticks, 7'400, ticks + 5, kCpu), 7);
   // 600 ns are left of microsecond 7: proven for 600 * 1.96875 = 1181.25 ticks.
   EXPECT_EQ(gate.Reuse(ticks, kCpu), 7);
   EXPECT_EQ(gate.Reuse(ticks + 1180, kCpu), 7);
@@ -50,14 +57,14 @@ TEST(MicrosecondGate, ReusesAReadingWhileTheCounterProvesItsMicrosecondGoesOn) {
   EXPECT_EQ(gate.Reuse(ticks + 100, kCpu + 1), -1) << "another CPU's counter";
   EXPECT_EQ(gate.Reuse(ticks - 1, kCpu), -1) << "a counter that went back";
   // A reading at the very start of a microsecond is proven for nearly all of it.
-  ASSERT_EQ(gate.Record(ticks + 4000, 9'000, ticks + 4001, kCpu), 9);
+  ASSERT_EQ(Read(gate, ticks + 4000, 9'000, ticks + 4001, kCpu), 9);
   EXPECT_EQ(gate.Reuse(ticks + 4000 + 1967, kCpu), 9);
   EXPECT_EQ(gate.Reuse(ticks + 4000 + 1968, kCpu), -1);
 }
 
 TEST(MicrosecondGate, ReusesNothingFromAReadingThatMayHaveChangedCpu) {
   MicrosecondGate gate = Calibrated(2);
-  ASSERT_EQ(gate.Record(10 * kMs, 7'000, 10 * kMs + 5, -1), 7);
+  ASSERT_EQ(Read(gate, 10 * kMs, 7'000, 10 * kMs + 5, -1), 7);
   EXPECT_EQ(gate.Reuse(10 * kMs + 1, -1), -1);
   EXPECT_EQ(gate.Reuse(10 * kMs + 1, kCpu), -1);
 }
@@ -65,12 +72,12 @@ TEST(MicrosecondGate, ReusesNothingFromAReadingThatMayHaveChangedCpu) {
 // The calibration's two readings are on one CPU; a reading on another starts it again.
 TEST(MicrosecondGate, MeasuresTheRateOnOneCpu) {
   MicrosecondGate gate;
-  gate.Record(0, 0, 0, kCpu);
-  gate.Record(5 * kMs, kMs / 2, 5 * kMs, kCpu + 1);  // another CPU: starts again from here
-  gate.Record(6 * kMs, kMs, 6 * kMs, kCpu);          // yet another: again
-  gate.Record(7 * kMs, 2 * kMs - 1, 7 * kMs, kCpu);  // not kCalibrationNs since
+  Read(gate, 0, 0, 0, kCpu);
+  Read(gate, 5 * kMs, kMs / 2, 5 * kMs, kCpu + 1);  // another CPU: starts again from here
+  Read(gate, 6 * kMs, kMs, 6 * kMs, kCpu);          // yet another: again
+  Read(gate, 7 * kMs, 2 * kMs - 1, 7 * kMs, kCpu);  // not kCalibrationNs since
   EXPECT_EQ(gate.Reuse(7 * kMs, kCpu), -1);
-  gate.Record(8 * kMs, 2 * kMs, 8 * kMs, kCpu);  // 2 ms of ticks in 1 ms: 2 a ns
+  Read(gate, 8 * kMs, 2 * kMs, 8 * kMs, kCpu);  // 2 ms of ticks in 1 ms: 2 a ns
   EXPECT_EQ(gate.Reuse(8 * kMs + 1967, kCpu), 2000);
   EXPECT_EQ(gate.Reuse(8 * kMs + 1968, kCpu), -1);
 }
@@ -80,10 +87,10 @@ TEST(MicrosecondGate, MeasuresTheRateOnOneCpu) {
 TEST(MicrosecondGate, APreemptedCalibrationMeasuresALowerRate) {
   MicrosecondGate gate;
   // 2 ticks a ns. The thread was preempted for 0.5 ms after the first clock reading...
-  gate.Record(0, 0, kMs, kCpu);
+  Read(gate, 0, 0, kMs, kCpu);
   EXPECT_EQ(gate.Reuse(1, kCpu), -1);
   // ...and for 0.5 ms before the second: 2M ticks between them over 2 ms of clock, so 1 a ns.
-  gate.Record(3 * kMs, 2 * kMs, 4 * kMs, kCpu);
+  Read(gate, 3 * kMs, 2 * kMs, 4 * kMs, kCpu);
   EXPECT_EQ(gate.Reuse(3 * kMs + 983, kCpu), 2000);  // 1000 ns at 1 * 63/64 ticks a ns
   EXPECT_EQ(gate.Reuse(3 * kMs + 984, kCpu), -1);
 }
@@ -112,7 +119,7 @@ TEST(MicrosecondGate, EveryReadingReusedIsExact) {
       // The clock is read some time after the count before, and some time before the count after.
       const int64_t read_at = ns + static_cast<int64_t>(rng() % 50);
       const int64_t after = read_at + static_cast<int64_t>(rng() % 50);
-      ASSERT_EQ(gate.Record(ticks_at(ns), read_at, ticks_at(after), kCpu), read_at / 1000);
+      ASSERT_EQ(Read(gate, ticks_at(ns), read_at, ticks_at(after), kCpu), read_at / 1000);
       ns = after;
     }
     EXPECT_GT(reused, 10'000) << "rate " << ticks_per_ns;
