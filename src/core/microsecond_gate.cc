@@ -30,14 +30,19 @@ int64_t MicrosecondGate::Record(uint64_t ticks, int64_t ns, int cpu) {
 
 void MicrosecondGate::Calibrate(uint64_t ticks_before, int64_t ns, uint64_t ticks_after, int cpu) {
   if (cpu < 0) return;
-  if (cpu == first_cpu_ && ticks_before > first_ticks_ && ns - first_ns_ >= kCalibrationNs) {
-    const double ticks_per_ns = static_cast<double>(ticks_before - first_ticks_) /
-                                static_cast<double>(ns - first_ns_) * (63.0 / 64.0);
-    ticks_per_ns_q32_ = static_cast<uint64_t>(ticks_per_ns * 4294967296.0);
-    if (ticks_per_ns_q32_ != 0) return;
+  if (cpu == first_cpu_ && ticks_before > first_after_ && ns - first_ns_ >= kCalibrationNs) {
+    const uint64_t at_least = ticks_before - first_after_;
+    const uint64_t at_most = ticks_after - first_before_;
+    if (at_most - at_least <= at_least / 64) {
+      const double ticks_per_ns =
+          static_cast<double>(at_least) / static_cast<double>(ns - first_ns_) * (63.0 / 64.0);
+      ticks_per_ns_q32_ = static_cast<uint64_t>(ticks_per_ns * 4294967296.0);
+      if (ticks_per_ns_q32_ != 0) return;
+    }
   }
-  if (cpu != first_cpu_ || ticks_after < first_ticks_ || ns < first_ns_) {
-    first_ticks_ = ticks_after;
+  if (cpu != first_cpu_ || ticks_before < first_after_ || ns - first_ns_ >= kCalibrationNs) {
+    first_before_ = ticks_before;
+    first_after_ = ticks_after;
     first_ns_ = ns;
     first_cpu_ = cpu;
   }

@@ -10,10 +10,13 @@
 // the one read. `rate` is a lower bound on the counter's ticks per ns, measured on one CPU from
 // two of the thread's readings at least kCalibrationNs apart: the ticks between the count after
 // the first and the count before the second took at most the ns between the two clock readings,
-// however long the thread was preempted around them. Less 1/64 for rounding. Nothing is reused
-// until then, on another CPU than the reading's (counters of different CPUs need not agree), nor
-// when the counter went back. So a time is never later than the kernel's clock, nor earlier than
-// its previous reading on the thread.
+// however long the thread was preempted around them. Such a preemption would make the bound too
+// low to be of use, so the pair is kept only if it also bounds the rate from above within 1/64
+// (the ticks from the count before the first to the count after the second took at least those
+// ns); otherwise the measure starts again from the second. The bound is then lowered by 1/64 for
+// rounding. Nothing is reused until the rate is known, on another CPU than the reading's
+// (counters of different CPUs need not agree), nor when the counter went back. So a time is never
+// later than the kernel's clock, nor earlier than its previous reading on the thread.
 //
 // MicrosecondGate itself is pure: the caller reads the counter, the CPU and the clock, so that
 // tests can drive it with made-up readings. MicrosecondsSince does the reading.
@@ -51,8 +54,9 @@ class MicrosecondGate {
   int64_t Record(uint64_t ticks, int64_t ns, int cpu);
 
  private:
-  // The first reading of the calibration (the count after it), until the rate is known.
-  uint64_t first_ticks_ = 0;
+  // The first reading of the calibration, until the rate is known.
+  uint64_t first_before_ = 0;
+  uint64_t first_after_ = 0;
   int64_t first_ns_ = 0;
   int first_cpu_ = -1;
   uint64_t ticks_per_ns_q32_ = 0;  // the rate's lower bound, 32.32 fixed point; 0: not known yet
