@@ -27,6 +27,7 @@
 #include "support/redis_faults.h"
 #include "support/redis_server.h"
 #include "support/serve_process.h"
+#include "support/stall_watch.h"
 
 namespace {
 
@@ -49,7 +50,8 @@ using Steady = std::chrono::steady_clock;
 constexpr auto kDeadline = 50ms;  // store.timeout_ms's default
 // On top of the store's deadline: the decision's own 10 ms (as in tests/redis/fault_test.cc) and
 // 15 ms for an HTTP exchange on loopback (the client library, parsing the request, writing the
-// answer) on a 2-core machine that also runs Redis and the client threads.
+// answer) on a 2-core machine that also runs Redis and the client threads. Bounds add the worst
+// stall of the machine a StallWatch saw meanwhile.
 constexpr auto kHttpMargin = 25ms;
 constexpr size_t kMemoryBound = 8u << 20;
 constexpr int kClients = 4;
@@ -202,6 +204,17 @@ class HealthWatch {
   std::thread thread_;
 };
 
+// Whether /readyz answers 200 within 5 s: the store's connections are up and its probe answered.
+bool Ready(const Service& service) {
+  httplib::Client client = service.Client();
+  const auto until = Steady::now() + 5s;
+  for (int i = 0; i < 500 && Steady::now() < until; ++i) {
+    if (auto r = client.Get("/readyz"); r && r->status == 200) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
 class ServeFaultTest : public ::testing::TestWithParam<RedisFault> {};
 
 TEST_P(ServeFaultTest, AnswersWithinTheDeadlineByPolicyAndRecovers) {
@@ -213,7 +226,11 @@ TEST_P(ServeFaultTest, AnswersWithinTheDeadlineByPolicyAndRecovers) {
   Service service(kConfigRules, "redis://127.0.0.1:" + std::to_string(injector->port()),
                   "instances: 2");
   ASSERT_TRUE(service.up()) << service.process().Log();
+  // Measured from ready on: /healthz answers before the store's first connection is up, and
+  // the first probe may pay for it on a loaded machine.
+  ASSERT_TRUE(Ready(service)) << service.process().Log();
   sluice::testing::ResidentPeak memory(service.process().pid());
+  sluice::testing::StallWatch stalls;
 
   HttpLoad load(service);
   HealthWatch watch(service);
@@ -283,7 +300,7 @@ TEST_P(ServeFaultTest, AnswersWithinTheDeadlineByPolicyAndRecovers) {
       "(deadline %lld ms + HTTP margin %lld ms); during the %.0f ms of the fault: %s; /healthz "
       "answered %ld times; /readyz not ready from +%.0f to +%.0f ms; back on Redis %.0f ms after "
       "the fault cleared, ready after %.0f ms; resident memory %zu MiB, peak +%zd KiB; CPU "
-      "pressure %.0f%%\n",
+      "pressure %.0f%%, worst stall of this process %.1f ms\n",
       sluice::testing::RedisFaultName(fault), static_cast<double>(load.max_us()) / 1000,
       static_cast<double>(watch.health_max_us()) / 1000,
       static_cast<double>(watch.ready_max_us()) / 1000, static_cast<long long>(kDeadline.count()),
@@ -293,15 +310,18 @@ TEST_P(ServeFaultTest, AnswersWithinTheDeadlineByPolicyAndRecovers) {
       not_ready_until ? Millis(*not_ready_until) : -1.0, Millis(recovery),
       ready_again ? Millis(*ready_again) : -1.0, memory_before >> 20,
       (static_cast<ssize_t>(memory_peak) - static_cast<ssize_t>(memory_before)) / 1024,
-      sluice::testing::CpuPressure());
+      sluice::testing::CpuPressure(), Millis(stalls.worst()));
 
   EXPECT_EQ(load.errors(), 0) << "every check answered 200 with a decision";
   EXPECT_EQ(load.inconsistent(), 0) << "degraded is true exactly when a policy decided";
-  const int64_t bound_us = Micros(kDeadline + kHttpMargin);
+  const int64_t bound_us = Micros(kDeadline + kHttpMargin + stalls.worst());
   EXPECT_LE(load.max_us(), bound_us);
   EXPECT_LE(watch.health_max_us(), bound_us);
   EXPECT_LE(watch.ready_max_us(), bound_us);
 
+  // A stall of the machine as long as half the deadline can time calls out, which the policy
+  // then decides, whatever the fault.
+  const bool machine_stalled = stalls.worst() >= kDeadline / 2;
   for (size_t r = 0; r < kRules.size(); ++r) {
     for (size_t other = 0; other < kRules.size(); ++other) {
       if (other != r) {
@@ -311,7 +331,7 @@ TEST_P(ServeFaultTest, AnswersWithinTheDeadlineByPolicyAndRecovers) {
     if (sluice::testing::PolicyMustDecide(fault)) {
       EXPECT_GT(during.By(r, SourceOf(kPolicies[r])), 0) << kRules[r] << "'s policy decided";
     }
-    if (fault == RedisFault::kScriptsFlushed) {
+    if (fault == RedisFault::kScriptsFlushed && !machine_stalled) {
       EXPECT_EQ(during.By(r, SourceOf(kPolicies[r])), 0) << "NOSCRIPT is handled inside the client";
     }
     EXPECT_GT(after.By(r, DecisionSource::kStore), 0) << "the load is back on Redis";
@@ -328,7 +348,7 @@ TEST_P(ServeFaultTest, AnswersWithinTheDeadlineByPolicyAndRecovers) {
   if (sluice::testing::PolicyMustDecide(fault)) {
     EXPECT_TRUE(not_ready_from.has_value()) << "/readyz said not ready during the fault";
   }
-  if (fault == RedisFault::kScriptsFlushed) {
+  if (fault == RedisFault::kScriptsFlushed && !machine_stalled) {
     EXPECT_FALSE(not_ready_from.has_value());
   }
   ASSERT_TRUE(ready_again.has_value()) << "/readyz said ready after the fault";

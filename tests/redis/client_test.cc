@@ -23,15 +23,11 @@ namespace {
 using namespace std::chrono_literals;
 using Steady = std::chrono::steady_clock;
 
-// What a deadline may overrun by in these tests: the deadline timer's own latency on a busy
-// 2-core machine running tests in parallel, larger in the sanitizer builds. Far below what the
-// alternatives (the 10 s hang timeout, a write completing) would take, so a bound still proves
-// the deadline ended the call.
-#ifdef SLUICE_SANITIZED
-constexpr auto kSlack = 200ms;
-#else
-constexpr auto kSlack = 40ms;
-#endif
+// What a deadline may overrun by in these tests: a stall of a loaded 2-core machine running tests
+// in parallel (CI saw a 50 ms deadline end a call after 117 ms). Far below the 10 s hang timeout,
+// the only other thing that ends a call on a paused server, so a bound still proves the deadline
+// ended the call. How closely the deadline is met under load is the fault tests' measure.
+constexpr auto kSlack = 1s;
 
 TEST(ParseRedisUrl, AcceptsEveryForm) {
   auto plain = ParseRedisUrl("redis://127.0.0.1:6380");
@@ -100,10 +96,15 @@ class ClientTest : public ::testing::Test {
 
   virtual std::vector<std::string> ServerArgs() { return {}; }
 
+  // A client whose connections are up: Create waits connect_timeout (50 ms) for them, which a
+  // loaded machine may exceed; the client then goes on connecting, for up to 5 s here.
   std::unique_ptr<Client> Connect(ClientOptions options = {}) {
     options.port = server_->port();
     auto client = Client::Create(options);
     EXPECT_TRUE(client.ok()) << client.status().ToString();
+    for (int i = 0; i < 500 && !(*client)->connected_for_testing(); ++i) {
+      std::this_thread::sleep_for(10ms);
+    }
     EXPECT_TRUE((*client)->connected_for_testing());
     return std::move(client).value();
   }
@@ -459,14 +460,16 @@ TEST_F(ClientTest, ClientsSharingIoThreadsCloseOneAtATime) {
 
 TEST_F(ClientTest, PendingBoundFailsFast) {
   ClientOptions options;
-  options.timeout = 300ms;
+  options.timeout = 2s;  // beyond the 1 s bound on refusing, so a refusal at the deadline fails it
   options.max_pending_per_connection = 8;
   options.connections_per_thread = 1;  // so the connection's bound is the client's
   options.hang_timeout = 10s;
-  auto c = Connect(options);
-  server_->Pause();
   // Beyond the bound, Redis is not keeping up: UNAVAILABLE, an outage for the failure policy.
   std::atomic<int> not_keeping_up{0}, timed_out{0};
+  std::mutex mu;
+  std::vector<std::string> others;  // any other answer, to explain a failure
+  auto c = Connect(options);
+  server_->Pause();
   const std::string_view ping[] = {"PING"};
   const auto start = Steady::now();
   for (int i = 0; i < 20; ++i) {
@@ -476,16 +479,22 @@ TEST_F(ClientTest, PendingBoundFailsFast) {
               std::string::npos) {
         not_keeping_up.fetch_add(1);
       }
-      if (r.status().code() == StatusCode::kDeadlineExceeded) timed_out.fetch_add(1);
+      if (r.status().code() == StatusCode::kDeadlineExceeded) {
+        timed_out.fetch_add(1);
+      } else if (r.status().message().find("is not keeping up") == std::string::npos) {
+        std::lock_guard lock(mu);
+        others.push_back(r.status().ToString());
+      }
     });
   }
   const auto refused_in = Steady::now() - start;
   EXPECT_EQ(not_keeping_up.load(), 12);  // refused inline, before the call returned
-  EXPECT_LT(refused_in, 50ms);
-  const auto until = Steady::now() + 2s;
+  EXPECT_LT(refused_in, 1s);
+  const auto until = Steady::now() + 5s;
   while (timed_out.load() < 8 && Steady::now() < until) std::this_thread::sleep_for(1ms);
   server_->Resume();
-  EXPECT_EQ(timed_out.load(), 8);
+  std::lock_guard lock(mu);
+  EXPECT_EQ(timed_out.load(), 8) << ::testing::PrintToString(others);
 }
 
 TEST_F(ClientTest, ReconnectsAfterTheServerComesBack) {
@@ -658,12 +667,13 @@ TEST(Client, ReconnectDelaysOfManyClientsSpreadOut) {
 TEST(Client, NoServerFailsFast) {
   ClientOptions options;
   options.port = testing::FreeLoopbackPort();
+  options.timeout = 2s;  // beyond the 1 s bound, so waiting for the deadline fails it
   auto c = Client::Create(options);
   ASSERT_TRUE(c.ok());
   const auto start = Steady::now();
   auto r = (*c)->CommandSync(std::vector<std::string_view>{"PING"});
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
-  EXPECT_LT(Steady::now() - start, 5ms);
+  EXPECT_LT(Steady::now() - start, 1s);
 }
 
 // Coalescing (Client::EvalShaCoalesced). The checks of these tests have one key and one arg of

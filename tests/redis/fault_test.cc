@@ -31,6 +31,7 @@
 #include "support/decision_counts.h"
 #include "support/redis_faults.h"
 #include "support/redis_server.h"
+#include "support/stall_watch.h"
 
 namespace sluice {
 namespace {
@@ -47,6 +48,8 @@ using testing::SourceOf;
 using Steady = std::chrono::steady_clock;
 
 const Duration kDeadline = RedisStoreOptions{}.timeout;  // 50 ms, the default
+// What a decision may take beyond the deadline: 10 ms of its own, and whatever stall of the
+// machine a StallWatch saw in this process meanwhile.
 constexpr auto kSlack = 10ms;
 // The calls pending per connection beyond which the client refuses more at once: the default,
 // but for a hung or slowed Redis, where it is lowered so that the asynchronous load exceeds it
@@ -391,6 +394,7 @@ class FaultTest : public ::testing::TestWithParam<RedisFault> {
 TEST_P(FaultTest, DecidesWithinTheDeadlineByPolicyAndRecovers) {
   const RedisFault fault = GetParam();
   testing::ResidentPeak memory(getpid());
+  testing::StallWatch stalls;
   Load load(limiters_);
   std::this_thread::sleep_for(300ms);
   const size_t memory_before = memory.Restart();
@@ -426,7 +430,7 @@ TEST_P(FaultTest, DecidesWithinTheDeadlineByPolicyAndRecovers) {
       "once: not connected %ld, not keeping up (over the pending bound) %ld, other errors %ld; at "
       "most %ld outstanding at it (%ld async checks outstanding at most); back on Redis %.0f ms "
       "after the fault cleared; resident memory %zu "
-      "MiB, peak +%zd KiB; CPU pressure %.0f%%\n",
+      "MiB, peak +%zd KiB; CPU pressure %.0f%%, worst stall of this process %.1f ms\n",
       testing::RedisFaultName(fault), static_cast<double>(tally.sync_max_us()) / 1000,
       static_cast<double>(tally.async_max_us()) / 1000,
       static_cast<long long>(kDeadline.count() / 1000), Millis(cleared - injected),
@@ -439,13 +443,16 @@ TEST_P(FaultTest, DecidesWithinTheDeadlineByPolicyAndRecovers) {
       static_cast<long>(observed_->max_outstanding()), static_cast<long>(load.max_outstanding()),
       Millis(recovery), memory_before >> 20,
       (static_cast<ssize_t>(memory_peak) - static_cast<ssize_t>(memory_before)) / 1024,
-      testing::CpuPressure());
+      testing::CpuPressure(), Millis(stalls.worst()));
 
   EXPECT_EQ(tally.errors(), 0) << "every decision is made, by Redis or by the policy";
-  const int64_t bound_us = Micros(kDeadline + kSlack);
+  const int64_t bound_us = Micros(kDeadline + kSlack + stalls.worst());
   EXPECT_LE(tally.sync_max_us(), bound_us);
   EXPECT_LE(tally.async_max_us(), bound_us);
 
+  // A stall of the machine as long as half the deadline can time calls out, which the policy
+  // then decides, whatever the fault.
+  const bool machine_stalled = stalls.worst() >= kDeadline / 2;
   for (size_t p = 0; p < kPolicies.size(); ++p) {
     const DecisionSource own = SourceOf(kPolicies[p]);
     for (FailurePolicy other : kPolicies) {
@@ -456,7 +463,7 @@ TEST_P(FaultTest, DecidesWithinTheDeadlineByPolicyAndRecovers) {
     if (PolicyMustDecide(fault)) {
       EXPECT_GT(during.By(p, own), 0) << FailurePolicyName(kPolicies[p]) << " decided";
     }
-    if (fault == RedisFault::kScriptsFlushed) {
+    if (fault == RedisFault::kScriptsFlushed && !machine_stalled) {
       EXPECT_EQ(during.By(p, own), 0) << "NOSCRIPT is handled inside the client";
     }
     EXPECT_GT(after.By(p, DecisionSource::kStore), 0) << "the load is back on Redis";

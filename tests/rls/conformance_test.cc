@@ -695,15 +695,33 @@ class RlsOnRedisCluster : public RlsConformance {
   std::unique_ptr<Store> store_on_cluster_;
 };
 
+// On Redis's clock: a limit per day, where kTwoLimits has one per second, so that the two
+// requests fall in one window however slow the machine.
 TEST_F(RlsOnRedisCluster, ADescriptorsLimitsAreAllOrNothing) {
-  Serve({kTwoLimits}, {}, store_on_cluster_.get());
+  Serve({R"(
+domain: multi
+descriptors:
+  - key: client
+    rate_limits:
+      - { unit: day, requests_per_unit: 2, name: daily }
+      - { unit: hour, requests_per_unit: 3, name: hourly, algorithm: sliding_window }
+)"},
+        {}, store_on_cluster_.get());
   const Desc client = Desc({{"client", "c"}});
   EXPECT_EQ(Ask("multi", {client}, 2).overall_code(), kOk);
-  EXPECT_EQ(Ask("multi", {client}).overall_code(), kOver);  // the second's limit
+  const auto response = Ask("multi", {client});
+  EXPECT_EQ(response.overall_code(), kOver);
+  EXPECT_EQ(response.statuses(0).current_limit().name(), "daily");
 }
 
 TEST_F(RlsOnRedisCluster, DescriptorsOnSeveralMastersAreChargedAllOrNothing) {
-  Serve({kUser}, {}, store_on_cluster_.get());
+  Serve({R"(
+domain: api
+descriptors:
+  - key: user
+    rate_limit: { unit: day, requests_per_unit: 5 }
+)"},
+        {}, store_on_cluster_.get());
   std::vector<Desc> users;
   for (int i = 0; i < 8; ++i) users.push_back(Desc({{"user", "u" + std::to_string(i)}}));
   auto response = Ask("api", users, 2);

@@ -37,10 +37,11 @@ def free_port():
         return s.getsockname()[1]
 
 
+# Days: on the real clock, no window starts mid-test (but at midnight UTC).
 DOMAIN = """domain: shop
 descriptors:
   - key: user
-    rate_limit: { unit: minute, requests_per_unit: 2, name: per_user }
+    rate_limit: { unit: day, requests_per_unit: 2, name: per_user }
   - key: internal
     rate_limit: { unlimited: true }
 """
@@ -95,12 +96,12 @@ class PythonClient(unittest.TestCase):
         self.assertEqual(first.overall_code, Response.OK)
         self.assertEqual(first.statuses[0].code, Response.OK)
         self.assertEqual(first.statuses[0].current_limit.requests_per_unit, 2)
-        self.assertEqual(first.statuses[0].current_limit.unit, Response.RateLimit.MINUTE)
+        self.assertEqual(first.statuses[0].current_limit.unit, Response.RateLimit.DAY)
         self.assertEqual(first.statuses[0].current_limit.name, "per_user")
         self.assertEqual(first.statuses[0].limit_remaining, 1)
         self.assertEqual(first.statuses[1].limit_remaining, 2**32 - 1)
         headers = {h.key: h.value for h in first.response_headers_to_add}
-        self.assertEqual(headers["RateLimit-Policy"], '"per_user";q=2;w=60')
+        self.assertEqual(headers["RateLimit-Policy"], '"per_user";q=2;w=86400')
         self.assertEqual(headers["X-RateLimit-Remaining"], "1")
 
         self.assertEqual(self.ask([("user", "alice")]).overall_code, Response.OK)

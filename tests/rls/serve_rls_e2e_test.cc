@@ -25,20 +25,21 @@ namespace pb = envoy::service::ratelimit::v3;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-std::string Domain(int requests_per_minute) {
-  return "domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, "
+std::string Domain(int requests_per_day) {
+  return "domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: day, "
          "requests_per_unit: " +
-         std::to_string(requests_per_minute) + " }\n";
+         std::to_string(requests_per_day) + " }\n";
 }
 
 class ServeRls : public ::testing::Test {
  protected:
   // `sluice serve` with the rate limit service on a free gRPC port, its directory holding
-  // api.yaml with `requests_per_minute`.
-  void Start(int requests_per_minute, const std::string& extra_rls_fields = "watch: false") {
+  // api.yaml with `requests_per_day` (days: on the real clock, no window starts mid-test, but at
+  // midnight UTC).
+  void Start(int requests_per_day, const std::string& extra_rls_fields = "watch: false") {
     ASSERT_TRUE(dir_.ok());
     std::filesystem::create_directory(dir_.File("rls"));
-    WriteFile(dir_.File("rls/api.yaml"), Domain(requests_per_minute));
+    WriteFile(dir_.File("rls/api.yaml"), Domain(requests_per_day));
     grpc_port_ = FreeLoopbackPort();
     service_ = std::make_unique<Service>(
         "rls: { config_dir: \"" + dir_.File("rls") +

@@ -100,11 +100,24 @@ bool RedisServer::Launch() {
       return false;
     }
     const std::string pong = Cli({"PING"});
-    if (pong == "PONG" || pong.starts_with("NOAUTH")) return true;  // up, maybe with a password
+    if (pong.starts_with("NOAUTH")) return true;  // up, with a password
+    if (pong == "PONG") {
+      // The port was free when chosen, but a server of another test may have taken it since:
+      // then ours fails to bind, and that one answers.
+      if (AnsweringProcess() == pid_) return true;
+      break;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   Kill();
   return false;
+}
+
+pid_t RedisServer::AnsweringProcess() const {
+  const std::string info = Cli({"INFO", "server"});
+  const size_t at = info.find("process_id:");
+  if (at == std::string::npos) return -1;
+  return static_cast<pid_t>(std::strtol(info.c_str() + at + 11, nullptr, 10));
 }
 
 RedisServer::~RedisServer() {

@@ -14,7 +14,8 @@ namespace sluice::testing {
 class RedisServer {
  public:
   // Starts redis-server with `extra_args` ("--maxclients", "10", ...) and waits (up to 5 s) until
-  // it answers PING. Returns null, after printing why, if it cannot.
+  // it answers PING (itself, not another test's server on the same port). Returns null, after
+  // printing why, if it cannot.
   static std::unique_ptr<RedisServer> Start(std::vector<std::string> extra_args = {});
   ~RedisServer();
 
@@ -32,7 +33,9 @@ class RedisServer {
 
  private:
   RedisServer() = default;
+  // Starts it on port_ and waits until it answers; false if another process answers there.
   bool Launch();
+  pid_t AnsweringProcess() const;  // the process_id of INFO server on port_; -1 if unknown
 
   int port_ = 0;
   pid_t pid_ = -1;
