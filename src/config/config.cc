@@ -425,8 +425,8 @@ Status ParseForwardAuthSection(const Reporter& report, const YAML::Node& node,
 
 Result<RlsConfig> ParseRls(const Reporter& report, const YAML::Node& node) {
   Fields fields(report, node, "rls");
-  if (Status s = fields.Check(
-          {"config_dir", "grpc_listen", "shadow_mode", "x_ratelimit_headers", "on_error", "watch"});
+  if (Status s = fields.Check({"config_dir", "grpc_listen", "shadow_mode", "quota_mode",
+                               "x_ratelimit_headers", "on_error", "watch"});
       !s.ok()) {
     return s;
   }
@@ -446,9 +446,10 @@ Result<RlsConfig> ParseRls(const Reporter& report, const YAML::Node& node) {
     }
     rls.grpc_listen = *address;
   }
-  for (auto [field, target] : {std::pair{"shadow_mode", &rls.shadow_mode},
-                               std::pair{"x_ratelimit_headers", &rls.x_ratelimit_headers},
-                               std::pair{"watch", &rls.watch}}) {
+  for (auto [field, target] :
+       {std::pair{"shadow_mode", &rls.shadow_mode}, std::pair{"quota_mode", &rls.quota_mode},
+        std::pair{"x_ratelimit_headers", &rls.x_ratelimit_headers},
+        std::pair{"watch", &rls.watch}}) {
     const YAML::Node flag = fields.Get(field);
     if (!flag.IsDefined()) continue;
     auto value = fields.ReadBool(flag, field);

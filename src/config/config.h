@@ -8,8 +8,8 @@
 //             max_connections: 10000, max_waiters: 100000, max_waiters_per_key: 1000,
 //             expose_keys: false, shadow_mode: false }
 //   rls: { config_dir: /etc/ratelimit, grpc_listen: 127.0.0.1:8081,    # optional: Envoy's
-//          shadow_mode: false, x_ratelimit_headers: false,               # rate limit service
-//          on_error: fail_open, watch: true }                           # (rls/front_end.h)
+//          shadow_mode: false, quota_mode: false,                        # rate limit service
+//          x_ratelimit_headers: false, on_error: fail_open, watch: true } # (rls/front_end.h)
 //   rules:
 //     - { name: api, algorithm: gcra, limit: 100, period: 1m, burst: 20, on_error: fail_open,
 //         max_waiters: 5000, max_waiters_per_key: 100,                   # the last four
@@ -160,6 +160,7 @@ struct RlsConfig {
   std::string config_dir;                    // empty: no rate limit service
   std::optional<ListenAddress> grpc_listen;  // unset: no gRPC, /json only
   bool shadow_mode = false;                  // every descriptor decided and counted, never denied
+  bool quota_mode = false;                   // every descriptor in quota mode (rls/service.h)
   bool x_ratelimit_headers = false;          // envoyproxy/ratelimit's X-RateLimit-* headers too
   bool watch = true;                         // reload when a file of config_dir changes
   // The failure policy of a limit that sets no on_error; nullopt (`on_error: error`): the store's

@@ -18,6 +18,7 @@ Result<std::shared_ptr<const ServiceConfig>> Load(const config::RlsConfig& confi
   return std::make_shared<const ServiceConfig>(
       ServiceConfig{.matcher = std::move(*matcher),
                     .options = {.shadow_mode = config.shadow_mode,
+                                .quota_mode = config.quota_mode,
                                 .x_ratelimit_headers = config.x_ratelimit_headers,
                                 .default_on_error = config.on_error}});
 }

@@ -80,6 +80,12 @@ class Call : public std::enable_shared_from_this<Call> {
   }
   size_t GroupFor(bool shadow);
   void AddCheck(size_t descriptor, const RateLimitSpec& spec, size_t index, bool shadow);
+  bool OverHere(const LimitCheck& check) const;
+  size_t Split(size_t group, const std::vector<bool>& kept);
+  void Send(size_t group);
+  bool Denies(const std::vector<bool>& over) const;
+  bool EnforcedRefused() const;
+  bool RetryWithoutQuotasOver(const std::vector<Verdict>& verdicts);
   void Finish();
   Verdict VerdictOf(size_t descriptor) const;
   void Answer(const std::vector<Verdict>& verdicts);
@@ -93,6 +99,8 @@ class Call : public std::enable_shared_from_this<Call> {
 
   std::vector<rls::Match> matches_;
   std::vector<uint64_t> hits_;
+  std::vector<bool> shadow_;               // per descriptor
+  std::vector<bool> quota_;                // per descriptor: in quota mode
   std::vector<std::string> counter_keys_;  // per descriptor
   std::vector<std::string> stats_keys_;    // per descriptor
   // Per LimitCheck, reserved up front: the requests point into them.
@@ -101,6 +109,8 @@ class Call : public std::enable_shared_from_this<Call> {
   std::vector<LimitCheck> checks_;
   std::vector<std::vector<size_t>> checks_of_;  // per descriptor: its LimitChecks
   std::vector<CheckGroup> groups_;
+  size_t enforced_ = kNone;  // the group deciding the enforced descriptors' checks
+  bool retried_ = false;     // enforced_ was sent again without the quotas over
   std::atomic<int> pending_{0};
 };
 
@@ -143,18 +153,38 @@ Status Call::Match() {
   limiters_.reserve(limits);
   checks_.reserve(limits);
   checks_of_.resize(n);
+  const ServiceOptions& options = config_->options;
   for (size_t d = 0; d < n; ++d) {
     const rls::Match& match = matches_[d];
-    const bool shadow = match.shadow_mode() || config_->options.shadow_mode;
+    shadow_.push_back(match.shadow_mode() || options.shadow_mode);
+    // As in that service: an unlimited descriptor is never in quota mode, and the service's
+    // quota_mode takes in those that match no limit (which are never over).
+    quota_.push_back(
+        match.kind != MatchKind::kUnlimited &&
+        (options.quota_mode || (match.kind == MatchKind::kLimited && match.quota_mode())));
     const auto specs = match.limits();
-    for (size_t i = 0; i < specs.size(); ++i) AddCheck(d, specs[i], i, shadow);
+    for (size_t i = 0; i < specs.size(); ++i) AddCheck(d, specs[i], i, shadow_[d]);
   }
-  // Over a limit already: the other checks of its kind (enforced or shadow) are only looked at.
-  bool over_here[2] = {false, false};
-  for (const CheckGroup& group : groups_) over_here[group.shadow] |= group.any_over_here;
+  // Over a limit already, without asking the store. A request denied that way only looks at the
+  // others (of its kind: the shadow checks never deny the enforced ones). Quotas over, when some
+  // other quota may still admit, are looked at apart: the rest is decided without them.
+  std::vector<bool> over_here(n, false);
+  for (const LimitCheck& check : checks_) {
+    if (!check.shadow && OverHere(check)) over_here[check.descriptor] = true;
+  }
+  const bool denied = Denies(over_here);
   for (CheckGroup& group : groups_) {
-    if (!over_here[group.shadow]) continue;
+    if (group.shadow ? !group.any_over_here : !denied) continue;
     for (CheckRequest& check : group.requests) check.cost = 0;
+  }
+  if (!denied && std::find(over_here.begin(), over_here.end(), true) != over_here.end()) {
+    // Only quotas are over: the others are decided in a group of their own, and this one, all
+    // peeks, reports the quotas over.
+    std::vector<bool> kept(n);
+    for (size_t d = 0; d < n; ++d) kept[d] = !over_here[d];
+    const size_t peeked = enforced_;
+    enforced_ = Split(peeked, kept);
+    for (CheckRequest& check : groups_[peeked].requests) check.cost = 0;
   }
   return Status::Ok();
 }
@@ -164,7 +194,49 @@ size_t Call::GroupFor(bool shadow) {
     if (groups_[g].shadow == shadow) return g;
   }
   groups_.emplace_back().shadow = shadow;
+  if (!shadow) enforced_ = groups_.size() - 1;
   return groups_.size() - 1;
+}
+
+bool Call::OverHere(const LimitCheck& check) const {
+  return check.request == kNone || groups_[check.group].over_here[check.request];
+}
+
+// The checks of `group` whose descriptor is `kept` move to a new group with their requests, which
+// decides them from then on; the others stay, with the group's decisions.
+size_t Call::Split(size_t group, const std::vector<bool>& kept) {
+  CheckGroup split;
+  split.shadow = groups_[group].shadow;
+  std::vector<size_t> moved_to(groups_[group].requests.size(), kNone);
+  for (LimitCheck& check : checks_) {
+    if (check.group != group || check.request == kNone || !kept[check.descriptor]) continue;
+    size_t& to = moved_to[check.request];
+    if (to == kNone) {
+      to = split.requests.size();
+      split.requests.push_back(groups_[group].requests[check.request]);
+      split.over_here.push_back(groups_[group].over_here[check.request]);
+    }
+    check.request = to;
+    check.group = groups_.size();
+  }
+  groups_.push_back(std::move(split));
+  return groups_.size() - 1;
+}
+
+// Whether the descriptors `over` their limits deny the request: any enforced one does, unless it
+// is in quota mode; those in quota mode deny it together, when every one of them is over.
+bool Call::Denies(const std::vector<bool>& over) const {
+  bool quotas = false, every_quota_over = true;
+  for (size_t d = 0; d < matches_.size(); ++d) {
+    const bool denies = over[d] && !shadow_[d];
+    if (!quota_[d]) {
+      if (denies) return true;
+      continue;
+    }
+    quotas = true;
+    every_quota_over = every_quota_over && denies;
+  }
+  return quotas && every_quota_over;
 }
 
 void Call::AddCheck(size_t descriptor, const RateLimitSpec& spec, size_t index, bool shadow) {
@@ -213,18 +285,51 @@ void Call::AddCheck(size_t descriptor, const RateLimitSpec& spec, size_t index, 
 void Call::Decide() {
   // The groups, and this call's own hold until every group is sent.
   pending_.store(static_cast<int>(groups_.size()) + 1, std::memory_order_relaxed);
-  auto self = shared_from_this();
-  for (CheckGroup& group : groups_) {
-    if (group.requests.empty()) {
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish();
-      continue;
-    }
-    store_.CheckAllAsync(group.requests, [self, &group](Result<std::vector<Decision>> decisions) {
-      group.decisions = std::move(decisions);
-      if (self->pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) self->Finish();
-    });
-  }
+  for (size_t g = 0; g < groups_.size(); ++g) Send(g);
   if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish();
+}
+
+// Decides `group`, holding one of pending_, and finishes the call when it is the last.
+void Call::Send(size_t group) {
+  CheckGroup& sent = groups_[group];
+  if (sent.requests.empty()) {
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish();
+    return;
+  }
+  store_.CheckAllAsync(sent.requests,
+                       [self = shared_from_this(), &sent](Result<std::vector<Decision>> decisions) {
+                         sent.decisions = std::move(decisions);
+                         if (self->pending_.fetch_sub(1, std::memory_order_acq_rel) == 1)
+                           self->Finish();
+                       });
+}
+
+// Whether the store refused the enforced checks (all or nothing: then none consumed anything).
+bool Call::EnforcedRefused() const {
+  if (enforced_ == kNone) return false;
+  const auto& decisions = *groups_[enforced_].decisions;
+  return std::any_of(decisions.begin(), decisions.end(),
+                     [](const Decision& d) { return !d.allowed; });
+}
+
+// A request refused only because some of its quotas are over, while another may still admit it,
+// is decided once more without them (which report the first answer). Once only: a second refusal
+// is the answer, so a request costs at most two store calls.
+bool Call::RetryWithoutQuotasOver(const std::vector<Verdict>& verdicts) {
+  if (retried_ || !EnforcedRefused()) return false;
+  std::vector<bool> over(verdicts.size()), kept(verdicts.size());
+  bool quota_over = false;
+  for (size_t d = 0; d < verdicts.size(); ++d) {
+    over[d] = verdicts[d].over;
+    kept[d] = !over[d];
+    quota_over = quota_over || (over[d] && quota_[d] && !shadow_[d]);
+  }
+  if (!quota_over || Denies(over)) return false;
+  retried_ = true;
+  enforced_ = Split(enforced_, kept);
+  pending_.store(1, std::memory_order_relaxed);
+  Send(enforced_);
+  return true;
 }
 
 Verdict Call::VerdictOf(size_t descriptor) const {
@@ -263,12 +368,17 @@ void Call::Finish() {
   std::vector<Verdict> verdicts;
   verdicts.reserve(matches_.size());
   for (size_t d = 0; d < matches_.size(); ++d) verdicts.push_back(VerdictOf(d));
+  if (RetryWithoutQuotasOver(verdicts)) return;
   Answer(verdicts);
   done_(Status::Ok());
 }
 
 void Call::Answer(const std::vector<Verdict>& verdicts) {
-  response_.set_overall_code(pb::RateLimitResponse::OK);
+  std::vector<bool> over(verdicts.size());
+  for (size_t d = 0; d < verdicts.size(); ++d) over[d] = verdicts[d].over;
+  const bool denied = EnforcedRefused() || Denies(over);
+  response_.set_overall_code(denied ? pb::RateLimitResponse::OVER_LIMIT
+                                    : pb::RateLimitResponse::OK);
   const Verdict* headline = nullptr;
   for (size_t d = 0; d < matches_.size(); ++d) {
     const rls::Match& match = matches_[d];
@@ -282,10 +392,7 @@ void Call::Answer(const std::vector<Verdict>& verdicts) {
     if (verdict.reported == nullptr) continue;
     const RateLimitSpec& spec = *verdict.reported->spec;
     const bool shadow = verdict.reported->shadow;
-    if (verdict.over && !shadow) {
-      status->set_code(pb::RateLimitResponse::OVER_LIMIT);
-      response_.set_overall_code(pb::RateLimitResponse::OVER_LIMIT);
-    }
+    if (verdict.over && !shadow) status->set_code(pb::RateLimitResponse::OVER_LIMIT);
     auto* limit = status->mutable_current_limit();
     limit->set_name(spec.name);
     limit->set_requests_per_unit(spec.requests_per_unit);
@@ -303,7 +410,8 @@ void Call::Answer(const std::vector<Verdict>& verdicts) {
          .shadow_mode = shadow,
          .requests_per_unit = spec.requests_per_unit,
          .remaining = static_cast<uint64_t>(std::max<int64_t>(0, verdict.decision.remaining))});
-    const bool counts = !shadow && spec.limit;
+    // A quota over, in a request another quota admitted, constrains nothing.
+    const bool counts = !shadow && spec.limit && (denied || !verdict.over);
     if (counts && (headline == nullptr || (verdict.over && !headline->over) ||
                    (verdict.over == headline->over &&
                     verdict.decision.remaining < headline->decision.remaining))) {

@@ -6,8 +6,7 @@
 //  - hits: a descriptor's own hits_addend when set (0 peeks: checks without consuming), else the
 //    request's hits_addend, 0 meaning 1 as Envoy sends it.
 //  - Descriptors that match no limit, or an unlimited one, are OK and count nothing. A descriptor
-//    with is_negative_hits is refused (INVALID_ARGUMENT): no store gives hits back. quota_mode is
-//    not applied: such a descriptor decides as any other.
+//    with is_negative_hits is refused (INVALID_ARGUMENT): no store gives hits back.
 //  - Every limit of every enforced descriptor is decided in one Store::CheckAll: a request that
 //    is over any limit consumes nothing from the others (on a Redis Cluster too: a CheckAll
 //    across masters peeks at each, then charges each; see docs/failure-modes.md for the race
@@ -17,6 +16,12 @@
 //    Two descriptors landing on one counter are one check with their hits added up (the first
 //    descriptor's limit decides). A limit of 0 requests, or hits above a limit's capacity, is
 //    over the limit without asking the store; the request's other checks are then only peeked.
+//  - Quota mode (per descriptor, or every one but the unlimited with the service's quota_mode):
+//    as in that service, descriptors in quota mode deny the request only when every one of them
+//    is over (one that matches no limit never is). A request refused only because some of its
+//    quotas are over is decided once more without them, and then consumes from the others;
+//    those over report OVER_LIMIT and consume nothing. A second refusal is the answer (another
+//    request raced it), so a request costs at most two CheckAlls of its enforced descriptors.
 //  - A descriptor's status reports its most constrained limit: the one over the limit, else the
 //    one with the fewest remaining. Over the limit means denied on its own account (a
 //    retry_after), not merely held back by another descriptor.
@@ -50,6 +55,8 @@ class Stats;
 struct ServiceOptions {
   // Every descriptor in shadow mode: decided and counted, always OK.
   bool shadow_mode = false;
+  // Every descriptor in quota mode (but the unlimited ones): over the limit only together.
+  bool quota_mode = false;
   // Also send envoyproxy/ratelimit's X-RateLimit-* headers.
   bool x_ratelimit_headers = false;
   // The failure policy of a limit whose rule sets no on_error; nullopt: an error to the caller.

@@ -83,7 +83,7 @@ TEST(ConfigTest, OptionalSectionsHaveDefaults) {
 TEST(ConfigTest, RateLimitServiceSection) {
   auto config = ParseConfig(
       "rls: {config_dir: /etc/ratelimit, grpc_listen: \"127.0.0.1:8081\", shadow_mode: true,\n"
-      "      x_ratelimit_headers: true, on_error: error, watch: false}\n"
+      "      quota_mode: true, x_ratelimit_headers: true, on_error: error, watch: false}\n"
       "rules: [{name: a, algorithm: fixed_window, limit: 1, period: 1s}]",
       "x.yaml");
   ASSERT_TRUE(config.ok()) << config.status().ToString();
@@ -91,6 +91,7 @@ TEST(ConfigTest, RateLimitServiceSection) {
   ASSERT_TRUE(config->rls.grpc_listen.has_value());
   EXPECT_EQ(config->rls.grpc_listen->ToString(), "127.0.0.1:8081");
   EXPECT_TRUE(config->rls.shadow_mode);
+  EXPECT_TRUE(config->rls.quota_mode);
   EXPECT_TRUE(config->rls.x_ratelimit_headers);
   EXPECT_FALSE(config->rls.on_error.has_value());
   EXPECT_FALSE(config->rls.watch);
@@ -100,6 +101,7 @@ TEST(ConfigTest, RateLimitServiceSection) {
       "x.yaml");
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_FALSE(config->rls.grpc_listen.has_value());
+  EXPECT_FALSE(config->rls.quota_mode);
   EXPECT_EQ(config->rls.on_error, FailurePolicy::kFailOpen);
   EXPECT_TRUE(config->rls.watch);
 }
@@ -297,7 +299,7 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
        "or local_fallback) (or error)"},
       {"rls: {config_dir: d, shadow: true}\n",
        "bad.yaml:1: rls.shadow: unknown field (expected config_dir, grpc_listen, shadow_mode, "
-       "x_ratelimit_headers, on_error, watch)"},
+       "quota_mode, x_ratelimit_headers, on_error, watch)"},
       {"rls: {config_dir: d, watch: often}\n", "bad.yaml:1: rls.watch: expected true or false"},
       {"listen: localhost\nrules: []\n",
        "bad.yaml:1: listen: bad listen address 'localhost': expected HOST:PORT"},

@@ -5,12 +5,15 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <initializer_list>
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -392,6 +395,152 @@ descriptors:
 )"},
                                 {}));
   EXPECT_EQ(Ask("api", {user}).statuses(0).current_limit().requests_per_unit(), 7u);
+}
+
+constexpr std::string_view kQuotas = R"(
+domain: quota
+descriptors:
+  - key: plan
+    quota_mode: true
+    rate_limit: { unit: minute, requests_per_unit: 2 }
+  - key: pool
+    quota_mode: true
+    rate_limit: { unit: minute, requests_per_unit: 3 }
+  - key: team
+    quota_mode: true
+    rate_limit: { unit: minute, requests_per_unit: 5 }
+  - key: ip
+    rate_limit: { unit: minute, requests_per_unit: 10 }
+)";
+
+TEST_F(RlsConformance, QuotasDenyOnlyWhenEveryOneIsOverAndThoseOverConsumeNothing) {
+  Serve({kQuotas});
+  const Desc plan = Desc({{"plan", "p"}});
+  const Desc pool = Desc({{"pool", "s"}});
+  const Desc ip = Desc({{"ip", "1"}});
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(Ask("quota", {plan, pool, ip}).overall_code(), kOk);
+  // The plan is spent: the pool admits, and the plan, over, consumes nothing.
+  auto response = Ask("quota", {plan, pool, ip});
+  EXPECT_EQ(response.overall_code(), kOk);
+  EXPECT_EQ(response.statuses(0).code(), kOver);
+  EXPECT_EQ(response.statuses(1).code(), kOk);
+  EXPECT_EQ(response.statuses(1).limit_remaining(), 0u);
+  EXPECT_EQ(Header(response, "Retry-After"), "(absent)");
+  EXPECT_EQ(Remaining("quota", plan), 0u);
+  EXPECT_EQ(Remaining("quota", ip), 7u);
+  EXPECT_EQ(stats_.For("quota.plan").over_limit.load(), 1u);
+  // Every quota over: denied, and nothing consumed.
+  response = Ask("quota", {plan, pool, ip});
+  EXPECT_EQ(response.overall_code(), kOver);
+  EXPECT_EQ(response.statuses(0).code(), kOver);
+  EXPECT_EQ(response.statuses(1).code(), kOver);
+  EXPECT_EQ(response.statuses(2).code(), kOk);
+  EXPECT_EQ(Header(response, "Retry-After"), "60");
+  EXPECT_EQ(Remaining("quota", ip), 7u);
+}
+
+TEST_F(RlsConformance, ADescriptorOutOfQuotaModeOverDeniesWhateverTheQuotas) {
+  Serve({kQuotas});
+  const Desc ip = Desc({{"ip", "2"}});
+  EXPECT_EQ(Ask("quota", {ip.Hits(10)}).overall_code(), kOk);
+  const Desc plan = Desc({{"plan", "q"}});
+  const auto response = Ask("quota", {plan, ip});
+  EXPECT_EQ(response.overall_code(), kOver);
+  EXPECT_EQ(response.statuses(0).code(), kOk);
+  EXPECT_EQ(Remaining("quota", plan), 2u);
+}
+
+// Hits above a quota's capacity are over without asking the store; the quota is still peeked, and
+// the others decide.
+TEST_F(RlsConformance, AQuotaOverWithoutAskingTheStoreLeavesTheOthersToDecide) {
+  Serve({kQuotas});
+  const Desc plan = Desc({{"plan", "r"}});
+  const Desc pool = Desc({{"pool", "r"}});
+  const auto response = Ask("quota", {plan.Hits(3), pool.Hits(1)});
+  EXPECT_EQ(response.overall_code(), kOk);
+  EXPECT_EQ(response.statuses(0).code(), kOver);
+  EXPECT_EQ(response.statuses(0).limit_remaining(), 2u);
+  EXPECT_EQ(Remaining("quota", plan), 2u);
+  EXPECT_EQ(Remaining("quota", pool), 2u);
+  EXPECT_EQ(Ask("quota", {plan.Hits(3), pool.Hits(4)}).overall_code(), kOver);
+  EXPECT_EQ(Remaining("quota", pool), 2u);
+}
+
+// The service's quota_mode puts every descriptor in quota mode but the unlimited ones; one that
+// matches no limit is a quota that is never over, as in that service.
+TEST_F(RlsConformance, GlobalQuotaModeTakesInEveryDescriptorButTheUnlimited) {
+  Serve({R"(
+domain: g
+descriptors:
+  - key: a
+    rate_limit: { unit: minute, requests_per_unit: 1 }
+  - key: b
+    rate_limit: { unit: minute, requests_per_unit: 1 }
+  - key: vip
+    rate_limit: { unlimited: true }
+)"},
+        ServiceOptions{.quota_mode = true});
+  const Desc a = Desc({{"a", "1"}});
+  const Desc b = Desc({{"b", "1"}});
+  EXPECT_EQ(Ask("g", {a}).overall_code(), kOk);
+  EXPECT_EQ(Ask("g", {a}).overall_code(), kOver);
+  EXPECT_EQ(Ask("g", {a, b}).overall_code(), kOk);
+  EXPECT_EQ(Remaining("g", b), 0u);
+  EXPECT_EQ(Ask("g", {a, b}).overall_code(), kOver);
+  EXPECT_EQ(Ask("g", {a, Desc({{"unmatched", "x"}})}).overall_code(), kOk);
+  EXPECT_EQ(Ask("g", {a, Desc({{"vip", "x"}})}).overall_code(), kOver);
+}
+
+// Forwards to a store, and just before the CheckAll numbered `race_on_call` (from 1), takes one
+// unit of its first request's counter as another client would.
+class RacedStore final : public Store {
+ public:
+  explicit RacedStore(Store& backend) : backend_(backend) {}
+  int calls() const { return calls_.load(); }
+  std::atomic<int> race_on_call{0};
+
+ protected:
+  void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override {
+    backend_.CheckBatchAsync(requests, std::move(done));
+  }
+  void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override {
+    backend_.ResetAsync(scope, key, std::move(done));
+  }
+  void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override {
+    if (++calls_ == race_on_call.load()) {
+      CheckRequest taken = requests.front();
+      taken.cost = 1;
+      EXPECT_TRUE(backend_.Check(taken).ok());
+    }
+    backend_.CheckAllAsync(requests, std::move(done));
+  }
+
+ private:
+  Store& backend_;
+  std::atomic<int> calls_{0};
+};
+
+// The second decision, without the quotas over, is refused too: another client took the last
+// unit of one of the quotas left. That refusal is the answer, though a third quota was within,
+// and the request consumes nothing.
+TEST_F(RlsConformance, AQuotaRacedAwayBetweenTheTwoDecisionsDeniesAndConsumesNothing) {
+  RacedStore raced(store_);
+  Serve({kQuotas}, {}, &raced);
+  const Desc plan = Desc({{"plan", "t"}});
+  const Desc pool = Desc({{"pool", "t"}});
+  const Desc team = Desc({{"team", "t"}});
+  const Desc ip = Desc({{"ip", "t"}});
+  EXPECT_EQ(Ask("quota", {plan.Hits(2), pool.Hits(2), ip}).overall_code(), kOk);
+  raced.race_on_call = raced.calls() + 2;  // the request's second CheckAll: pool, team, ip
+  const auto response = Ask("quota", {plan, pool, team, ip});
+  EXPECT_EQ(raced.calls(), raced.race_on_call.load());
+  EXPECT_EQ(response.overall_code(), kOver);
+  EXPECT_EQ(response.statuses(0).code(), kOver);
+  EXPECT_EQ(response.statuses(1).code(), kOver);
+  EXPECT_EQ(response.statuses(2).code(), kOk);  // within, held back
+  EXPECT_EQ(Remaining("quota", pool), 0u);
+  EXPECT_EQ(Remaining("quota", team), 5u);
+  EXPECT_EQ(Remaining("quota", ip), 9u);
 }
 
 // envoyproxy/ratelimit's README, Examples 1 to 11, each checked as it documents the decision.
