@@ -80,10 +80,14 @@ class Call : public std::enable_shared_from_this<Call> {
   }
   size_t GroupFor(bool shadow);
   void AddCheck(size_t descriptor, const RateLimitSpec& spec, size_t index, bool shadow);
+  bool Shadow(size_t descriptor) const;
+  bool Quota(size_t descriptor) const;
   bool OverHere(const LimitCheck& check) const;
-  size_t Split(size_t group, const std::vector<bool>& kept);
+  template <typename Over>
+  size_t Split(size_t group, Over over);
   void Send(size_t group);
-  bool Denies(const std::vector<bool>& over) const;
+  template <typename Over>
+  bool Denies(Over over) const;
   bool EnforcedRefused() const;
   bool RetryWithoutQuotasOver(const std::vector<Verdict>& verdicts);
   void Finish();
@@ -99,8 +103,6 @@ class Call : public std::enable_shared_from_this<Call> {
 
   std::vector<rls::Match> matches_;
   std::vector<uint64_t> hits_;
-  std::vector<bool> shadow_;               // per descriptor
-  std::vector<bool> quota_;                // per descriptor: in quota mode
   std::vector<std::string> counter_keys_;  // per descriptor
   std::vector<std::string> stats_keys_;    // per descriptor
   // Per LimitCheck, reserved up front: the requests point into them.
@@ -153,17 +155,9 @@ Status Call::Match() {
   limiters_.reserve(limits);
   checks_.reserve(limits);
   checks_of_.resize(n);
-  const ServiceOptions& options = config_->options;
   for (size_t d = 0; d < n; ++d) {
-    const rls::Match& match = matches_[d];
-    shadow_.push_back(match.shadow_mode() || options.shadow_mode);
-    // As in that service: an unlimited descriptor is never in quota mode, and the service's
-    // quota_mode takes in those that match no limit (which are never over).
-    quota_.push_back(
-        match.kind != MatchKind::kUnlimited &&
-        (options.quota_mode || (match.kind == MatchKind::kLimited && match.quota_mode())));
-    const auto specs = match.limits();
-    for (size_t i = 0; i < specs.size(); ++i) AddCheck(d, specs[i], i, shadow_[d]);
+    const auto specs = matches_[d].limits();
+    for (size_t i = 0; i < specs.size(); ++i) AddCheck(d, specs[i], i, Shadow(d));
   }
   // Over a limit already, without asking the store. A request denied that way only looks at the
   // others (of its kind: the shadow checks never deny the enforced ones). Quotas over, when some
@@ -172,7 +166,8 @@ Status Call::Match() {
   for (const LimitCheck& check : checks_) {
     if (!check.shadow && OverHere(check)) over_here[check.descriptor] = true;
   }
-  const bool denied = Denies(over_here);
+  const auto is_over_here = [&over_here](size_t d) { return over_here[d]; };
+  const bool denied = Denies(is_over_here);
   for (CheckGroup& group : groups_) {
     if (group.shadow ? !group.any_over_here : !denied) continue;
     for (CheckRequest& check : group.requests) check.cost = 0;
@@ -180,10 +175,8 @@ Status Call::Match() {
   if (!denied && std::find(over_here.begin(), over_here.end(), true) != over_here.end()) {
     // Only quotas are over: the others are decided in a group of their own, and this one, all
     // peeks, reports the quotas over.
-    std::vector<bool> kept(n);
-    for (size_t d = 0; d < n; ++d) kept[d] = !over_here[d];
     const size_t peeked = enforced_;
-    enforced_ = Split(peeked, kept);
+    enforced_ = Split(peeked, is_over_here);
     for (CheckRequest& check : groups_[peeked].requests) check.cost = 0;
   }
   return Status::Ok();
@@ -198,18 +191,31 @@ size_t Call::GroupFor(bool shadow) {
   return groups_.size() - 1;
 }
 
+bool Call::Shadow(size_t descriptor) const {
+  return matches_[descriptor].shadow_mode() || config_->options.shadow_mode;
+}
+
+// As in that service: an unlimited descriptor is never in quota mode, and the service's
+// quota_mode takes in those that match no limit (which are never over).
+bool Call::Quota(size_t descriptor) const {
+  const rls::Match& match = matches_[descriptor];
+  return match.kind != MatchKind::kUnlimited &&
+         (config_->options.quota_mode || (match.kind == MatchKind::kLimited && match.quota_mode()));
+}
+
 bool Call::OverHere(const LimitCheck& check) const {
   return check.request == kNone || groups_[check.group].over_here[check.request];
 }
 
-// The checks of `group` whose descriptor is `kept` move to a new group with their requests, which
-// decides them from then on; the others stay, with the group's decisions.
-size_t Call::Split(size_t group, const std::vector<bool>& kept) {
+// The checks of `group` whose descriptor is not `over` move to a new group with their requests,
+// which decides them from then on; the others stay, with the group's decisions.
+template <typename Over>
+size_t Call::Split(size_t group, Over over) {
   CheckGroup split;
   split.shadow = groups_[group].shadow;
   std::vector<size_t> moved_to(groups_[group].requests.size(), kNone);
   for (LimitCheck& check : checks_) {
-    if (check.group != group || check.request == kNone || !kept[check.descriptor]) continue;
+    if (check.group != group || check.request == kNone || over(check.descriptor)) continue;
     size_t& to = moved_to[check.request];
     if (to == kNone) {
       to = split.requests.size();
@@ -225,11 +231,12 @@ size_t Call::Split(size_t group, const std::vector<bool>& kept) {
 
 // Whether the descriptors `over` their limits deny the request: any enforced one does, unless it
 // is in quota mode; those in quota mode deny it together, when every one of them is over.
-bool Call::Denies(const std::vector<bool>& over) const {
+template <typename Over>
+bool Call::Denies(Over over) const {
   bool quotas = false, every_quota_over = true;
   for (size_t d = 0; d < matches_.size(); ++d) {
-    const bool denies = over[d] && !shadow_[d];
-    if (!quota_[d]) {
+    const bool denies = over(d) && !Shadow(d);
+    if (!Quota(d)) {
       if (denies) return true;
       continue;
     }
@@ -317,16 +324,14 @@ bool Call::EnforcedRefused() const {
 // is the answer, so a request costs at most two store calls.
 bool Call::RetryWithoutQuotasOver(const std::vector<Verdict>& verdicts) {
   if (retried_ || !EnforcedRefused()) return false;
-  std::vector<bool> over(verdicts.size()), kept(verdicts.size());
+  const auto over = [&verdicts](size_t d) { return verdicts[d].over; };
   bool quota_over = false;
   for (size_t d = 0; d < verdicts.size(); ++d) {
-    over[d] = verdicts[d].over;
-    kept[d] = !over[d];
-    quota_over = quota_over || (over[d] && quota_[d] && !shadow_[d]);
+    quota_over = quota_over || (over(d) && Quota(d) && !Shadow(d));
   }
   if (!quota_over || Denies(over)) return false;
   retried_ = true;
-  enforced_ = Split(enforced_, kept);
+  enforced_ = Split(enforced_, over);
   pending_.store(1, std::memory_order_relaxed);
   Send(enforced_);
   return true;
@@ -374,9 +379,8 @@ void Call::Finish() {
 }
 
 void Call::Answer(const std::vector<Verdict>& verdicts) {
-  std::vector<bool> over(verdicts.size());
-  for (size_t d = 0; d < verdicts.size(); ++d) over[d] = verdicts[d].over;
-  const bool denied = EnforcedRefused() || Denies(over);
+  const bool denied =
+      EnforcedRefused() || Denies([&verdicts](size_t d) { return verdicts[d].over; });
   response_.set_overall_code(denied ? pb::RateLimitResponse::OVER_LIMIT
                                     : pb::RateLimitResponse::OK);
   const Verdict* headline = nullptr;
