@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <random>
 #include <thread>
 
 namespace sluice::testing {
@@ -29,22 +31,47 @@ std::string ShellQuote(const std::string& s) {
   return out + "'";
 }
 
-}  // namespace
-
-int FreeLoopbackPort() {
+// The port a socket bound to 127.0.0.1:`port` got (0: any free one), with the socket closed
+// again; 0 if the bind failed.
+int Bind(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
   socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    return 0;
-  }
+  const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                     getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
   close(fd);
-  return ntohs(addr.sin_port);
+  return bound ? ntohs(addr.sin_port) : 0;
+}
+
+// The lowest port of the kernel's ephemeral range; 0 if unknown.
+int EphemeralPortsFrom() {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  int lowest = 0;
+  range >> lowest;
+  return lowest;
+}
+
+}  // namespace
+
+int FreeLoopbackPort() {
+  // Drawn below the kernel's ephemeral range, which outgoing connections take their local ports
+  // from (a test's many clients would otherwise take a port between its choice and its bind),
+  // and at random, so that tests running in parallel rarely draw the same. A Redis Cluster node
+  // also binds the port + 10000 for its bus, which must stay below that range too.
+  constexpr int kLowest = 10000, kHighest = 19999, kBusOffset = 10000;
+  if (EphemeralPortsFrom() > kHighest + kBusOffset) {
+    thread_local std::mt19937 rng(std::random_device{}());
+    std::uniform_int_distribution<int> draw(kLowest, kHighest);
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      const int port = draw(rng);
+      if (Bind(port) == port) return port;
+    }
+  }
+  return Bind(0);  // the kernel's choice
 }
 
 std::unique_ptr<RedisServer> RedisServer::Start(std::vector<std::string> extra_args) {

@@ -43,7 +43,8 @@ class RedisServer {
   std::vector<std::string> extra_args_;
 };
 
-// A TCP port on 127.0.0.1 that was free a moment ago.
+// A TCP port on 127.0.0.1 that was free a moment ago, drawn at random below the ports the kernel
+// gives outgoing connections.
 int FreeLoopbackPort();
 
 }  // namespace sluice::testing

@@ -154,16 +154,22 @@ bool WaitUntilUp(int port, Process& process) {
 
 Service::Service(const std::string& rules_yaml, std::string store_url, std::string store_fields,
                  std::vector<std::string> flags)
-    : port_(FreeLoopbackPort()),
-      config_(dir_.File("sluice.yaml")),
+    : config_(dir_.File("sluice.yaml")),
       store_url_(std::move(store_url)),
       store_fields_(std::move(store_fields)) {
   WriteConfig(rules_yaml);
-  std::vector<std::string> args = {"serve", "--config", config_, "--listen",
-                                   "127.0.0.1:" + std::to_string(port_)};
-  args.insert(args.end(), flags.begin(), flags.end());
-  process_ = std::make_unique<Process>(std::move(args), dir_.File("serve.log"));
-  up_ = WaitUntilUp(port_, *process_);
+  // Another test's server may take the port between its choice and the bind: the process then
+  // exits saying it cannot listen, and that server may answer /healthz meanwhile, so the
+  // process's own log must say it serves on the port.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    port_ = FreeLoopbackPort();
+    const std::string address = "127.0.0.1:" + std::to_string(port_);
+    std::vector<std::string> args = {"serve", "--config", config_, "--listen", address};
+    args.insert(args.end(), flags.begin(), flags.end());
+    process_ = std::make_unique<Process>(std::move(args), dir_.File("serve.log"));
+    up_ = WaitUntilUp(port_, *process_) && process_->WaitForLog("serving on " + address);
+    if (up_ || process_->Log().find("cannot listen on " + address) == std::string::npos) return;
+  }
 }
 
 void Service::WriteConfig(const std::string& rules_yaml) const {

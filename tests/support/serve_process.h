@@ -116,7 +116,7 @@ class Service {
 
  private:
   TempDir dir_;
-  int port_;
+  int port_ = 0;
   std::string config_;
   std::string store_url_;
   std::string store_fields_;
