@@ -2,7 +2,8 @@
 // checked by -Wthread-safety in clang builds and no-ops on other compilers. What a mutex guards
 // is declared on the fields (GUARDED_BY), what a function needs held on the function (REQUIRES),
 // so the compiler, not a comment, says when a field is touched without its lock. Used with
-// core::Mutex and core::MutexLock (core/mutex.h).
+// core::Mutex and core::MutexLock (core/mutex.h), core::AdaptiveMutex and its lock
+// (core/adaptive_mutex.h).
 #pragma once
 
 #if defined(__clang__)

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "core/adaptive_mutex.h"
 #include "core/algorithms.h"
 #include "core/composite_key.h"
-#include "core/mutex.h"
 #include "memory/sharded_table.h"
 #include "memory/stored_state.h"
 #include "memory/swept_table.h"
@@ -78,7 +78,7 @@ Result<Decision> MemoryStore::DoCheck(const CheckRequest& request) {
   Tables::Prefetch(shard, key.hash);
   const int64_t now = Ticks(clock_.now());
 
-  core::MutexLock lock(shard.mu);
+  core::AdaptiveMutexLock lock(shard.mu);
   Table& table = shard.table;
   if (Table::Slot* slot = table.Find(key)) {
     return DecideHeld(table, *slot, key, limit, now, request.cost, request.max_delay.count());
@@ -231,7 +231,7 @@ void MemoryStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, Batc
 Status MemoryStore::DoReset(std::string_view scope, std::string_view key) {
   const ScopedKey scoped(scope, key);
   Tables::Shard& shard = tables_->For(scoped.hash);
-  core::MutexLock lock(shard.mu);
+  core::AdaptiveMutexLock lock(shard.mu);
   if (Table::Slot* slot = shard.table.Find(scoped)) shard.table.Erase(slot);
   return Status::Ok();
 }
@@ -245,7 +245,7 @@ Status MemoryStore::DoGiveBack(std::string_view scope, const Limit& limit, std::
   const ScopedKey scoped(scope, key);
   Tables::Shard& shard = tables_->For(scoped.hash);
   const int64_t now = Ticks(clock_.now());
-  core::MutexLock lock(shard.mu);
+  core::AdaptiveMutexLock lock(shard.mu);
   Table::Slot* slot = shard.table.Find(scoped);
   // No state, or another algorithm's: nothing of this meter to give back to. A meter's state holds
   // no heap, so the table's bytes do not change.

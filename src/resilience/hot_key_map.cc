@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <new>
 
+#include "core/adaptive_mutex.h"
 #include "core/composite_key.h"
 #include "memory/slot_memory.h"
 
@@ -24,7 +25,7 @@ std::optional<HotKeyEntry> HotKeyMap::Find(std::string_view scope, std::string_v
                                            const Limit& limit) {
   const core::ScopedKey scoped(scope, key);
   auto& shard = shards_.For(scoped.hash);
-  core::MutexLock lock(shard.mu);
+  core::AdaptiveMutexLock lock(shard.mu);
   Table::Slot* slot = shard.table.Find(scoped);
   if (slot == nullptr) return std::nullopt;
   if (slot->value().denied_until <= now || slot->value().limit != limit) {
@@ -38,7 +39,7 @@ void HotKeyMap::Put(std::string_view scope, std::string_view key, const HotKeyEn
                     Time now) {
   const core::ScopedKey scoped(scope, key);
   auto& shard = shards_.For(scoped.hash);
-  core::MutexLock lock(shard.mu);
+  core::AdaptiveMutexLock lock(shard.mu);
   Table::Slot* slot = shard.table.Find(scoped);
   if (slot == nullptr) {
     slot = shard.table.Insert(scoped, 0, Ticks(entry.denied_until), 0, Ticks(now), {});
@@ -51,7 +52,7 @@ void HotKeyMap::Put(std::string_view scope, std::string_view key, const HotKeyEn
 void HotKeyMap::Erase(std::string_view scope, std::string_view key) {
   const core::ScopedKey scoped(scope, key);
   auto& shard = shards_.For(scoped.hash);
-  core::MutexLock lock(shard.mu);
+  core::AdaptiveMutexLock lock(shard.mu);
   if (Table::Slot* slot = shard.table.Find(scoped)) shard.table.Erase(slot);
 }
 
