@@ -12,16 +12,19 @@
 //     what the meter's refill may have wasted meanwhile, had the lease not been taken, which
 //     giving back would return a second time. A fixed_window's unused units lapse with their
 //     window.
-// When the backend cannot give a whole lease, the check is decided by what it has: a
-// fixed_window takes what its window has left, when that covers the check; otherwise the check
-// is refused, and so are the key's next ones, here, until the backend's retry_after for a whole
-// lease has passed. So what another process holds unused, at most `units` per process, can be
-// refused to this one for up to `lifetime` (or to the end of a fixed window); a meter gets it
-// back at the end of the lease. Reported remaining is what this process's lease has left.
-// Checks without lease terms, peeks (cost 0), reservations (max_delay), checks costing more than
-// a lease, CheckAll and Reset go to the backend (Reset also forgets the key's lease here, and
-// gives back its unused units). A lease never outlives the LeasingStore: what is unused when it
-// is destroyed is given back, or lapses.
+// When the backend cannot give a whole lease, the check is decided by what it has: when that
+// covers the check, a second call takes it as a smaller lease, within the first call's deadline
+// (a check still waiting `store_timeout` after the first call was sent is answered
+// DEADLINE_EXCEEDED, for its failure policy, and what the second call brings serves the next
+// checks); otherwise the check is refused, and so are the key's next ones, here, until the
+// backend's retry_after for a whole lease has passed. So what another process holds unused, at most
+// `units` per process, can be refused to this one for up to `lifetime` (or to the end of a fixed
+// window); a meter gets it back at the end of the lease. Reported remaining is what this process's
+// lease has left. Checks without lease terms, peeks (cost 0), reservations (max_delay), checks
+// costing more than a lease, CheckAll and Reset go to the backend (Reset also forgets the key's
+// lease here: its unused units go with the key's state, and so does what a take in flight brings).
+// A lease never outlives the LeasingStore: what is unused when it is destroyed is given back, or
+// lapses.
 //
 // Thread safety: fully thread-safe. Callbacks run on the backend's threads, on the timers'
 // threads or inline. The backend and the timers must outlive this store.
@@ -44,7 +47,8 @@ struct LeasingStoreOptions {
   // Keys holding a lease (or a refusal) at once; past it, checks of other keys go to the backend
   // one by one until a lease ends.
   size_t max_keys = 100'000;
-  // The backend's deadline: the latest a give-back is applied after it is sent.
+  // The backend's deadline: the latest a give-back is applied after it is sent, and the longest
+  // a leased check waits for the backend's calls.
   Duration store_timeout = std::chrono::milliseconds(50);
 };
 

@@ -111,6 +111,7 @@ void LeaseTable::Serve(Entry& entry, std::span<Waiter> waiters, Time now, bool a
   if (served == waiters.size()) return;
   // What is left of the lease does not cover the check: a new lease replaces it.
   EndLease(entry, now, out);
+  entry.answer_by = now + store_timeout_;
   StartTake(entry, std::move(waiters.back()), entry.terms.units, out);
 }
 
@@ -121,6 +122,7 @@ void LeaseTable::StartTake(Entry& entry, std::optional<Waiter> waiter, int64_t u
     entry.waiters.push_back(std::move(*waiter));
   }
   entry.taking = true;
+  ++entry.takes;
   out.take = CheckRequest{.scope = entry.scope,
                           .limit = &entry.limit,
                           .key = entry.key,
@@ -147,7 +149,8 @@ void LeaseTable::EndLease(Entry& entry, Time now, Outcome& out) {
 }
 
 // A check waits for at most two calls: the take of a whole lease and, when the backend has less
-// but enough for the first waiter, the take of what it has.
+// but enough for the first waiter, the take of what it has. Both within one deadline: the second
+// take's waiters are answered by Overdue if it has not answered by then.
 void LeaseTable::Taken(const std::string& id, int64_t units, Time sent, Result<Decision> answer) {
   Shard& shard = ShardOf(id);
   Outcome out;
@@ -157,6 +160,7 @@ void LeaseTable::Taken(const std::string& id, int64_t units, Time sent, Result<D
     Entry& entry = it->second;  // an entry is never dropped while it is taking
     entry.taking = false;
     entry.waiting_cost = 0;
+    const bool reset = std::exchange(entry.reset_while_taking, false);
     std::vector<Waiter> waiters = std::move(entry.waiters);
     entry.waiters.clear();
     const Time now = timers_.now();
@@ -188,14 +192,25 @@ void LeaseTable::Taken(const std::string& id, int64_t units, Time sent, Result<D
       entry.basis = *answer;
       entry.basis_at = sent;
       out.wake = {Since(now, entry.refused_until), ++entry.generation};
-      const int64_t first_cost = waiters.front().request.cost;
-      if (whole && answer->remaining >= first_cost && !closed_.load(std::memory_order_acquire)) {
+      const bool smaller_fits = whole && !reset && !waiters.empty() &&
+                                answer->remaining >= waiters.front().request.cost &&
+                                !closed_.load(std::memory_order_acquire);
+      if (smaller_fits && now >= entry.answer_by) {
+        Overdue(waiters, out);
+      } else if (smaller_fits) {
         entry.waiters = std::move(waiters);
         for (const Waiter& waiter : entry.waiters) entry.waiting_cost += waiter.request.cost;
         StartTake(entry, std::nullopt, answer->remaining, out);
+        out.overdue = {Since(now, entry.answer_by), entry.takes};
       } else {
         Serve(entry, waiters, now, /*after_take=*/true, out);
       }
+    }
+    if (reset) {
+      units_lapsed_.fetch_add(static_cast<uint64_t>(entry.units_left), std::memory_order_relaxed);
+      entry.units_left = 0;
+      entry.lease_ends = {};
+      entry.refused_until = {};
     }
     if (closed_.load(std::memory_order_acquire)) Abandon(entry, now, out);
     if (!entry.taking && entry.units_left == 0 && now >= entry.refused_until) {
@@ -216,6 +231,7 @@ void LeaseTable::Abandon(Entry& entry, Time now, Outcome& out) {
   entry.taking = false;
   out.take.reset();
   out.wake.reset();
+  out.overdue.reset();
 }
 
 void LeaseTable::Wake(const std::string& id, uint64_t generation) {
@@ -243,6 +259,30 @@ void LeaseTable::Wake(const std::string& id, uint64_t generation) {
   Finish(std::move(out));
 }
 
+void LeaseTable::Overdue(const std::string& id, uint64_t take) {
+  Shard& shard = ShardOf(id);
+  Outcome out;
+  {
+    core::MutexLock lock(shard.mu);
+    auto it = shard.entries.find(id);
+    if (it == shard.entries.end()) return;
+    Entry& entry = it->second;
+    if (!entry.taking || entry.takes != take) return;
+    Overdue(entry.waiters, out);
+    entry.waiters.clear();
+    entry.waiting_cost = 0;
+  }
+  Finish(std::move(out));
+}
+
+void LeaseTable::Overdue(std::span<Waiter> waiters, Outcome& out) {
+  for (Waiter& waiter : waiters) {
+    out.answers.emplace_back(
+        std::move(waiter.done),
+        Status::DeadlineExceeded("the store did not give the lease in time for this check"));
+  }
+}
+
 void LeaseTable::Forget(std::string_view scope, std::string_view key) {
   std::string id;
   WriteEntryId(scope, key, id);
@@ -255,6 +295,7 @@ void LeaseTable::Forget(std::string_view scope, std::string_view key) {
     entry.units_left = 0;
     entry.lease_ends = {};
     entry.refused_until = {};
+    entry.reset_while_taking = true;
     ++entry.generation;
     return;
   }
@@ -279,6 +320,12 @@ void LeaseTable::Finish(Outcome out) {
     timers_.Start(std::max(out.wake->first, Duration(0)),
                   [self = shared_from_this(), id = out.entry_id, generation = out.wake->second] {
                     self->Wake(id, generation);
+                  });
+  }
+  if (out.overdue) {
+    timers_.Start(std::max(out.overdue->first, Duration(0)),
+                  [self = shared_from_this(), id = out.entry_id, take = out.overdue->second] {
+                    self->Overdue(id, take);
                   });
   }
   if (out.take) {

@@ -43,6 +43,8 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
   // caller decides the request some other way.
   bool Decide(const CheckRequest& request, DecisionCallback& done);
   // Forgets the key's lease and refusal, without giving anything back (the key is being reset).
+  // A take in flight still answers its waiters, and the rest of what it took lapses: it was
+  // counted before the reset, or is for the reset key, so serving it would admit past the limit.
   void Forget(std::string_view scope, std::string_view key);
   // Ends every lease, gives back the unused units of meters, and waits until no call of the table
   // is in flight. Decide returns false afterwards.
@@ -74,8 +76,11 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
     Time basis_at{};
     uint64_t generation = 0;  // of the lease or refusal in place: stale timers find another
     bool taking = false;
-    std::vector<Waiter> waiters;  // while taking, the checks it will decide, in arrival order
-    int64_t waiting_cost = 0;     // their costs, at most a lease's units
+    uint64_t takes = 0;  // takes started: a stale overdue timer finds another
+    Time answer_by{};    // while taking: when the waiters' first take's deadline passes
+    bool reset_while_taking = false;  // the take's answer predates the key's reset
+    std::vector<Waiter> waiters;      // while taking, the checks it will decide, in arrival order
+    int64_t waiting_cost = 0;         // their costs, at most a lease's units
   };
   struct Shard {
     mutable core::Mutex mu;
@@ -95,7 +100,8 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
     boost::container::small_vector<std::pair<DecisionCallback, Result<Decision>>, 1> answers;
     std::optional<CheckRequest> take;  // points into the entry, alive while it is taking
     std::optional<GiveBack> give_back;
-    std::optional<std::pair<Duration, uint64_t>> wake;  // a timer: after, generation
+    std::optional<std::pair<Duration, uint64_t>> wake;     // a timer: after, generation
+    std::optional<std::pair<Duration, uint64_t>> overdue;  // a timer: after, the take's number
     std::string entry_id;
   };
 
@@ -115,6 +121,11 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
   void Abandon(Entry& entry, Time now, Outcome& out);
   // A lease's or refusal's timer: ends what is over, and drops the entry once nothing is left.
   void Wake(const std::string& id, uint64_t generation);
+  // A second take's timer: if take number `take` is still in flight when its waiters' deadline
+  // passes, they are answered DEADLINE_EXCEEDED (for their failure policy) without it.
+  void Overdue(const std::string& id, uint64_t take);
+  // Answers `waiters` DEADLINE_EXCEEDED: their deadline passed before a lease could serve them.
+  void Overdue(std::span<Waiter> waiters, Outcome& out);
   // Runs `out` with no mutex held.
   void Finish(Outcome out) EXCLUDES(calls_mu_);
   void CallStarted();

@@ -28,7 +28,8 @@ class HotKeyCache {
 
   // The denial of `request` at `now`, if the cache holds one for it.
   std::optional<Decision> Deny(const CheckRequest& request, Time now);
-  // Remembers the backend's `denial` of `request`, made at `now`.
+  // Remembers the backend's `denial` of `request`, sent at `now` (no later than when the backend
+  // decided, so that the denial is never kept past the backend's retry_after).
   void Remember(const CheckRequest& request, Time now, const Decision& denial);
   // Forgets the key's denial (the key was reset).
   void Forget(std::string_view scope, std::string_view key);

@@ -102,21 +102,32 @@ std::optional<Decision> ResilientStore::DecideHere(const CheckRequest& request, 
 }
 
 Result<Decision> ResilientStore::Settle(const CheckRequest& request, const BreakerPass& pass,
-                                        Result<Decision> answer) {
+                                        Time sent, Result<Decision> answer) {
   Result<Decision> result = std::move(answer);
   if (Observe(pass, result)) {
     result = policies_->Decide(request);
   } else if (result.ok() && !result->allowed && UsesCache(request)) {
-    hot_keys_->Remember(request, clock_.now(), *result);
+    // Counted from when the request was sent, no later than when the backend decided: the cache
+    // never denies past the backend's retry_after.
+    hot_keys_->Remember(request, sent, *result);
   }
   if (result.ok()) Count(*result);
   return result;
 }
 
+// A probe must be answered by the store itself: without lease terms, a LeasingStore below sends
+// it on instead of answering from a lease it holds.
+CheckRequest ResilientStore::ToBackend(const CheckRequest& request, const BreakerPass& pass) {
+  CheckRequest sent = request;
+  if (pass.probe) sent.lease = {};
+  return sent;
+}
+
 Result<Decision> ResilientStore::DoCheck(const CheckRequest& request) {
+  const Time now = clock_.now();
   BreakerPass pass;
-  if (auto here = DecideHere(request, clock_.now(), pass)) return *here;
-  return Settle(request, pass, backend_.Check(request));
+  if (auto here = DecideHere(request, now, pass)) return *here;
+  return Settle(request, pass, now, backend_.Check(ToBackend(request, pass)));
 }
 
 void ResilientStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) {
@@ -138,16 +149,17 @@ void ResilientStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, B
     batch->results.emplace_back(Status::Internal("not decided"));
     batch->sent_index.push_back(i);
     batch->sent_pass.push_back(pass);
-    batch->sent.emplace_back(requests[i]);
+    batch->sent.emplace_back(ToBackend(requests[i], pass));
   }
   if (batch->sent.empty()) return done(std::move(batch->results));
-  backend_.CheckBatchAsync(Views(batch->sent), [this, batch, done = std::move(done)](auto answers) {
-    for (size_t k = 0; k < answers.size(); ++k) {
-      batch->results[batch->sent_index[k]] =
-          Settle(batch->sent[k].View(), batch->sent_pass[k], std::move(answers[k]));
-    }
-    done(std::move(batch->results));
-  });
+  backend_.CheckBatchAsync(
+      Views(batch->sent), [this, batch, now, done = std::move(done)](auto answers) {
+        for (size_t k = 0; k < answers.size(); ++k) {
+          batch->results[batch->sent_index[k]] =
+              Settle(batch->sent[k].View(), batch->sent_pass[k], now, std::move(answers[k]));
+        }
+        done(std::move(batch->results));
+      });
 }
 
 void ResilientStore::DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) {

@@ -27,7 +27,8 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 // The backend's calls, counted on the way to a real MemoryStore; with `hold` set, checks wait
-// until Release, as a remote store's do while in flight.
+// until Release, as a remote store's do while in flight; with `hold_answers`, they are decided
+// at once and their answers wait until Release, as a remote store's do on their way back.
 class CountingStore final : public Store {
  public:
   explicit CountingStore(Store& inner) : inner_(inner) {}
@@ -35,6 +36,7 @@ class CountingStore final : public Store {
   int checks = 0;
   int give_backs = 0;
   bool hold = false;
+  bool hold_answers = false;
 
   void Release() {
     auto held = std::move(held_);
@@ -46,6 +48,12 @@ class CountingStore final : public Store {
  protected:
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override {
     checks += static_cast<int>(requests.size());
+    if (hold_answers) {
+      return inner_.CheckBatchAsync(requests, [this, done = std::move(done)](auto answers) {
+        held_.push_back(
+            [done, answers = std::move(answers)]() mutable { done(std::move(answers)); });
+      });
+    }
     if (!hold) return inner_.CheckBatchAsync(requests, std::move(done));
     // What a request points to lives until its answer: the held call may use it.
     std::vector<CheckRequest> copy(requests.begin(), requests.end());
@@ -286,6 +294,58 @@ TEST_F(LeasingStoreTest, ResetForgetsTheLease) {
   ASSERT_TRUE(Check(limit, terms)->allowed);
   EXPECT_EQ(backend_.checks, 2);
   EXPECT_EQ(BackendRemaining(limit), 90);
+}
+
+// A take decided before a reset and answered after it: its check is answered from it, and the
+// rest of it lapses. Served, it would admit past the limit the reset started afresh.
+TEST_F(LeasingStoreTest, AResetDuringATakeLeavesNothingOfItToServe) {
+  const Limit limit = Make(Algorithm::kFixedWindow, 10, seconds(60));
+  const LeaseTerms terms{.units = 10, .lifetime = seconds(60)};
+  clock_.Set(Time(seconds(1'700'000'040)));  // a window's start
+  backend_.hold_answers = true;
+  std::vector<Result<Decision>> answers;
+  store_->CheckAsync({.scope = "api", .limit = &limit, .key = "k", .cost = 1, .lease = terms},
+                     [&answers](Result<Decision> d) { answers.push_back(std::move(d)); });
+  ASSERT_EQ(backend_.held(), 1u) << "the take is decided, its answer on its way";
+  ASSERT_TRUE(store_->Reset("api", "k").ok());
+  backend_.Release();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_TRUE(answers[0].ok() && answers[0]->allowed) << "decided by the store before the reset";
+  backend_.hold_answers = false;
+  int admitted = 0;
+  for (int i = 0; i < 20; ++i) admitted += Check(limit, terms)->allowed;
+  EXPECT_EQ(admitted, 10) << "the limit, from a lease taken after the reset";
+  EXPECT_EQ(store_->lease_stats().units_lapsed, 9u);
+}
+
+// A whole lease refused while the store has enough for the check: the check waits for a second,
+// smaller take, but no longer than the first take's deadline (store_timeout after it was sent).
+// Past it, the check is answered DEADLINE_EXCEEDED, for its failure policy, and what the second
+// take brings later serves the next checks.
+TEST_F(LeasingStoreTest, TheSmallerTakeAnswersWithinTheFirstTakesDeadline) {
+  const Limit limit = Make(Algorithm::kFixedWindow, 25, seconds(1));
+  const LeaseTerms terms{.units = 10, .lifetime = seconds(10)};
+  clock_.Set(Time(seconds(1'700'000'000)));  // a window's start
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(Check(limit, terms)->allowed) << i;
+  backend_.hold = true;
+  std::vector<Result<Decision>> answers;
+  store_->CheckAsync({.scope = "api", .limit = &limit, .key = "k", .cost = 1, .lease = terms},
+                     [&answers](Result<Decision> d) { answers.push_back(std::move(d)); });
+  timers_.Advance(milliseconds(20));
+  backend_.Release();  // the whole lease refused, 5 left: a take of those 5, held in turn
+  ASSERT_EQ(backend_.held(), 1u);
+  timers_.Advance(milliseconds(29));
+  EXPECT_TRUE(answers.empty()) << "49 ms after the first take: still waiting";
+  timers_.Advance(milliseconds(1));
+  EXPECT_EQ(answers.size(), 1u) << "50 ms: the store's deadline";
+  const StatusCode answered = answers.empty() ? StatusCode::kOk : answers[0].status().code();
+  backend_.hold = false;
+  backend_.Release();  // whatever came before: the store's destructor waits for the take
+  EXPECT_EQ(answered, StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(answers.size(), 1u) << "answered once";
+  const int calls = backend_.checks;
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(Check(limit, terms)->allowed) << "from the late take";
+  EXPECT_EQ(backend_.checks, calls);
 }
 
 TEST_F(LeasingStoreTest, AFullTableSendsOtherKeysToTheBackend) {

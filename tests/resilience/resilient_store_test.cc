@@ -14,7 +14,9 @@
 #include <thread>
 #include <vector>
 
+#include "sluice/leasing_store.h"
 #include "sluice/limiter.h"
+#include "sluice/timers.h"
 
 namespace sluice {
 namespace {
@@ -424,6 +426,32 @@ TEST_F(ResilientStoreTest, HotKeysAreDeniedLocallyUntilRetryAfter) {
   EXPECT_TRUE(after->allowed);
 }
 
+// The backend's retry_after is counted from when the request was sent, no later than when the
+// backend decided: a slow answer does not make the cache deny past it.
+TEST_F(ResilientStoreTest, HotKeyDenialsCountFromWhenTheRequestWasSent) {
+  const Limit limit = MakeLimit(3);
+  Limiter limiter(store_, "api", limit);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(limiter.Check("hot")->allowed);
+  backend_.hold = true;
+  std::optional<Result<Decision>> denial;
+  store_.CheckAsync({.scope = "api", .limit = &limit, .key = "hot", .cost = 1},
+                    [&denial](Result<Decision> d) { denial = std::move(d); });
+  clock_.Advance(40ms);  // the answer's way back
+  backend_.ReleaseHeld();
+  backend_.hold = false;
+  ASSERT_TRUE(denial && denial->ok() && !(*denial)->allowed);
+  const Duration retry_after = (*denial)->retry_after;
+  ASSERT_GT(retry_after, 40ms);
+  clock_.Advance(retry_after - 40ms - 1us);
+  auto cached = limiter.Check("hot");
+  EXPECT_EQ(cached->source, DecisionSource::kHotKeyCache);
+  EXPECT_EQ(cached->retry_after, 1us);
+  clock_.Advance(1us);
+  auto after = limiter.Check("hot");
+  EXPECT_EQ(after->source, DecisionSource::kStore) << "retry_after has passed since the decision";
+  EXPECT_TRUE(after->allowed);
+}
+
 // A cached denial says what the store said remained, and counts down the wait until more does
 // (the RateLimit header's t), as the store would.
 TEST_F(ResilientStoreTest, HotKeyDenialsCountDownTheWaitForMoreQuota) {
@@ -644,6 +672,35 @@ TEST_F(ResilientStoreTest, LeaseTermsPassThroughToTheBackend) {
   ASSERT_EQ(results.size(), 1u);
   EXPECT_TRUE(results[0].ok());
   EXPECT_EQ(backend_.lease_units, 8);
+}
+
+// A half-open breaker's probe must reach the store: it goes without its lease terms, so that a
+// LeasingStore below cannot answer it from a lease, and close the breaker on a store still down.
+TEST_F(ResilientStoreTest, AProbeIsNeverAnsweredFromALease) {
+  ManualTimers timers(clock_);
+  LeasingStore leasing(backend_, timers);
+  ResilientStore store(leasing, options_);
+  const Limit limit = MakeLimit(100);
+  const CheckRequest hot{.scope = "api",
+                         .limit = &limit,
+                         .key = "hot",
+                         .cost = 1,
+                         .lease = {.units = 10, .lifetime = 10s}};
+  ASSERT_TRUE(store.Check(hot)->allowed);
+  ASSERT_EQ(leasing.lease_stats().taken, 1u);
+  backend_.failure = Status::Unavailable("redis down");
+  for (int i = 0; i < options_.failures_to_open; ++i) {
+    (void)store.Check({.scope = "api", .limit = &limit, .key = "cold", .cost = 1});
+  }
+  ASSERT_EQ(store.breaker_state(), BreakerState::kOpen);
+  timers.Advance(options_.open_for);
+  const int calls = backend_.calls.load();
+  auto probe = store.Check(hot);
+  ASSERT_TRUE(probe.ok());
+  EXPECT_TRUE(probe->degraded()) << "the store is down: the policy decided";
+  EXPECT_EQ(backend_.calls.load(), calls + 1) << "the probe reached the store";
+  EXPECT_EQ(store.breaker_state(), BreakerState::kOpen) << "its failure opened the breaker again";
+  backend_.failure = Status::Ok();
 }
 
 // Lease terms are the shared limit's: the local fallback decides on its share without them, even
