@@ -8,8 +8,10 @@
 namespace sluice::rls {
 namespace {
 
+// The message may quote the request's bytes, which need not be UTF-8.
 std::string ErrorBody(std::string_view message) {
-  return nlohmann::json{{"error", message}}.dump();
+  return nlohmann::json{{"error", message}}.dump(-1, ' ', false,
+                                                 nlohmann::json::error_handler_t::replace);
 }
 
 int HttpStatusOf(const Status& status) {

@@ -9,6 +9,7 @@
 #include "middleware/rate_limit_headers.h"
 #include "rls/stats.h"
 #include "sluice/limiter.h"
+#include "sluice/middleware/middleware.h"
 
 namespace sluice::rls {
 namespace {
@@ -124,6 +125,13 @@ Status Call::Match() {
     return Status::InvalidArgument("rate limit descriptor list must not be empty");
   }
   const size_t n = request_.descriptors_size();
+  // Checked before the matching, whose cost grows with the square of the descriptors: a request
+  // of more than the store decides at once is refused before it costs anything.
+  if (n > kMaxCheckAll) {
+    return Status::InvalidArgument("a rate limit request has at most " +
+                                   std::to_string(kMaxCheckAll) + " descriptors, got " +
+                                   std::to_string(n));
+  }
   matches_.reserve(n);
   std::vector<DescriptorEntry> entries;
   MatchKeys keys;
@@ -142,7 +150,14 @@ Status Call::Match() {
     auto match = config_->matcher.Find(request_.domain(), entries, override_limit, keys);
     if (!match.ok()) return match.status();
     const bool keyed = match->kind != MatchKind::kNoLimit;
-    counter_keys_.push_back(keyed ? keys.counter : std::string());
+    if (!keyed) {
+      counter_keys_.emplace_back();
+    } else {
+      // A value of any length is counted: a long key is hashed, as the middleware's are.
+      Result<std::string> stored = middleware::StoredKey(keys.counter);
+      if (!stored.ok()) return stored.status();
+      counter_keys_.push_back(std::move(*stored));
+    }
     stats_keys_.push_back(keyed ? keys.stats : std::string());
     matches_.push_back(std::move(*match));
     hits_.push_back(HitsOf(descriptor));
@@ -428,8 +443,10 @@ void Call::Answer(const std::vector<Verdict>& verdicts) {
       spec.name.empty() ? stats_keys_[headline->reported->descriptor] : spec.name;
   AddHeader(response_, "RateLimit-Policy", middleware::RateLimitPolicyValue(name, *spec.limit));
   AddHeader(response_, "RateLimit", middleware::RateLimitValue(name, headline->decision));
-  if (headline->over) {
-    AddHeader(response_, "Retry-After", middleware::RetryAfterValue(headline->decision));
+  // None for hits above the limit itself: no wait admits them.
+  if (std::string retry_after = middleware::RetryAfterValue(headline->decision);
+      headline->over && !retry_after.empty()) {
+    AddHeader(response_, "Retry-After", std::move(retry_after));
   }
   if (config_->options.x_ratelimit_headers) {
     AddHeader(response_, "X-RateLimit-Limit", std::to_string(spec.requests_per_unit));

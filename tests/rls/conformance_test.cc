@@ -186,6 +186,49 @@ TEST_F(RlsConformance, EmptyDomainOrNoDescriptorIsInvalidArgument) {
   EXPECT_EQ(Call("web", {}, 0, response).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
+// A value of any length is counted, under the hash of its key once that is above kMaxKeyBytes, as
+// the middleware's keys are: a long value cannot turn the whole request into an error (which
+// Envoy, failing open, would admit uncounted).
+TEST_F(RlsConformance, ALongValueIsCountedUnderItsHashAlongWithTheOthers) {
+  Serve({kPrecedence});
+  const std::string long_path = "/" + std::string(kMaxKeyBytes, 'x');
+  const std::string other_long_path = long_path + "y";
+  for (uint32_t remaining : {29u, 28u}) {
+    const auto response = Ask("web", {Desc({{"path", long_path}}), Desc({{"path", "/home"}})});
+    EXPECT_EQ(response.overall_code(), kOk);
+    EXPECT_EQ(response.statuses(0).limit_remaining(), remaining);
+    EXPECT_EQ(response.statuses(1).limit_remaining(), remaining);
+  }
+  EXPECT_EQ(Remaining("web", Desc({{"path", other_long_path}})), 30u) << "a counter of its own";
+}
+
+// The matching costs more than linear time in the descriptors: a request of more than one
+// CheckAll decides is refused before it, whatever its size.
+TEST_F(RlsConformance, MoreDescriptorsThanOneCallDecidesAreRefused) {
+  Serve({kPrecedence});
+  std::vector<Desc> descriptors;
+  for (size_t i = 0; i < kMaxCheckAll; ++i) {
+    descriptors.push_back(Desc({{"path", "/" + std::to_string(i)}}));
+  }
+  EXPECT_EQ(Ask("web", descriptors).overall_code(), kOk);
+  descriptors.push_back(Desc({{"path", "/last"}}));
+  pb::RateLimitResponse response;
+  const grpc::Status status = Call("web", descriptors, 0, response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("at most 256 descriptors, got 257"), std::string::npos)
+      << status.error_message();
+}
+
+// Hits above the limit are over without asking the store, and no wait would admit them: no
+// Retry-After, rather than an empty one.
+TEST_F(RlsConformance, HitsAboveTheLimitAreOverWithNoRetryAfter) {
+  Serve({kPrecedence});
+  const auto response = Ask("web", {Desc({{"path", "/api/login"}}).Hits(11)});
+  EXPECT_EQ(response.overall_code(), kOver);
+  EXPECT_EQ(Header(response, "Retry-After"), "(absent)");
+  EXPECT_NE(Header(response, "RateLimit"), "(absent)");
+}
+
 TEST_F(RlsConformance, NegativeHitsAreRefused) {
   Serve({kPrecedence});
   pb::RateLimitRequest request;

@@ -107,6 +107,15 @@ TEST_F(ServeRls, AnswersGrpcJsonHealthAndMetricsAndStopsCleanly) {
   json = client.Post("/json", R"({"domain":"api","descriptors":[{"nope":1}]})", "application/json");
   ASSERT_TRUE(json);
   EXPECT_EQ(json->status, 400);
+  // Bytes that are not UTF-8, which the parser's error quotes: a 400, and the service goes on.
+  const std::string not_utf8 = "\xff";
+  for (const std::string& bad : {not_utf8, R"({"domain":"ap)" + not_utf8 + R"(i"})",
+                                 R"({"hits_addend":")" + not_utf8 + R"("})"}) {
+    json = client.Post("/json", bad, "application/json");
+    ASSERT_TRUE(json) << "the service answers";
+    EXPECT_EQ(json->status, 400);
+    EXPECT_TRUE(nlohmann::json::parse(json->body).contains("error")) << json->body;
+  }
 
   auto health = grpc::health::v1::Health::NewStub(grpc::CreateChannel(
       "127.0.0.1:" + std::to_string(grpc_port_), grpc::InsecureChannelCredentials()));
