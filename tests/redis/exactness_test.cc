@@ -68,7 +68,10 @@ Tally Hammer(RedisStoreOptions options, const Limit& limit, const std::vector<st
   std::thread timer_thread([&io] { io.run(); });
   std::optional<AsioTimers> timers;
   std::optional<LeasingStore> leasing;
-  if (lease.units > 0) leasing.emplace(**redis, timers.emplace(io));
+  if (lease.units > 0) {
+    leasing.emplace(**redis, timers.emplace(io),
+                    LeasingStoreOptions{.store_timeout = options.timeout});
+  }
   Store* store = redis->get();
   if (leasing) store = &*leasing;
   std::mutex mu;
