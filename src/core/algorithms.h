@@ -99,6 +99,24 @@ int64_t GiveBack(const Limit& limit, TokenBucketState& state, int64_t now, int64
 int64_t GiveBack(const Limit& limit, LeakyBucketState& state, int64_t now, int64_t units);
 int64_t GiveBack(const Limit& limit, GcraState& state, int64_t now, int64_t units);
 
+// The bounds of every value a state can hold: counts up to Limit::kMaxCount (sliding_log's up to
+// Limit::kMaxSlidingLogCount), times from 0 to kMaxStateAhead past `now` (a meter's tolerance and
+// a booking, each up to Limit::kMaxPeriod, and a clock up to as much behind the one that wrote
+// it), and a meter's units beyond its capacity (booked ahead, or above a burst lowered since) no
+// more than drain at the limit's rate in kMaxStateAhead. A state outside them is never written by
+// Decide, under this limit or another one within reason, so only a damaged store holds one; the
+// stores read it as a foreign state (another algorithm's): as a fresh one. They also keep every
+// wait within 64 bits. The Redis scripts apply the same bounds to what they read from a key
+// (src/redis/lua/common.lua). O(1): of sliding_log's entries, only the newest is looked at, and
+// the count of the units in the window.
+inline constexpr int64_t kMaxStateAhead = 3 * Limit::kMaxPeriod.count();
+bool InRange(const Limit& limit, const FixedWindowState& state, int64_t now);
+bool InRange(const Limit& limit, const SlidingLogState& state, int64_t now);
+bool InRange(const Limit& limit, const SlidingWindowState& state, int64_t now);
+bool InRange(const Limit& limit, const TokenBucketState& state, int64_t now);
+bool InRange(const Limit& limit, const LeakyBucketState& state, int64_t now);
+bool InRange(const Limit& limit, const GcraState& state, int64_t now);
+
 // Any algorithm's state. The alternative's index follows the Algorithm enum.
 using State = std::variant<FixedWindowState, SlidingLogState, SlidingWindowState, TokenBucketState,
                            LeakyBucketState, GcraState>;
@@ -107,8 +125,8 @@ using State = std::variant<FixedWindowState, SlidingLogState, SlidingWindowState
 State FreshState(const Limit& limit, int64_t now);
 
 // Decides on `state` with the limit's algorithm. A state of another algorithm (the limit of a
-// scope changed) is replaced by a fresh one first. `max_delay` must be 0 unless the algorithm
-// can book (the store validated it).
+// scope changed), or one out of range (InRange), is replaced by a fresh one first. `max_delay` must
+// be 0 unless the algorithm can book (the store validated it).
 Decision Decide(const Limit& limit, State& state, int64_t now, int64_t cost, int64_t max_delay = 0);
 
 }  // namespace sluice::core

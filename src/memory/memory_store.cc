@@ -247,9 +247,12 @@ Status MemoryStore::DoGiveBack(std::string_view scope, const Limit& limit, std::
   const int64_t now = Ticks(clock_.now());
   core::AdaptiveMutexLock lock(shard.mu);
   Table::Slot* slot = shard.table.Find(scoped);
-  // No state, or another algorithm's: nothing of this meter to give back to. A meter's state holds
-  // no heap, so the table's bytes do not change.
-  if (slot == nullptr || slot->kind() != memory::KindOf(limit.algorithm())) return Status::Ok();
+  // No state, or another algorithm's (or one out of range): nothing of this meter to give back
+  // to. A meter's state holds no heap, so the table's bytes do not change.
+  if (slot == nullptr || slot->kind() != memory::KindOf(limit.algorithm()) ||
+      !memory::InRange(limit, slot->kind(), slot->value(), now)) {
+    return Status::Ok();
+  }
   const int64_t reset_after = memory::GiveBackStored(limit, slot->value(), now, units);
   if (reset_after == 0) {
     shard.table.Erase(slot);

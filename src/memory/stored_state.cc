@@ -56,9 +56,27 @@ core::State Load(uint8_t kind, const StoredState& s) {
   return s.gcra;
 }
 
+bool InRange(const Limit& limit, uint8_t kind, const StoredState& s, int64_t now) {
+  switch (static_cast<Algorithm>(kind)) {
+    case Algorithm::kFixedWindow:
+      return core::InRange(limit, s.fixed_window, now);
+    case Algorithm::kSlidingLog:
+      return core::InRange(limit, s.sliding_log, now);
+    case Algorithm::kSlidingWindow:
+      return core::InRange(limit, s.sliding_window, now);
+    case Algorithm::kTokenBucket:
+      return core::InRange(limit, s.token_bucket, now);
+    case Algorithm::kLeakyBucket:
+      return core::InRange(limit, s.leaky_bucket, now);
+    case Algorithm::kGcra:
+      break;
+  }
+  return core::InRange(limit, s.gcra, now);
+}
+
 Decision DecideStored(const Limit& limit, uint8_t& kind, StoredState& s, int64_t now, int64_t cost,
                       int64_t max_delay) {
-  if (kind != KindOf(limit.algorithm())) {
+  if (kind != KindOf(limit.algorithm()) || !InRange(limit, kind, s, now)) {
     StoredStateTraits::Destroy(kind, s);
     kind = Construct(core::FreshState(limit, now), &s);
   }

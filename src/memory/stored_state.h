@@ -53,13 +53,16 @@ uint8_t Construct(core::State&& state, StoredState* to);
 // A copy of a stored state in the variant form.
 core::State Load(uint8_t kind, const StoredState& state);
 
-// core::Decide on a stored state: one of another algorithm (the limit of a scope changed) is
-// replaced by a fresh one first, and `kind` follows.
+// core::InRange on a stored state of kind `kind`.
+bool InRange(const Limit& limit, uint8_t kind, const StoredState& state, int64_t now);
+
+// core::Decide on a stored state: one of another algorithm (the limit of a scope changed), or out
+// of range (core::InRange), is replaced by a fresh one first, and `kind` follows.
 Decision DecideStored(const Limit& limit, uint8_t& kind, StoredState& state, int64_t now,
                       int64_t cost, int64_t max_delay);
 
-// core::GiveBack on a stored state of the meter `limit` names (the caller checked its kind);
-// returns its reset_after.
+// core::GiveBack on a stored state of the meter `limit` names (the caller checked its kind and
+// that it is in range: a foreign state is left as it is); returns its reset_after.
 int64_t GiveBackStored(const Limit& limit, StoredState& state, int64_t now, int64_t units);
 
 }  // namespace sluice::memory
