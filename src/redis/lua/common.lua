@@ -20,8 +20,9 @@
 --   read (in load; the driver's own when it has one): stored, the string `key` holds (false
 --     when none), and present (false only when the key holds nothing);
 --   load (reads the state of `key` as of `now`): present (the key holds anything), and the
---     algorithm's own, as for a fresh state when the key is absent or holds another algorithm's;
---     a meter's also held (the key holds this algorithm's state);
+--     algorithm's own, as for a fresh state when the key is absent or holds a foreign state
+--     (another algorithm's, or values out of bounds: the bounds section); a meter's also held
+--     (the key holds this algorithm's state, in bounds);
 --   decide (reads only, and leaves load's locals as they were: check_all decides twice):
 --     allowed, remaining (>= 0), retry_after, reset_after, replenish_after, delay (the wait of a
 --     booking, 0 but for the meters);
@@ -41,6 +42,19 @@ if not now then
   local t = redis.call('TIME')
   now = t[1] * 1000000 + t[2]
 end
+
+--@section bounds
+-- What a state sluice wrote can hold, whatever limit wrote it (core::InRange in algorithms.cc):
+-- counts up to Limit::kMaxCount; times from 0 to `longest`, core::kMaxStateAhead (3 x 366 days),
+-- past now; a meter's units beyond its capacity (booked ahead, or above a burst lowered since) no
+-- more than drain at its rate in `longest`. A load reads every value from a key through them
+-- before any arithmetic: a packed state must have its tag and its exact length, a number kept as
+-- a decimal string must be the one string.format('%d') writes for it (tonumber also reads 'nan',
+-- 'inf', '1e300', '0x10', ' 5 '), and each field must be an integer within its bounds. Anything
+-- else is a foreign state: decided as fresh, so that an admission rewrites the key with its TTL
+-- and a peek deletes it.
+local max_count, longest = 1000000000, 94867200000000
+local latest_time = now + longest
 
 --@section read
 local stored = redis.pcall('GET', key) -- an error reply: the key holds sliding_log's sorted set

@@ -5,9 +5,13 @@
 --@section load
 local count, period = a, b
 --@insert read
+--@insert bounds
 local latest, latest_count = 0, 0
-if type(stored) == 'string' and string.byte(stored) == 102 then -- 'f'
+if type(stored) == 'string' and #stored == 12 and string.byte(stored) == 102 then -- 'f'
   latest, latest_count = struct.unpack('<I7I4', stored, 2)
+  if latest > latest_time or latest_count > max_count then
+    latest, latest_count = 0, 0
+  end
 end
 
 --@section decide

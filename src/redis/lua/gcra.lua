@@ -4,9 +4,14 @@
 --@section load
 local capacity, interval = a, b
 --@insert read
-local stored_tat = tonumber(stored)
-local held = stored_tat ~= nil -- the key holds a TAT
-stored_tat = stored_tat or now
+--@insert bounds
+local stored_tat = type(stored) == 'string' and tonumber(stored)
+-- The key holds a TAT: a time written as string.format('%d') writes it (bounds).
+local held = stored_tat and stored_tat >= 0 and stored_tat <= latest_time
+  and string.format('%d', stored_tat) == stored
+if not held then
+  stored_tat = now
+end
 
 --@section decide
 -- A TAT beyond now + tolerance (booked ahead, or a burst lowered since) admits nothing until the

@@ -3,10 +3,15 @@
 --@section load
 local capacity, interval = a, b
 --@insert read
-local held = type(stored) == 'string' and string.byte(stored) == 108 -- 'l'
+--@insert bounds
+local held = type(stored) == 'string' and #stored == 12 and string.byte(stored) == 108 -- 'l'
 local stored_level, stored_drained_at = 0, now
 if held then
-  stored_level, stored_drained_at = struct.unpack('<I4I7', stored, 2)
+  local level, drained_at = struct.unpack('<I4I7', stored, 2)
+  held = level - capacity <= math.floor(longest / interval) and drained_at <= latest_time
+  if held then
+    stored_level, stored_drained_at = level, drained_at
+  end
 end
 
 --@section drain

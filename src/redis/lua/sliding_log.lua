@@ -10,6 +10,7 @@
 
 --@section load
 local count, period = a, b
+--@insert bounds
 -- Entries at or before the horizon have left the window.
 local horizon = string.format('%d', now - period)
 -- An error reply: the key holds another algorithm's string state.
@@ -17,10 +18,19 @@ local newest = redis.pcall('ZRANGE', key, -1, -1, 'WITHSCORES')
 if newest[1] and string.find(newest[1], ':', 1, true) then
   -- A log an earlier version wrote ("time:cost" members, the total in the auxiliary key) is
   -- rewritten in this format in place, once, reading its live entries: O(n), the one call that
-  -- is.
+  -- is. One entry out of bounds makes it foreign (below): it is not rewritten.
   redis.call('ZREMRANGEBYSCORE', key, '-inf', horizon)
   local old = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
-  if #old > 0 then
+  local valid = true
+  for i = 1, #old, 2 do
+    local at, cost = tonumber(old[i + 1]), string.match(old[i], '^%d+:(%d+)$')
+    cost = cost and tonumber(cost)
+    if not (at and at >= 0 and at <= latest_time and at % 1 == 0 and cost and cost <= 100000) then
+      valid = false
+      break
+    end
+  end
+  if valid and #old > 0 then
     local ttl = redis.call('PTTL', key)
     if ttl < 1 then
       ttl = math.floor((tonumber(old[#old]) + period - now + 999) / 1000) + 1
@@ -42,29 +52,49 @@ if newest[1] and string.find(newest[1], ':', 1, true) then
   end
   newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
 end
-local other = newest.err ~= nil
-local present = other or newest[1] ~= nil
+-- A foreign state: another algorithm's, or a log out of bounds (the bounds section; a running
+-- count is a member as string.format('%d') writes it, below 2^32, and a log holds at most 10^5
+-- units), which is read as empty, then deleted by the commit.
+local foreign = newest.err ~= nil
+local present = foreign or newest[1] ~= nil
 -- The live entries are the last `live` ranks; `dead`: the log holds others. `left`: the running
 -- count of the units that left, the newest dead entry's, else the auxiliary key's.
 local live, dead, newest_count, newest_at, left = 0, false, 0, nil, 0
 if newest[1] then
   newest_count = tonumber(newest[1])
-  live = redis.call('ZCOUNT', key, '(' .. horizon, '+inf')
-  if live == 0 then
-    dead, left = true, newest_count
-  else
-    newest_at = tonumber(newest[2])
-    local gone = redis.call('ZRANGE', key, -live - 1, -live - 1)[1]
-    if gone then
-      dead, left = true, tonumber(gone)
+  local newest_time = tonumber(newest[2])
+  foreign = not (newest_count and newest_count >= 0 and newest_count < 4294967296
+    and string.format('%d', newest_count) == newest[1] and newest_time and newest_time >= 0
+    and newest_time <= latest_time and newest_time % 1 == 0)
+  if not foreign then
+    live = redis.call('ZCOUNT', key, '(' .. horizon, '+inf')
+    -- The running count read below the newest entry's, as stored: left, or the oldest entry's.
+    local below, lost = newest[1], false
+    if live == 0 then
+      dead = true
     else
-      left = tonumber(redis.call('GET', aux))
-      if not left then
-        -- The count that left was lost (an eviction policy removed the key): the oldest entry is
-        -- taken to hold the whole limit, which admits nothing until it leaves.
-        left = (tonumber(redis.call('ZRANGE', key, 0, 0)[1]) - count) % 4294967296
+      newest_at = newest_time
+      below = redis.call('ZRANGE', key, -live - 1, -live - 1)[1]
+      if below then
+        dead = true
+      else
+        below = redis.call('GET', aux)
+        if not below then
+          -- The count that left was lost (an eviction policy removed the key): the oldest entry
+          -- is taken to hold the whole limit, which admits nothing until it leaves.
+          lost, below = true, redis.call('ZRANGE', key, 0, 0)[1]
+        end
       end
     end
+    left = tonumber(below)
+    foreign = not (left and left >= 0 and left < 4294967296 and string.format('%d', left) == below
+      and (newest_count - left) % 4294967296 <= 100000)
+    if lost and not foreign then
+      left = (left - count) % 4294967296
+    end
+  end
+  if foreign then
+    live, dead, newest_count, newest_at, left = 0, false, 0, nil, 0
   end
 end
 local total = (newest_count - left) % 4294967296
@@ -83,18 +113,25 @@ if allowed and cost > 0 then
 end
 -- The wait until `need` more units have left the window: the first live entry whose running
 -- count is `need` past `left` (most often the oldest, looked at first, else found by bisection)
--- leaves a period after it came; past the stored entries, it is the admission just made.
+-- leaves a period after it came; past the stored entries, it is the admission just made. The
+-- entries between the oldest live one and the newest, whose scores lie between theirs, are not
+-- checked by load: one that is not a running count reads as not far enough, which at worst finds
+-- the newest entry (the wait until the whole log has left).
+local function has_left(member, need)
+  local n = tonumber(member)
+  return n ~= nil and (n - left) % 4294967296 >= need
+end
 local function wait_for(need)
   if need > total then
     return at + period - now
   end
   local lo, hi = -live, -1
   local e = lo == -1 and newest or redis.call('ZRANGE', key, lo, lo, 'WITHSCORES')
-  if (tonumber(e[1]) - left) % 4294967296 < need then
+  if not has_left(e[1], need) then
     lo = lo + 1
     while lo < hi do
       local mid = lo + math.floor((hi - lo) / 2)
-      if (tonumber(redis.call('ZRANGE', key, mid, mid)[1]) - left) % 4294967296 >= need then
+      if has_left(redis.call('ZRANGE', key, mid, mid)[1], need) then
         hi = mid
       else
         lo = mid + 1
@@ -102,7 +139,7 @@ local function wait_for(need)
     end
     e = lo == -1 and newest or redis.call('ZRANGE', key, lo, lo, 'WITHSCORES')
   end
-  return tonumber(e[2]) + period - now
+  return math.ceil(tonumber(e[2])) + period - now
 end
 local remaining = math.max(count - admitted, 0)
 local retry_after = allowed and 0 or wait_for(admitted + units - count)
@@ -111,7 +148,7 @@ local replenish_after = remaining < count and wait_for(admitted + remaining + 1 
 local delay = 0
 
 --@section save
-if other then
+if foreign then
   redis.call('DEL', key)
 end
 if dead then

@@ -6,13 +6,18 @@
 --@section load
 local count, period = a, b
 --@insert read
+--@insert bounds
 local stored_start, stored_previous, stored_current, latest = 0, 0, 0, 0
 if type(stored) == 'string' and string.byte(stored) == 119 then -- 'w'
   if #stored == 16 then
     stored_start, stored_previous, stored_current = struct.unpack('<I7I4I4', stored, 2)
     latest = stored_start
-  else
+  elseif #stored == 23 then
     stored_start, stored_previous, stored_current, latest = struct.unpack('<I7I4I4I7', stored, 2)
+  end
+  if stored_start > latest_time or latest > latest_time or stored_previous > max_count
+    or stored_current > max_count then
+    stored_start, stored_previous, stored_current, latest = 0, 0, 0, 0
   end
 end
 

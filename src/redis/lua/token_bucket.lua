@@ -4,10 +4,16 @@
 --@section load
 local capacity, interval = a, b
 --@insert read
-local held = type(stored) == 'string' and string.byte(stored) == 116 -- 't'
+--@insert bounds
+local held = type(stored) == 'string' and #stored == 12 and string.byte(stored) == 116 -- 't'
 local stored_tokens, stored_refilled_at = capacity, now
 if held then
-  stored_tokens, stored_refilled_at = struct.unpack('<i4I7', stored, 2)
+  local tokens, refilled_at = struct.unpack('<i4I7', stored, 2)
+  held = tokens >= -math.floor(longest / interval) and tokens <= max_count
+    and refilled_at <= latest_time
+  if held then
+    stored_tokens, stored_refilled_at = tokens, refilled_at
+  end
 end
 
 --@section refill
