@@ -15,8 +15,12 @@ local count, period = tonumber(ARGV[4]), tonumber(ARGV[5])
 
 local stored = redis.pcall('GET', key)
 local latest, n = 0, 0
-if type(stored) == 'string' and string.byte(stored) == 102 then
+if type(stored) == 'string' and #stored == 12 and string.byte(stored) == 102 then
   latest, n = struct.unpack('<I7I4', stored, 2)
+  -- Within the bounds of a state sluice writes, else a foreign state.
+  if latest > now + 94867200000000 or n > 1000000000 then
+    latest, n = 0, 0
+  end
 end
 local start = math.max(now, latest)
 start = start - start % period

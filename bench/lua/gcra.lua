@@ -14,7 +14,12 @@ local capacity, interval, max_delay = tonumber(ARGV[4]), tonumber(ARGV[5]), tonu
 
 -- Absent (false), another algorithm's state (a packed string, or an error reply: a sorted set).
 local stored = redis.pcall('GET', key)
-local tat = math.max(tonumber(stored) or now, now)
+-- A TAT as sluice writes it, at most 3 x 366 days ahead; anything else is a foreign state.
+local tat = type(stored) == 'string' and tonumber(stored)
+if not (tat and tat >= 0 and tat <= now + 94867200000000 and string.format('%d', tat) == stored) then
+  tat = now
+end
+tat = math.max(tat, now)
 local tolerance = capacity * interval
 local wait = tat + math.max(cost, 1) * interval - tolerance - now
 local allowed, delay, retry_after = true, 0, 0

@@ -15,8 +15,12 @@ local capacity, interval, max_delay = tonumber(ARGV[4]), tonumber(ARGV[5]), tonu
 
 local stored = redis.pcall('GET', key)
 local level, drained_at = 0, now
-if type(stored) == 'string' and string.byte(stored) == 108 then
-  level, drained_at = struct.unpack('<I4I7', stored, 2)
+if type(stored) == 'string' and #stored == 12 and string.byte(stored) == 108 then
+  local l, at = struct.unpack('<I4I7', stored, 2)
+  -- Within the bounds of a state sluice writes, else a foreign state.
+  if l - capacity <= math.floor(94867200000000 / interval) and at <= now + 94867200000000 then
+    level, drained_at = l, at
+  end
 end
 if level > 0 and now > drained_at then
   local leaked = math.floor((now - drained_at) / interval)

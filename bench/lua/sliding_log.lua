@@ -19,25 +19,40 @@ local horizon = string.format('%d', now - period)
 -- An error reply: the key holds another algorithm's string state.
 local newest = redis.pcall('ZRANGE', key, -1, -1, 'WITHSCORES')
 local other = newest.err ~= nil
+-- A running count as sluice writes it, else nil.
+local function running_count(s)
+  local n = tonumber(s)
+  return n and n >= 0 and n < modulus and string.format('%d', n) == s and n or nil
+end
 -- The live entries (after the horizon) are the last `live` ranks; `dead`: some are not.
 local live, dead, newest_count, newest_at, left = 0, false, 0, nil, 0
 if newest[1] then
-  newest_count = tonumber(newest[1])
-  live = redis.call('ZCOUNT', key, '(' .. horizon, '+inf')
-  if live == 0 then
-    dead, left = true, newest_count
-  else
-    newest_at = tonumber(newest[2])
-    local gone = redis.call('ZRANGE', key, -live - 1, -live - 1)[1]
-    if gone then
-      dead, left = true, tonumber(gone)
+  newest_count = running_count(newest[1])
+  local time = tonumber(newest[2])
+  other = not (newest_count and time >= 0 and time <= now + 94867200000000 and time % 1 == 0)
+  if not other then
+    live = redis.call('ZCOUNT', key, '(' .. horizon, '+inf')
+    local below, lost = newest_count, false
+    if live == 0 then
+      dead = true
     else
-      left = tonumber(redis.call('GET', aux))
-      if not left then
+      newest_at = time
+      local gone = redis.call('ZRANGE', key, -live - 1, -live - 1)[1]
+      if gone then
+        dead, below = true, running_count(gone)
+      else
+        local stored = redis.call('GET', aux)
+        lost = not stored
         -- The count that left was lost: the oldest entry is taken to hold the whole limit.
-        left = (tonumber(redis.call('ZRANGE', key, 0, 0)[1]) - count) % modulus
+        below = running_count(stored or redis.call('ZRANGE', key, 0, 0)[1])
       end
     end
+    -- Out of the bounds of a log sluice writes (at most 10^5 units): a foreign state.
+    other = not below or (newest_count - below) % modulus > 100000
+    left = lost and below and (below - count) % modulus or below
+  end
+  if other then
+    live, dead, newest_count, newest_at, left = 0, false, 0, nil, 0
   end
 end
 local total = (newest_count - left) % modulus

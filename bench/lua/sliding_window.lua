@@ -16,8 +16,13 @@ local count, period = tonumber(ARGV[4]), tonumber(ARGV[5])
 
 local stored = redis.pcall('GET', key)
 local stored_start, stored_previous, stored_current, latest = 0, 0, 0, 0
-if type(stored) == 'string' and string.byte(stored) == 119 then
+if type(stored) == 'string' and #stored == 23 and string.byte(stored) == 119 then
   stored_start, stored_previous, stored_current, latest = struct.unpack('<I7I4I4I7', stored, 2)
+  -- Within the bounds of a state sluice writes, else a foreign state.
+  if stored_start > now + 94867200000000 or latest > now + 94867200000000
+    or stored_previous > 1000000000 or stored_current > 1000000000 then
+    stored_start, stored_previous, stored_current, latest = 0, 0, 0, 0
+  end
 end
 -- A state stamped in a window later than now's is decided at that window's start.
 local at = math.max(now, latest - latest % period)

@@ -15,8 +15,13 @@ local capacity, interval, max_delay = tonumber(ARGV[4]), tonumber(ARGV[5]), tonu
 
 local stored = redis.pcall('GET', key)
 local tokens, refilled_at = capacity, now
-if type(stored) == 'string' and string.byte(stored) == 116 then
-  tokens, refilled_at = struct.unpack('<i4I7', stored, 2)
+if type(stored) == 'string' and #stored == 12 and string.byte(stored) == 116 then
+  local t, at = struct.unpack('<i4I7', stored, 2)
+  -- Within the bounds of a state sluice writes, else a foreign state.
+  if t >= -math.floor(94867200000000 / interval) and t <= 1000000000
+    and at <= now + 94867200000000 then
+    tokens, refilled_at = t, at
+  end
 end
 if tokens >= capacity then
   tokens, refilled_at = capacity, now
