@@ -341,9 +341,11 @@ bool InRange(const Limit&, const FixedWindowState& s, int64_t now) {
 bool InRange(const Limit&, const SlidingLogState& s, int64_t now) {
   if (s.entries.empty()) return s.first_live == 0;
   if (s.first_live > s.entries.size()) return false;
+  // Running counts start at 0 and grow along the log.
   const int64_t left = s.first_live > 0 ? s.entries[s.first_live - 1].count : 0;
-  return IsTime(s.entries.back().at, now) &&
-         IsCount(s.entries.back().count - left, Limit::kMaxSlidingLogCount);
+  const int64_t newest = s.entries.back().count;
+  return IsTime(s.entries.back().at, now) && left >= 0 && newest >= left &&
+         newest - left <= Limit::kMaxSlidingLogCount;
 }
 
 bool InRange(const Limit&, const SlidingWindowState& s, int64_t now) {

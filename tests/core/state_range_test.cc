@@ -47,6 +47,9 @@ std::vector<State> OutOfRange(Algorithm algorithm) {
           SlidingLogState{.entries = {{.at = kNow - 1, .count = Limit::kMaxSlidingLogCount + 1}}},
           SlidingLogState{.entries = {{.at = kNow - 1, .count = -1}}},
           SlidingLogState{.entries = {{.at = kNow - 1, .count = 1}}, .first_live = 2},
+          SlidingLogState{.entries = {{.at = kNow - 7'200'000'000, .count = 5},
+                                      {.at = kNow - 1, .count = kMin}},
+                          .first_live = 1},
           SlidingLogState{.entries = {{.at = kMax, .count = kMax}}}};
     case Algorithm::kSlidingWindow:
       return {SlidingWindowState{.window_start = kLate, .latest = kNow, .previous = 1},
