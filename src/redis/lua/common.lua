@@ -19,6 +19,7 @@
 --     interval for the bucket ones) and max_delay (how far ahead a meter may book a slot);
 --   read (in load; the driver's own when it has one): stored, the string `key` holds (false
 --     when none), and present (false only when the key holds nothing);
+--   bounds (in load): max_count, longest and latest_time, what a value read from a key may be;
 --   load (reads the state of `key` as of `now`): present (the key holds anything), and the
 --     algorithm's own, as for a fresh state when the key is absent or holds a foreign state
 --     (another algorithm's, or values out of bounds: the bounds section); a meter's also held
