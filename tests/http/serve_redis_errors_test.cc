@@ -74,6 +74,12 @@ void HoldFull(const RedisServer& server) {
   server.Cli({"CONFIG", "SET", "maxmemory", std::to_string(used / 10 * 9)});
 }
 
+int Occurrences(const std::string& text, const std::string& word) {
+  int n = 0;
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+  return n;
+}
+
 int64_t BreakerOpens(const Service& service) {
   auto r = service.Client().Get("/metrics");
   return r ? sluice::testing::MetricValue(r->body, "sluice_breaker_opens_total") : -1;
@@ -114,6 +120,10 @@ TEST(ServeRedisErrors, AFullRedisAnswers503WithRetryAfterNeverAFailOpenAdmission
   EXPECT_EQ(admitted, 0);
   EXPECT_EQ(other, 0);
   EXPECT_EQ(BreakerOpens(service), 0);
+  // The store answers, refusing: warned of now and then, with how often, not once per refusal.
+  const std::string log = service.process().Log();
+  EXPECT_LE(Occurrences(log, "store refused"), 2) << log;
+  EXPECT_EQ(Occurrences(log, "store failed"), 0) << log;
   // /readyz peeks, which writes nothing: Redis answers it, full or not.
   EXPECT_TRUE(Ready(service));
   EXPECT_EQ(service.process().Stop(5s), 0);
@@ -167,6 +177,9 @@ TEST(ServeRedisErrors, AKeyOfTheWrongTypeIs500AloneAndTheOtherRulesStayExact) {
   EXPECT_EQ(allowed, 5);
   EXPECT_EQ(denied, 35);
   EXPECT_EQ(BreakerOpens(service), 0);
+  const std::string log = service.process().Log();
+  EXPECT_LE(Occurrences(log, "store refused"), 2) << log;
+  EXPECT_EQ(Occurrences(log, "store failed"), 0) << log;
   EXPECT_EQ(service.process().Stop(5s), 0);
 }
 
