@@ -6,14 +6,15 @@ maxmemory, under each maxmemory-policy (docs/failure-modes.md quotes its figures
                              [--policies noeviction,volatile-ttl,volatile-lru,allkeys-lru]
 
 For each policy: starts a redis-server on a free loopback port (persistence off) and `sluice
-serve` on it, with every rule failing open. Two victims exhaust their limit (5 per hour) first:
-`busy` on one key checked every 20 ms, `idle` on one key checked once a second; a third, `new`,
-checks a new key every 100 ms (a user arriving, whom Redis has never seen). Then two connections
-post batches of 1000 distinct keys of the `flood` rule for --seconds, while the victims go on
-checking. Prints per policy: the keys the flood sent, when a flood key was first refused and when
-Redis first evicted a key, how many it evicted and refused (OOM), and per victim what its checks
-during the flood were answered: admitted (for busy and idle, beyond their limit: they had none
-left), denied, 503, fail_open, other.
+serve` on it, with every rule failing open. Before the flood, 1000 keys of `spent` (5 per hour)
+spend their limit, and one key of `busy` (5 per hour) too. Then two connections post batches of
+1000 distinct keys of the `flood` rule for --seconds, while `busy` is checked every 20 ms and
+`new` checks a new key every 100 ms (a user arriving, whom Redis has never seen). After the flood
+each `spent` key is checked once more: admitted means Redis lost its state. Prints per policy:
+the keys the flood sent, when a flood key was first refused and when Redis first evicted a key,
+how many it evicted and refused (OOM), how often the breaker opened, what the checks of `busy`
+and `new` were answered (admitted, denied, 503, fail_open), and how many `spent` keys were
+admitted again.
 """
 import argparse
 import http.client
@@ -26,11 +27,13 @@ import tempfile
 import threading
 import time
 
+SPENT = 1000  # keys whose limit is spent before the flood
+
 CONFIG = """store: {{url: "redis://127.0.0.1:{redis_port}", timeout_ms: 1000}}
 rules:
   - {{name: flood, algorithm: sliding_window, limit: 100, period: 1h, on_error: fail_open}}
   - {{name: busy, algorithm: fixed_window, limit: 5, period: 1h, on_error: fail_open}}
-  - {{name: idle, algorithm: sliding_log, limit: 5, period: 1h, on_error: fail_open}}
+  - {{name: spent, algorithm: fixed_window, limit: 5, period: 1h, on_error: fail_open}}
   - {{name: new, algorithm: gcra, limit: 5, period: 1h, on_error: fail_open}}
 """
 
@@ -72,6 +75,12 @@ def classify(status, body):
             return "fail_open"
         return "admitted" if decision["allowed"] else "denied"
     return str(status)
+
+
+def batch(connection, checks):
+    connection.request("POST", "/v1/check", json.dumps({"checks": checks}),
+                       {"Content-Type": "application/json"})
+    return json.loads(connection.getresponse().read())["results"]
 
 
 def victim(port, rule, interval, stop, counts):
@@ -131,18 +140,17 @@ def run(policy, args):
             if not wait_until(ready, 10):
                 sys.exit(f"sluice serve did not become ready: {open(log.name).read()}")
             warm = http.client.HTTPConnection("127.0.0.1", serve_port, timeout=5)
-            for rule in ("busy", "idle"):
-                for _ in range(5):
-                    check(warm, rule, "victim")
+            for _ in range(5):
+                check(warm, "busy", "victim")
+            spend = [{"rule": "spent", "key": f"s{i}", "cost": 5} for i in range(SPENT)]
+            batch(warm, spend)
 
             stop = threading.Event()
-            counts = {"busy": {}, "idle": {}, "new": {}}
+            counts = {"busy": {}, "new": {}}
             stats = {"sent": 0, "full_at": None, "evicted_at": None}
             start = time.monotonic()
             threads = [threading.Thread(target=victim, args=(serve_port, "busy", 0.02, stop,
                                                              counts["busy"])),
-                       threading.Thread(target=victim, args=(serve_port, "idle", 1.0, stop,
-                                                             counts["idle"])),
                        threading.Thread(target=victim, args=(serve_port, "new", 0.1, stop,
                                                              counts["new"]))]
             threads += [threading.Thread(target=flood, args=(serve_port, w, stop, stats))
@@ -158,6 +166,13 @@ def run(policy, args):
             for t in threads:
                 t.join()
             elapsed = time.monotonic() - start
+            # Each spent key checked once more: admitted if Redis lost its state.
+            again = batch(warm, [{"rule": "spent", "key": f"s{i}"} for i in range(SPENT)])
+            lost = sum(1 for item in again if item.get("allowed") is True)
+            metrics = http.client.HTTPConnection("127.0.0.1", serve_port, timeout=5)
+            metrics.request("GET", "/metrics")
+            opens = [line.split()[-1] for line in metrics.getresponse().read().decode().splitlines()
+                     if line.startswith("sluice_breaker_opens_total")]
             evicted = redis_info(redis_port, "stats").get("evicted_keys", "?")
             oom = redis_info(redis_port, "errorstats").get("errorstat_OOM", "count=0")
             full = (f"{stats['full_at'] - start:.1f} s" if stats["full_at"] else "never")
@@ -166,10 +181,14 @@ def run(policy, args):
             print(f"{policy}: flood sent {stats['sent']} keys in {elapsed:.1f} s "
                   f"({stats['sent'] / elapsed:.0f}/s); a flood key first refused after {full}; "
                   f"first eviction after {first_eviction}; evicted {evicted} keys; "
-                  f"OOM replies {oom.split('=')[1]}")
-            for rule in ("busy", "idle", "new"):
+                  f"OOM replies {oom.split('=')[1]}; breaker opened {opens[0] if opens else '?'} "
+                  f"times")
+            for rule in ("busy", "new"):
                 line = ", ".join(f"{k} {v}" for k, v in sorted(counts[rule].items()))
                 print(f"  {rule}: {line}")
+            print(f"  spent: {lost} of {SPENT} keys admitted again after the flood (state lost)")
+            if args.verbose:
+                print(open(log.name).read())
         finally:
             if serve:
                 serve.terminate()
@@ -183,6 +202,7 @@ def main():
     parser.add_argument("--sluice", required=True)
     parser.add_argument("--maxmemory", default="20mb")
     parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--verbose", action="store_true", help="print sluice serve's log")
     parser.add_argument("--policies", default="noeviction,volatile-ttl,volatile-lru,allkeys-lru")
     args = parser.parse_args()
     for policy in args.policies.split(","):
