@@ -88,9 +88,15 @@ int64_t BreakerOpens(const Service& service) {
 TEST(ServeRedisErrors, AFullRedisAnswers503WithRetryAfterNeverAFailOpenAdmission) {
   auto redis = RedisServer::Start({"--maxmemory", "4mb", "--maxmemory-policy", "noeviction"});
   ASSERT_NE(redis, nullptr);
+  // The rate limit service too (/json only), with a domain of one descriptor.
+  sluice::testing::TempDir rls;
+  ASSERT_TRUE(rls.ok());
+  sluice::testing::WriteFile(rls.File("api.yaml"),
+                             "domain: api\ndescriptors:\n  - key: user\n    rate_limit: "
+                             "{ unit: second, requests_per_unit: 5 }\n");
   // Deadlines no loaded machine misses (here and below): an outage would be the failure
   // policy's to decide.
-  Service service(R"(rules:
+  Service service("rls: { config_dir: \"" + rls.path() + "\" }\n" + R"(rules:
   - {name: flood, algorithm: sliding_window, limit: 100, period: 1h, on_error: fail_open}
   - {name: victim, algorithm: gcra, limit: 5, period: 1s, on_error: fail_open}
 )",
@@ -119,6 +125,16 @@ TEST(ServeRedisErrors, AFullRedisAnswers503WithRetryAfterNeverAFailOpenAdmission
   EXPECT_EQ(refused, 40);
   EXPECT_EQ(admitted, 0);
   EXPECT_EQ(other, 0);
+  // The rate limit service answers an error, for Envoy's failure_mode_deny to decide, never OK.
+  for (int i = 0; i < 5; ++i) {
+    auto r = client.Post("/json",
+                         R"({"domain":"api","descriptors":[{"entries":[{"key":"user","value":"u)" +
+                             std::to_string(i) + R"("}]}]})",
+                         "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 503) << r->body;
+    EXPECT_EQ(r->body.find(R"("overallCode")"), std::string::npos) << r->body;
+  }
   EXPECT_EQ(BreakerOpens(service), 0);
   // The store answers, refusing: warned of now and then, with how often, not once per refusal.
   const std::string log = service.process().Log();
