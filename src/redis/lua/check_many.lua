@@ -92,8 +92,8 @@ for check = 0, checks - 1 do
   cost = tonumber(ARGV[costs + i + 1])
   local decided, failure = pcall(decide)
   if not decided then
-    -- An error reply's text (Redis 7.0; a table holding it before and after), or the script's
-    -- own failure on what a key holds ("user_script:<line>: ...").
+    -- An error reply's text (what Redis 7.0 gives pcall; a table holding it, as other versions
+    -- may give), or the script's own failure on what a key holds ("user_script:<line>: ...").
     local message = type(failure) == 'table' and failure.err or tostring(failure)
     local own = string.find(message, '^user_script:')
     if not own and not string.find(message, '^WRONGTYPE') then
