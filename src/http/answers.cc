@@ -6,6 +6,7 @@
 #include "http/api_json.h"
 #include "middleware/rate_limit_headers.h"
 #include "middleware/refusal.h"
+#include "sluice/store.h"
 
 namespace sluice::http {
 
@@ -23,7 +24,7 @@ void Answers::Fail(Exchange& exchange, int status, std::string_view message) {
 }
 
 void Answers::Undecided(Exchange& exchange, const Status& error) {
-  StoreFailed(error.ToString());
+  StoreFailed(error);
   const middleware::Refusal refusal = middleware::RefusalOf(error);
   if (!refusal.retry_after.empty()) exchange.response.AddHeader("Retry-After", refusal.retry_after);
   Fail(exchange, refusal.status, error.message());
@@ -56,6 +57,21 @@ void Answers::StoreAnswered() {
 void Answers::StoreFailed(std::string_view why) {
   metrics_.CountStoreError();
   if (store_healthy_.exchange(false)) spdlog::warn("store failed: {}", why);
+}
+
+void Answers::StoreFailed(const Status& error) {
+  if (IsStoreOutage(error)) return StoreFailed(error.ToString());
+  metrics_.CountStoreError();
+  refusals_.fetch_add(1, std::memory_order_relaxed);
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  int64_t due = next_refusal_warning_.load(std::memory_order_relaxed);
+  if (now < due) return;
+  const int64_t next = now + std::chrono::nanoseconds(kRefusalWarningInterval).count();
+  if (!next_refusal_warning_.compare_exchange_strong(due, next)) return;
+  spdlog::warn("store refused {} check(s) since the last such warning, the last: {}",
+               refusals_.exchange(0), error.ToString());
 }
 
 void AddRateLimitHeaders(const ServedRule& rule, const Decision& decision, Response& response) {

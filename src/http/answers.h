@@ -7,6 +7,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <string_view>
 
 #include "http/exchange.h"
@@ -39,11 +41,20 @@ class Answers {
   void StoreAnswered();
   // Counts a store error, and warns when the store was answering until now.
   void StoreFailed(std::string_view why);
+  // A check the store answered with `error`: an outage as StoreFailed; any other error (a full
+  // store, a fault of one key) is counted and warned of at most once per kRefusalWarningInterval,
+  // with how many there were: the store is answering, and a client that keeps causing such
+  // errors must not flood the log.
+  void StoreFailed(const Status& error);
+
+  static constexpr std::chrono::seconds kRefusalWarningInterval{10};
 
  private:
   Metrics& metrics_;
   TopKeys& top_keys_;
   std::atomic<bool> store_healthy_{true};
+  std::atomic<uint64_t> refusals_{0};             // since the last warning of them
+  std::atomic<int64_t> next_refusal_warning_{0};  // steady clock, ns
 };
 
 // The RateLimit-Policy, RateLimit and, when `rule` denies, Retry-After headers of `decision`. A

@@ -91,7 +91,7 @@ void CheckHandler::OnBatch(Exchange& exchange, std::vector<Result<Decision>> res
     assert(next < results.size());
     const Result<Decision>& result = results[next++];
     if (!result.ok()) {
-      answers_.StoreFailed(result.status().ToString());
+      answers_.StoreFailed(result.status());
       AppendError(body, result.status().message());
       continue;
     }

@@ -8,6 +8,7 @@
 #include "redis/client.h"
 #include "redis/cluster_client.h"
 #include "redis/cluster_slots.h"
+#include "redis/error_reply.h"
 #include "redis/keys.h"
 #include "redis/script_call.h"
 #include "redis/scripts.h"
@@ -165,7 +166,7 @@ void RedisStore::DoResetAsync(std::string_view scope, std::string_view key, Stat
   const std::string_view argv[3] = {"DEL", names.View(0, state_size), names.View(0, names.size())};
   client_->Command(argv, [done = std::move(done)](Result<redis::Reply> reply) {
     if (!reply.ok()) return done(reply.status());
-    if (reply->is_error()) return done(Status::Unavailable("Redis refused DEL: " + reply->str));
+    if (reply->is_error()) return done(redis::ErrorReplyStatus(reply->str, "reset"));
     done(Status::Ok());
   });
 }

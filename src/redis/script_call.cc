@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "redis/error_reply.h"
+
 namespace sluice::redis {
 namespace {
 
@@ -10,15 +12,6 @@ namespace {
 std::pair<int64_t, int64_t> Parameters(const Limit& limit) {
   if (IsMeter(limit.algorithm())) return {limit.capacity(), limit.emission_interval().count()};
   return {limit.count(), limit.period().count()};
-}
-
-// The error of an error reply to a `call` ("check", "give-back").
-Status ErrorReply(const std::string& message, std::string_view call = "check") {
-  // "ERR ..." is the script failing: a bug, not the server's state.
-  if (message.starts_with("ERR")) {
-    return Status::Internal("Redis " + std::string(call) + " script failed: " + message);
-  }
-  return Status::Unavailable("Redis refused the " + std::string(call) + ": " + message);
 }
 
 }  // namespace
@@ -99,8 +92,12 @@ ScriptWords::Views ScriptWords::views() const {
 }
 
 Result<Decision> ParseCheckReply(const Reply& reply, int64_t limit_count) {
-  if (reply.is_error()) return ErrorReply(reply.str);
+  if (reply.is_error()) return ErrorReplyStatus(reply.str, "check");
   const auto& e = reply.elements;
+  // check_many.lua answers a check whose key is at fault with its error in its first field.
+  if (reply.type == Reply::Type::kArray && e.size() == kPackedCheckReplyFields && e[0].is_error()) {
+    return ErrorReplyStatus(e[0].str, "check");
+  }
   if (reply.type != Reply::Type::kArray ||
       (e.size() != kCheckReplyFields && e.size() != kPackedCheckReplyFields) ||
       std::any_of(e.begin(), e.end(),
@@ -142,7 +139,7 @@ Result<Decision> ParseCheckReply(const Result<Reply>& reply, int64_t limit_count
 Result<std::vector<Decision>> ParseCheckAllReply(const Result<Reply>& reply,
                                                  std::span<const int64_t> limit_counts) {
   if (!reply.ok()) return reply.status();
-  if (reply->is_error()) return ErrorReply(reply->str);
+  if (reply->is_error()) return ErrorReplyStatus(reply->str, "CheckAll");
   if (reply->type != Reply::Type::kArray || reply->elements.size() != limit_counts.size()) {
     return Status::Internal("unexpected reply from the Redis CheckAll script");
   }
@@ -158,7 +155,7 @@ Result<std::vector<Decision>> ParseCheckAllReply(const Result<Reply>& reply,
 
 Status ParseGiveBackReply(const Result<Reply>& reply) {
   if (!reply.ok()) return reply.status();
-  if (reply->is_error()) return ErrorReply(reply->str, "give-back");
+  if (reply->is_error()) return ErrorReplyStatus(reply->str, "give-back");
   if (reply->type != Reply::Type::kInteger || (reply->integer != 0 && reply->integer != 1)) {
     return Status::Internal("unexpected reply from the Redis give-back script");
   }

@@ -27,7 +27,12 @@
 //   Reply one flat array: per check, in order, its reply as above packed into four fields (each
 //         field and array costs Redis's Lua): remaining when allowed, else -1 - remaining;
 //         delay when allowed, else retry_after (the other is 0); reset_after; replenish_after.
-//         Each is decided as its own call would be, after the checks before it.
+//         Each is decided as its own call would be, after the checks before it. A check whose
+//         key is at fault (WRONGTYPE: it holds another type than the script keeps there, or the
+//         script fails on what it holds) has the error, as a check.lua call would have had it,
+//         in its first field and 0 in the others; the other checks are decided. Any other
+//         error (OOM, a Cluster's refusals) ends the call and is its reply; OOM comes at the
+//         call's first write, before it changed anything.
 //
 // Several checks, all or nothing (check_all.lua, built with every algorithm): the checks whose
 // keys one node holds.
@@ -136,9 +141,9 @@ class ScriptWords {
   boost::container::small_vector<std::pair<size_t, size_t>, 8> spans_;  // offset, length
 };
 
-// The decision in one check's reply, whole or packed. An error reply is the script failing
-// (INTERNAL, for "ERR ...") or Redis refusing the call (UNAVAILABLE); a reply of another shape is
-// INTERNAL.
+// The decision in one check's reply, whole or packed. An error reply, or a packed reply whose
+// first field is one (check_many.lua's for a check whose key is at fault), is what
+// ErrorReplyStatus (error_reply.h) makes of it; a reply of another shape is INTERNAL.
 Result<Decision> ParseCheckReply(const Reply& reply, int64_t limit_count);
 Result<Decision> ParseCheckReply(const Result<Reply>& reply, int64_t limit_count);
 // The decisions in check_all.lua's reply, one per check, given each check's limit count.

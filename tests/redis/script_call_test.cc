@@ -100,7 +100,7 @@ TEST(ParseGiveBackReply, ZeroOrOneIsOkAnythingElseAnError) {
   }
   const Status failed = ParseGiveBackReply(Error("ERR Error running script: oops"));
   EXPECT_EQ(failed.code(), StatusCode::kInternal);
-  EXPECT_EQ(failed.message(), "Redis give-back script failed: ERR Error running script: oops");
+  EXPECT_EQ(failed.message(), "Redis failed the give-back: ERR Error running script: oops");
   EXPECT_EQ(ParseGiveBackReply(Error("MOVED 3999 127.0.0.1:7001")).code(),
             StatusCode::kUnavailable);
   EXPECT_EQ(ParseGiveBackReply(Result<Reply>(Status::DeadlineExceeded("late"))).code(),
@@ -171,13 +171,63 @@ TEST(ParseCheckReply, MalformedRepliesAreInternal) {
   }
 }
 
-TEST(ParseCheckReply, ScriptErrorsAreInternalRefusalsUnavailable) {
-  EXPECT_EQ(ParseCheckReply(Error("ERR Error running script: oops"), 1).status().code(),
-            StatusCode::kInternal);
-  EXPECT_EQ(ParseCheckReply(Error("BUSY Redis is busy running a script"), 1).status().code(),
-            StatusCode::kUnavailable);
+// Redis's error replies by what they mean (error_reply.h): the store out, the store full, or a
+// fault of the call's keys. The texts are Redis 7.0's, a script's error included.
+TEST(ParseCheckReply, ErrorRepliesAreAnOutageAFullStoreOrTheKeysFault) {
+  const auto code = [](const std::string& error) {
+    return ParseCheckReply(Error(error), 1).status().code();
+  };
+  for (const char* outage : {
+           "LOADING Redis is loading the dataset in memory",
+           "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+           "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+           "CLUSTERDOWN The cluster is down",
+           "TRYAGAIN Multiple keys request during rehashing of slot",
+           "READONLY You can't write against a read only replica. script: 1c2d, on "
+           "@user_script:31.",
+           "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to "
+           "persist to disk.",
+           "NOREPLICAS Not enough good replicas to write.",
+           "MOVED 3999 127.0.0.1:7001",
+           "ASK 3999 127.0.0.1:7001",
+           "NOSCRIPT No matching script. Please use EVAL.",
+       }) {
+    EXPECT_EQ(code(outage), StatusCode::kUnavailable) << outage;
+  }
+  EXPECT_EQ(code("OOM command not allowed when used memory > 'maxmemory'. script: 1c2d, on "
+                 "@user_script:26."),
+            StatusCode::kResourceExhausted);
+  for (const char* fault : {
+           "WRONGTYPE Operation against a key holding the wrong kind of value script: 1c2d, on "
+           "@user_script:61.",
+           "ERR user_script:52: attempt to perform arithmetic on a nil value script: 1c2d, on "
+           "@user_script:52.",
+           "ERR Error running script: oops",
+           "NOPERM this user has no permissions to run the 'evalsha' command",
+           "",
+       }) {
+    EXPECT_EQ(code(fault), StatusCode::kInternal) << fault;
+  }
   EXPECT_EQ(ParseCheckReply(Result<Reply>(Status::DeadlineExceeded("late")), 1).status().code(),
             StatusCode::kDeadlineExceeded);
+}
+
+// check_many.lua answers a check whose key is at fault with the error in its first field.
+TEST(ParseCheckReply, APackedReplyHoldingAnErrorIsThatError) {
+  const auto packed = [](Reply first) {
+    return Array({std::move(first), Integer(0), Integer(0), Integer(0)});
+  };
+  const Status wrong_type =
+      ParseCheckReply(packed(Error("WRONGTYPE Operation against a key holding the wrong kind")), 5)
+          .status();
+  EXPECT_EQ(wrong_type.code(), StatusCode::kInternal);
+  EXPECT_NE(wrong_type.message().find("WRONGTYPE"), std::string::npos) << wrong_type.ToString();
+  EXPECT_EQ(ParseCheckReply(packed(Error("OOM command not allowed")), 5).status().code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(ParseCheckReply(Array({Integer(1), Error("ERR x"), Integer(0), Integer(0)}), 5)
+                .status()
+                .code(),
+            StatusCode::kInternal);
 }
 
 TEST(ParseCheckAllReply, OneDecisionPerCheckInOrder) {

@@ -49,9 +49,26 @@ end
 local seen = ARGV[2] == '1' and {}
 local run, next_run = 0, 0 -- the run of the check before, the first check of the next run
 local now, margin, a, b, max_delay
-for i = 0, checks - 1 do
+local i, key, aux, cost -- the check being decided
+-- Decides check i and writes its reply, protected by the caller (pcall): a check whose key is at
+-- fault gets the error as its reply, and the others are decided.
+local function decide()
+  --@insert load
+  --@insert decide
+  --@insert decision
+  --@insert commit
+  local r = i * 4
+  if allowed then
+    replies[r + 1], replies[r + 2] = remaining, delay
+  else
+    replies[r + 1], replies[r + 2] = -1 - remaining, retry_after
+  end
+  replies[r + 3], replies[r + 4] = reset_after, replenish_after
+end
+for check = 0, checks - 1 do
+  i = check
   local n = i * key_count + 1
-  local key, aux = KEYS[n] or ARGV[more_keys + n], nil
+  key, aux = KEYS[n] or ARGV[more_keys + n], nil
   if key_count == 2 then
     aux = KEYS[n + 1] or ARGV[more_keys + n + 1]
   end
@@ -72,18 +89,20 @@ for i = 0, checks - 1 do
     run = run + 1
     next_run = run < runs and tonumber(ARGV[4 + run * 6]) or checks
   end
-  local cost = tonumber(ARGV[costs + i + 1])
-  --@insert load
-  --@insert decide
-  --@insert decision
-  --@insert commit
-  local r = i * 4
-  if allowed then
-    replies[r + 1], replies[r + 2] = remaining, delay
-  else
-    replies[r + 1], replies[r + 2] = -1 - remaining, retry_after
+  cost = tonumber(ARGV[costs + i + 1])
+  local decided, failure = pcall(decide)
+  if not decided then
+    -- An error reply's text (what Redis 7.0 gives pcall; a table holding it, as other versions
+    -- may give), or the script's own failure on what a key holds ("user_script:<line>: ...").
+    local message = type(failure) == 'table' and failure.err or tostring(failure)
+    local own = string.find(message, '^user_script:')
+    if not own and not string.find(message, '^WRONGTYPE') then
+      return redis.error_reply(message) -- not this key's fault: OOM, a Cluster's refusal
+    end
+    local r = i * 4
+    replies[r + 1] = { err = own and 'ERR ' .. message or message }
+    replies[r + 2], replies[r + 3], replies[r + 4] = 0, 0, 0
   end
-  replies[r + 3], replies[r + 4] = reset_after, replenish_after
 end
 return replies
 
