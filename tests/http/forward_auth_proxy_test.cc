@@ -292,7 +292,7 @@ std::vector<std::string> LoginSpellings() {
   std::vector<std::string> spellings = {
       "/%6cogin",    "/%6Cogin",   "/l%6fgin",   "/l%6Fgin", "/%6C%6F%67%69%6E", "/./login",
       "/a/../login", "/%2e/login", "/%2E/login", "/login/",  "/login/.",         "/login?x=1"};
-  for (int slashes = 1; slashes <= 40; ++slashes) {
+  for (int slashes = 2; slashes <= 40; ++slashes) {
     spellings.push_back(std::string(slashes, '/') + "login");
   }
   return spellings;
