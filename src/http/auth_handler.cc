@@ -22,16 +22,19 @@ void AuthHandler::Handle(std::string_view rule_name, const middleware::RequestVi
         fmt::format("rule '{}' has no key for /v1/auth: give it one (`key:` in the config)",
                     rule_name));
   }
-  const Result<std::string> key =
-      client != nullptr ? rule->auth_key->Of(*client)
-                        : Status::InvalidArgument("the request shows no peer and no headers");
-  if (!key.ok()) {
+  if (client == nullptr) {
     return answers_.Fail(
-        exchange, 401, fmt::format("no key for rule '{}': {}", rule_name, key.status().message()));
+        exchange, 401,
+        fmt::format("no key for rule '{}': the request shows no peer and no headers", rule_name));
+  }
+  const auto key = rule->auth_key->Of(*client);
+  if (const auto* none = std::get_if<AuthKey::NoKey>(&key)) {
+    return answers_.Fail(exchange, none->status,
+                         fmt::format("no key for rule '{}': {}", rule_name, none->reason));
   }
   exchange.rules_ = std::move(rules);
   exchange.rule_ = rule;
-  exchange.key_.assign(*key);
+  exchange.key_.assign(std::get<std::string>(key));
   exchange.started_ = Clock::now();
   store_.CheckAsync(
       rule->limiter.Request(exchange.key_, 1),

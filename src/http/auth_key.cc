@@ -6,6 +6,9 @@
 #include <string_view>
 #include <utility>
 
+#include "middleware/forwarded_for.h"
+#include "middleware/request_path.h"
+
 namespace sluice::http {
 namespace {
 
@@ -22,23 +25,40 @@ mw::KeyExtractor FirstOf(std::vector<mw::KeyExtractor> extractors) {
   };
 }
 
-// The original request's path, without its query string.
+// The original request's target, as the proxy sent it.
+mw::KeyExtractor OriginalUri() {
+  return FirstOf({mw::Header("X-Original-URI"), mw::Header("X-Forwarded-Uri")});
+}
+
+// The original request's path in its canonical form (NormalPath); nullopt when there is none, or
+// when it is malformed (MalformedUri).
 mw::KeyExtractor OriginalPath() {
-  return [uri = FirstOf({mw::Header("X-Original-URI"), mw::Header("X-Forwarded-Uri")})](
-             const mw::RequestView& r) -> std::optional<std::string> {
-    auto value = uri(r);
-    if (value) value->resize(std::min(value->size(), value->find('?')));
-    return value;
+  return [uri = OriginalUri()](const mw::RequestView& r) -> std::optional<std::string> {
+    const auto target = uri(r);
+    if (!target) return std::nullopt;
+    Result<std::string> path = mw::NormalPath(*target);
+    if (!path.ok()) return std::nullopt;
+    return std::move(*path);
   };
 }
 
-// ClientIp's walk, only for a request that has an X-Forwarded-For: without one it would key the
-// proxy itself.
+// Why the original request's target makes no path, when it does not.
+std::function<std::optional<std::string>(const mw::RequestView&)> MalformedUri() {
+  return [uri = OriginalUri()](const mw::RequestView& r) -> std::optional<std::string> {
+    const auto target = uri(r);
+    if (!target) return std::nullopt;
+    const Result<std::string> path = mw::NormalPath(*target);
+    if (path.ok()) return std::nullopt;
+    return path.status().message();
+  };
+}
+
+// ClientIp's walk, only for a request whose X-Forwarded-For has an entry: without one (no header,
+// or only empty entries such as ",") it would key the proxy itself, one key for every client.
 mw::KeyExtractor ForwardedFor(const config::ForwardAuth& auth) {
-  return [has = mw::Header("X-Forwarded-For"),
-          walk = mw::ClientIp(auth.trusted_proxies, auth.client_prefixes)](
+  return [walk = mw::ClientIp(auth.trusted_proxies, auth.client_prefixes)](
              const mw::RequestView& r) -> std::optional<std::string> {
-    if (!has(r)) return std::nullopt;
+    if (mw::ForwardedForEntries(r).empty()) return std::nullopt;
     return walk(r);
   };
 }
@@ -76,7 +96,8 @@ AuthKey::AuthKey(const config::ForwardAuth& auth) : trusted_(auth.trusted_proxie
              FirstOf({mw::Header("X-Forwarded-Method"), mw::Header("X-Original-Method")})});
         break;
       case Source::kUri:
-        parts_.push_back({"X-Original-URI or X-Forwarded-Uri header", OriginalPath()});
+        parts_.push_back(
+            {"X-Original-URI or X-Forwarded-Uri header", OriginalPath(), MalformedUri()});
         break;
     }
     extractors.push_back(parts_.back().extract);
@@ -84,19 +105,29 @@ AuthKey::AuthKey(const config::ForwardAuth& auth) : trusted_(auth.trusted_proxie
   if (parts_.size() > 1) composed_ = mw::Compose(std::move(extractors));
 }
 
-Result<std::string> AuthKey::Of(const mw::RequestView& request) const {
+std::variant<std::string, AuthKey::NoKey> AuthKey::Of(const mw::RequestView& request) const {
   if (needs_trusted_peer_ && !trusted_.Contains(request.peer_address())) {
-    return Status::InvalidArgument(
-        "the request came from " + std::string(request.peer_address()) +
-        ", which is not a trusted proxy (forward_auth.trusted_proxies): its address headers "
-        "cannot be believed");
+    return NoKey{401, "the request came from " + std::string(request.peer_address()) +
+                          ", which is not a trusted proxy (forward_auth.trusted_proxies): its "
+                          "address headers cannot be believed"};
   }
   for (const Part& part : parts_) {
     std::optional<std::string> value = part.extract(request);
-    if (!value) return Status::InvalidArgument("the request has no " + part.what);
-    if (!composed_) return mw::StoredKey(std::move(*value));
+    if (!value) {
+      if (part.malformed) {
+        if (auto why = part.malformed(request)) return NoKey{400, std::move(*why)};
+      }
+      return NoKey{401, "the request has no " + part.what};
+    }
+    if (!composed_) return Stored(std::move(*value));
   }
-  return mw::StoredKey(*composed_(request));
+  return Stored(*composed_(request));
+}
+
+std::variant<std::string, AuthKey::NoKey> AuthKey::Stored(std::string key) {
+  Result<std::string> stored = mw::StoredKey(std::move(key));
+  if (!stored.ok()) return NoKey{500, stored.status().message()};
+  return std::move(*stored);
 }
 
 }  // namespace sluice::http

@@ -7,8 +7,10 @@
 #include <boost/asio/ip/network_v4.hpp>
 #include <boost/asio/ip/network_v6.hpp>
 
+#include "middleware/forwarded_for.h"
 #include "middleware/rate_limit_headers.h"
 #include "middleware/refusal.h"
+#include "middleware/request_path.h"
 
 namespace sluice::middleware {
 namespace {
@@ -26,42 +28,6 @@ constexpr std::string_view kHashedPrefix = "sha256:";
 constexpr std::string_view kDeniedBody = R"({"error":"rate limit exceeded"})";
 constexpr std::string_view kUnavailableBody = R"({"error":"rate limiter unavailable"})";
 constexpr std::string_view kFailedBody = R"({"error":"rate limiter failed"})";
-
-// The IPv4 address an IPv4-mapped IPv6 one stands for; any other unchanged.
-ip::address Unmapped(const ip::address& address) {
-  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
-    return ip::make_address_v4(ip::v4_mapped, address.to_v6());
-  }
-  return address;
-}
-
-// ":4711"
-bool IsPortSuffix(std::string_view s) {
-  return s.size() >= 2 && s.size() <= 6 && s.front() == ':' &&
-         std::all_of(s.begin() + 1, s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-// An address as peers and X-Forwarded-For entries write it: "192.0.2.1", "2001:db8::1", or with a
-// port, "192.0.2.1:4711" and "[2001:db8::1]:4711". nullopt for anything else.
-std::optional<ip::address> ParseAddress(std::string_view text) {
-  if (text.starts_with('[')) {
-    const auto close = text.find(']');
-    if (close == std::string_view::npos) return std::nullopt;
-    const std::string_view port = text.substr(close + 1);
-    if (!port.empty() && !IsPortSuffix(port)) return std::nullopt;
-    text = text.substr(1, close - 1);
-  } else if (const auto colon = text.find(':');
-             colon != std::string_view::npos &&
-             text.find(':', colon + 1) == std::string_view::npos) {
-    // One colon: IPv4 and a port (an IPv6 address has at least two).
-    if (!IsPortSuffix(text.substr(colon))) return std::nullopt;
-    text = text.substr(0, colon);
-  }
-  boost::system::error_code ec;
-  const ip::address address = ip::make_address(std::string(text), ec);
-  if (ec) return std::nullopt;
-  return Unmapped(address);
-}
 
 // The key of a client at `address`, by its network under `prefixes`.
 std::string ClientKey(const ip::address& address, const ClientPrefixes& prefixes) {
@@ -100,20 +66,6 @@ void AppendPart(std::string& key, const std::optional<std::string>& part) {
     if (c == '|' || c == '\\') key += '\\';
     key += c;
   }
-}
-
-// Every entry of every line of `name`, in order; empty entries dropped (RFC 9110 section 5.6.1).
-std::vector<std::string_view> ListEntries(const RequestView& request, std::string_view name) {
-  std::vector<std::string_view> entries;
-  request.ForEachHeaderValue(name, [&entries](std::string_view line) {
-    while (!line.empty()) {
-      const auto comma = line.find(',');
-      const std::string_view entry = Trim(line.substr(0, comma));
-      if (!entry.empty()) entries.push_back(entry);
-      line = comma == std::string_view::npos ? std::string_view() : line.substr(comma + 1);
-    }
-  });
-  return entries;
 }
 
 }  // namespace
@@ -205,7 +157,7 @@ KeyExtractor ClientIp(TrustedProxies trusted, ClientPrefixes prefixes) {
     if (!peer) return std::string(r.peer_address());
     ip::address client = *peer;
     if (!trusted.networks_->Contains(client)) return ClientKey(client, prefixes);
-    const std::vector<std::string_view> hops = ListEntries(r, "X-Forwarded-For");
+    const std::vector<std::string_view> hops = ForwardedForEntries(r);
     for (auto hop = hops.rbegin(); hop != hops.rend(); ++hop) {
       const auto address = ParseAddress(*hop);
       if (!address) break;
@@ -225,7 +177,11 @@ KeyExtractor Header(std::string name) {
 }
 
 KeyExtractor Path() {
-  return [](const RequestView& r) -> std::optional<std::string> { return std::string(r.path()); };
+  return [](const RequestView& r) -> std::optional<std::string> {
+    Result<std::string> path = NormalPath(r.path());
+    if (!path.ok()) return std::nullopt;
+    return std::move(*path);
+  };
 }
 
 KeyExtractor Compose(std::vector<KeyExtractor> parts) {

@@ -254,6 +254,80 @@ TEST_F(AuthTest, HeaderMethodAndPathComposeOneKey) {
             204);
 }
 
+// Every spelling of the original path that an application routes alike is one key
+// (tests/middleware/request_path_test.cc has them all), from every proxy's header.
+TEST_F(AuthTest, EverySpellingOfThePathIsOneKey) {
+  const auto ask = [&](std::string header, std::string uri) {
+    return Ask("per_route", "192.0.2.1",
+               {{"X-Tenant", "acme"}, {"X-Original-Method", "POST"}, {header, uri}});
+  };
+  EXPECT_EQ(ask("X-Original-URI", "/login").status, 204);
+  for (const char* spelling :
+       {"/%6cogin", "/%6Cogin", "/l%6fgin", "//login", "/./login", "/a/../login", "/%2e/login",
+        "/%2E%2E/login", "/login/", "/login/.", "/login?next=/x", "http://example.com/login",
+        "////////////////////////////////////////login"}) {
+    for (const char* header : {"X-Original-URI", "X-Forwarded-Uri"}) {
+      EXPECT_EQ(ask(header, spelling).status, 429) << header << ": " << spelling;
+    }
+  }
+  // An encoded '/' is not a separator, nor a letter's case another spelling.
+  EXPECT_EQ(ask("X-Original-URI", "/login%2F").status, 204);
+  EXPECT_EQ(ask("X-Original-URI", "/login%2f").status, 429);
+  EXPECT_EQ(ask("X-Original-URI", "/Login").status, 204);
+  EXPECT_EQ(metrics_.ForRule("per_route").allowed.load(), 3u);
+}
+
+// A path with a '%' that encodes nothing is not keyed (on the text as it is, each variant would
+// be a fresh limit): 400, and nothing is checked.
+TEST_F(AuthTest, AMalformedPathIs400AndChecksNothing) {
+  for (const char* uri : {"/log%zzin", "/login%", "/login%2", "/%g0", "*", "login"}) {
+    const Answer a =
+        Ask("per_route", "192.0.2.1",
+            {{"X-Tenant", "acme"}, {"X-Original-Method", "GET"}, {"X-Original-URI", uri}});
+    EXPECT_EQ(a.status, 400) << uri;
+    EXPECT_NE(a.body.find("no key for rule 'per_route': the request"), std::string::npos) << a.body;
+    EXPECT_EQ(a.header("RateLimit"), "<absent>");
+  }
+  EXPECT_EQ(
+      Ask("per_route", "192.0.2.1",
+          {{"X-Tenant", "acme"}, {"X-Original-Method", "GET"}, {"X-Original-URI", "/log%zzin"}})
+          .body,
+      R"({"error":"no key for rule 'per_route': the request path has a '%' that is not )"
+      R"(followed by two hex digits"})");
+  EXPECT_EQ(store_.size(), 0u);
+  EXPECT_EQ(metrics_.ForRule("per_route").allowed.load(), 0u);
+}
+
+// An X-Forwarded-For with no entry in it is no X-Forwarded-For: 401, never the key of the proxy
+// that sent it (shared by every client behind it). "1.2.3.4," has one.
+TEST_F(AuthTest, AForwardedForWithNoEntryIsMissing) {
+  for (const char* empty : {",", " , ", ",,,", " ,\t, "}) {
+    const Answer a = Ask("per_client", "10.0.0.1", {{"X-Forwarded-For", empty}});
+    EXPECT_EQ(a.status, 401) << "'" << empty << "'";
+    EXPECT_EQ(
+        a.body,
+        R"({"error":"no key for rule 'per_client': the request has no X-Forwarded-For address"})");
+  }
+  EXPECT_EQ(
+      Ask("per_client", "10.0.0.1", {{"X-Forwarded-For", ","}, {"X-Forwarded-For", " "}}).status,
+      401);
+  EXPECT_EQ(store_.size(), 0u);
+  EXPECT_EQ(Ask("per_client", "10.0.0.1", {{"X-Forwarded-For", "198.51.100.7,"}}).status, 204);
+  EXPECT_EQ(Ask("per_client", "10.0.0.1", {{"X-Forwarded-For", ", 198.51.100.7"}}).status, 204);
+  EXPECT_EQ(Ask("per_client", "10.0.0.1", {{"X-Forwarded-For", "198.51.100.7"}}).status, 429);
+}
+
+// A zone id names an interface of the host that wrote it, not another client: one key with or
+// without it, from X-Forwarded-For and from X-Real-IP.
+TEST_F(AuthTest, AZoneIdIsNotAnotherClient) {
+  EXPECT_EQ(Ask("per_client", "10.0.0.1", {{"X-Forwarded-For", "2001:db8::1%1"}}).status, 204);
+  EXPECT_EQ(Ask("per_client", "10.0.0.1", {{"X-Forwarded-For", "2001:db8::1%eth0"}}).status, 204);
+  EXPECT_EQ(Ask("per_client", "10.0.0.1", {{"X-Forwarded-For", "[2001:db8::1%2]:80"}}).status, 429);
+  EXPECT_EQ(Ask("per_client", "10.0.0.1", {{"X-Forwarded-For", "2001:db8::1"}}).status, 429);
+  EXPECT_EQ(Ask("real_ip", "10.0.0.1", {{"X-Real-IP", "2001:db8::2%7"}}).status, 204);
+  EXPECT_EQ(Ask("real_ip", "10.0.0.1", {{"X-Real-IP", "2001:db8::2"}}).status, 429);
+}
+
 TEST_F(AuthTest, ALongKeyIsHashedNotRefused) {
   const std::string token(4000, 't');
   EXPECT_EQ(Ask("per_api_key", "192.0.2.1", {{"X-Api-Key", token}}).status, 204);

@@ -8,7 +8,9 @@
 //     nginx on the memory store and across two `sluice serve` processes (nginx balancing over
 //     both) sharing one real Redis, and through Caddy on the memory store;
 //   - with Redis killed, nginx's location of the fail_open rule keeps reaching the application
-//     and that of the fail_closed rule answers 429 with Retry-After; never 500.
+//     and that of the fail_closed rule answers 429 with Retry-After; never 500;
+//   - every spelling of /login that the proxy routes to the login rule (percent-encoded letters,
+//     doubled slashes, dot segments, a trailing slash) counts against the one limit of /login.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -21,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/raw_connection.h"
 #include "support/redis_server.h"
 #include "support/reverse_proxy.h"
 #include "support/serve_process.h"
@@ -30,6 +33,7 @@ namespace {
 using sluice::testing::FreeLoopbackPort;
 using sluice::testing::LocalClient;
 using sluice::testing::MetricValue;
+using sluice::testing::RawExchange;
 using sluice::testing::ReadFile;
 using sluice::testing::RedisServer;
 using sluice::testing::ReverseProxy;
@@ -280,6 +284,66 @@ TEST(ForwardAuthCaddy, AdmitsFiveOfTwentyParallelRequestsOnTheMemoryStore) {
 
   ExpectFiveOfTwenty(GetInParallel(proxy.port(), "/", 20), proxy,
                      R"({"error":"rate limit exceeded"})");
+}
+
+// Spellings of /login a client may send, each routed by nginx and Caddy to their /login location
+// and by an application to its /login handler: one path, so one limit.
+std::vector<std::string> LoginSpellings() {
+  std::vector<std::string> spellings = {
+      "/%6cogin",    "/%6Cogin",   "/l%6fgin",   "/l%6Fgin", "/%6C%6F%67%69%6E", "/./login",
+      "/a/../login", "/%2e/login", "/%2E/login", "/login/",  "/login/.",         "/login?x=1"};
+  for (int slashes = 2; slashes <= 40; ++slashes) {
+    spellings.push_back(std::string(slashes, '/') + "login");
+  }
+  return spellings;
+}
+
+// The status of a GET of `target`, sent as it is in the request line (an HTTP client library
+// might re-encode it); 0 for no answer.
+int RawGet(int port, const std::string& target) {
+  const std::string answer = RawExchange(
+      port, "GET " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+  if (!answer.starts_with("HTTP/1.1 ")) return 0;
+  return std::atoi(answer.c_str() + 9);
+}
+
+// /login five times, then each spelling of it: every one is 429. A '%' encoding nothing is refused
+// by the proxy itself (sluice would answer it 400: auth_test.cc).
+void ExpectEverySpellingSharesTheLimitOfLogin(const Proxy& proxy, const Service& sluice) {
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(RawGet(proxy.port(), "/login"), 200) << proxy.Log();
+  const std::vector<std::string> spellings = LoginSpellings();
+  int admitted = 0;
+  std::string not_denied;
+  for (const std::string& spelling : spellings) {
+    const int status = RawGet(proxy.port(), spelling);
+    if (status == 429) continue;
+    if (status == 200) ++admitted;
+    not_denied += fmt::format("{} {}\n", status, spelling);
+  }
+  EXPECT_EQ(admitted, 0) << "admitted " << admitted << " of " << spellings.size()
+                         << " spellings of /login past its limit of 5; not denied:\n"
+                         << not_denied << proxy.Log();
+  EXPECT_EQ(RawGet(proxy.port(), "/log%zzin"), 400);
+  const std::string metrics = sluice.Client().Get("/metrics")->body;
+  EXPECT_EQ(MetricValue(metrics, R"(sluice_checks_total{rule="login",result="allowed"})"), 5);
+  EXPECT_EQ(MetricValue(metrics, R"(sluice_checks_total{rule="login",result="denied"})"),
+            static_cast<int64_t>(spellings.size()));
+}
+
+TEST(ForwardAuthNginx, EverySpellingOfAPathSharesItsLimit) {
+  Service sluice(Rules(403));
+  ASSERT_TRUE(sluice.up()) << sluice.process().Log();
+  const Proxy proxy = Proxy::Nginx({sluice.port()});
+  ASSERT_TRUE(proxy.up());
+  ExpectEverySpellingSharesTheLimitOfLogin(proxy, sluice);
+}
+
+TEST(ForwardAuthCaddy, EverySpellingOfAPathSharesItsLimit) {
+  Service sluice(Rules(429));
+  ASSERT_TRUE(sluice.up()) << sluice.process().Log();
+  const Proxy proxy = Proxy::Caddy(sluice.port());
+  ASSERT_TRUE(proxy.up());
+  ExpectEverySpellingSharesTheLimitOfLogin(proxy, sluice);
 }
 
 }  // namespace

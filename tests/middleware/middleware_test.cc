@@ -15,6 +15,7 @@
 #include "sluice/redis_store.h"
 #include "sluice/resilient_store.h"
 #include "support/failing_store.h"
+#include "support/raw_connection.h"
 #include "support/redis_server.h"
 
 namespace sluice::middleware {
@@ -223,6 +224,47 @@ TEST(Extractors, HeaderPathAndComposition) {
   EXPECT_EQ(Compose({ClientIp(), Path(), Header("X-User")})(r), "192.0.2.1|/v1/items|-");
 }
 
+// Every spelling of a path is one key (request_path_test.cc has the spellings); a path that is no
+// path has nothing to key on.
+TEST(Extractors, PathIsNormalised) {
+  for (const char* spelling : {"/login", "/%6cogin", "/l%6Fgin", "//login", "/./login",
+                               "/a/../login", "/%2e/login", "/login/", "/login?x=1"}) {
+    EXPECT_EQ(Path()(FakeRequest("192.0.2.1", spelling)), "/login") << spelling;
+  }
+  EXPECT_EQ(Path()(FakeRequest("192.0.2.1", "/a%2f")), "/a%2F");
+  EXPECT_EQ(Path()(FakeRequest("192.0.2.1", "/log%zzin")), std::nullopt);
+  EXPECT_EQ(Compose({ClientIp(), Path()})(FakeRequest("192.0.2.1", "/log%zzin")), "192.0.2.1|-");
+}
+
+// A zone id names an interface of the host that wrote it: the same client with or without one.
+TEST(ClientIp, ZoneIdsAreDropped) {
+  const auto behind_proxy = ClientIp(Trust({"10.0.0.0/8", "fe80::/10"}), Prefixes(32, 128));
+  const auto key = [&](std::string peer, std::string forwarded) {
+    return behind_proxy(
+        FakeRequest(std::move(peer), "/", {{"X-Forwarded-For", std::move(forwarded)}}));
+  };
+  EXPECT_EQ(key("10.0.0.2", "2001:db8::1"), "2001:db8::1");
+  EXPECT_EQ(key("10.0.0.2", "2001:db8::1%1"), "2001:db8::1");
+  EXPECT_EQ(key("10.0.0.2", "2001:db8::1%eth0"), "2001:db8::1");
+  EXPECT_EQ(key("10.0.0.2", "[2001:db8::1%2]:4711"), "2001:db8::1");
+  // A link-local peer as a socket writes it, with its interface, is a trusted proxy.
+  EXPECT_EQ(key("fe80::1%eth0", "2001:db8::1%1, fe80::2%eth0"), "2001:db8::1");
+  EXPECT_EQ(ClientIp({}, Prefixes(32, 128))(FakeRequest("2001:db8::7%3", "/")), "2001:db8::7");
+  EXPECT_EQ(ClientPrefixes().KeyOf("2001:db8::1%1"), "2001:db8::/64");
+}
+
+// An X-Forwarded-For with no entry (",", " , ") is as if there were none: the peer is the client.
+// (Forward auth refuses such a request instead: auth_test.cc.)
+TEST(ClientIp, AnEmptyListIsNoList) {
+  const auto behind_proxy = ClientIp(Trust({"10.0.0.0/8"}));
+  for (const char* empty : {",", " , ", ",,", ""}) {
+    EXPECT_EQ(behind_proxy(FakeRequest("10.0.0.2", "/", {{"X-Forwarded-For", empty}})), "10.0.0.2")
+        << "'" << empty << "'";
+  }
+  EXPECT_EQ(behind_proxy(FakeRequest("10.0.0.2", "/", {{"X-Forwarded-For", "203.0.113.7,"}})),
+            "203.0.113.7");
+}
+
 // Parts that joined into one key before (an unescaped '|', a missing part written "-") are
 // told apart.
 TEST(Extractors, ComposedPartsCannotBeConfused) {
@@ -429,6 +471,37 @@ TEST(HttplibForwardedFor, EveryLineIsRead) {
   EXPECT_EQ(status({"198.51.100.2", "203.0.113.7"}), 429);  // the same client, whatever it forged
   EXPECT_EQ(status({"203.0.113.7, 127.0.0.1"}), 429);
   EXPECT_EQ(status({"203.0.113.7", "203.0.113.8"}), 200);  // another client
+  server.stop();
+  serving.join();
+}
+
+// Over real HTTP, the spellings of one path, sent as raw request lines: one limit for all. The
+// adapter gives the path as the client sent it (cpp-httplib's Request::path is decoded once:
+// "/%256cogin" would read "/%6cogin", then "/login").
+TEST(HttplibPath, EverySpellingOfAPathSharesItsLimit) {
+  MemoryStore store;  // real clock: a real server
+  Limiter limiter(store, "path", *Limit::Create(Algorithm::kSlidingLog, 1, 1h));
+  const RateLimiter per_path = Make(limiter, Path(), "path");
+  httplib::Server server;
+  LimitAllRoutes(server, per_path);
+  server.Get(".*", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok", "text/plain");
+  });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread serving([&] { server.listen_after_bind(); });
+  const auto status = [port](std::string_view target) {
+    const std::string answer = testing::RawExchange(
+        port, "GET " + std::string(target) + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    return answer.substr(0, answer.find("\r\n"));
+  };
+  EXPECT_EQ(status("/login"), "HTTP/1.1 200 OK");
+  for (const char* spelling : {"/%6cogin", "/%6Cogin", "/l%6fgin", "//login", "/./login",
+                               "/a/../login", "/%2e/login", "/login/", "/login?x=1"}) {
+    EXPECT_EQ(status(spelling), "HTTP/1.1 429 Too Many Requests") << spelling;
+  }
+  EXPECT_EQ(status("/%256cogin"), "HTTP/1.1 200 OK");  // "%6cogin": another path
+  EXPECT_EQ(status("/login%2F"), "HTTP/1.1 200 OK");
   server.stop();
   serving.join();
 }

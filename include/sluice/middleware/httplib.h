@@ -28,7 +28,11 @@ class HttplibRequest final : public RequestView {
  public:
   explicit HttplibRequest(const httplib::Request& request) : request_(request) {}
   std::string_view peer_address() const override { return request_.remote_addr; }
-  std::string_view path() const override { return request_.path; }
+  // request.path is decoded: the target keeps the path as the client sent it.
+  std::string_view path() const override {
+    const std::string_view target = request_.target;
+    return target.substr(0, target.find('?'));
+  }
   void ForEachHeaderValue(std::string_view name,
                           const std::function<void(std::string_view)>& visit) const override {
     // A case-insensitive multimap, one entry per line in the order received.

@@ -48,7 +48,8 @@ class RequestView {
   virtual ~RequestView() = default;
   // The address of the TCP peer, without port ("203.0.113.7", "::1").
   virtual std::string_view peer_address() const = 0;
-  // The path, without the query string.
+  // The request target's path as the client sent it, still percent-encoded (the query string
+  // may be left on: Path() drops it).
   virtual std::string_view path() const = 0;
   // Calls `visit` with the value of every field line named `name` (case-insensitive), in the
   // order received: a header may come in several lines, which together are one comma-separated
@@ -117,7 +118,8 @@ class TrustedProxies {
 // a second rather than appending to it). Each hop appended the address it received from, so only
 // the right part, written by our proxies, can be believed: the list is walked from the right past
 // trusted proxies, and the first address that is not one is the client. Entries may carry a port
-// ("192.0.2.1:4711", "[2001:db8::1]:4711"); empty entries are skipped. An entry that is not an
+// ("192.0.2.1:4711", "[2001:db8::1]:4711") and IPv6 ones a zone id ("fe80::1%eth0"), which is
+// dropped; empty entries are no entries ("," is an empty list). An entry that is not an
 // address ("unknown", garbage) stops the walk and the last address walked is the key: the
 // trusted proxy that passed it on (or the peer), so a malformed header never yields a key of
 // the client's choosing. When every entry is a trusted proxy, the left-most is the key. The walk
@@ -126,7 +128,11 @@ KeyExtractor ClientIp(TrustedProxies trusted = {}, ClientPrefixes prefixes = {})
 // The value of a header (an API key, a user id); of its first line when it comes in several, the
 // one frameworks' lookups return.
 KeyExtractor Header(std::string name);
-// The request path.
+// The request path in its canonical form, so that every spelling of one path is one key: the
+// query dropped, percent-encodings of unreserved characters decoded, dot segments resolved, empty
+// segments and a trailing slash dropped ("/%6cogin", "//login", "/a/../login" and "/login/?x=1"
+// are all "/login"; an encoded "%2F" stays encoded). A path with a '%' not followed by two hex
+// digits has nothing to key on: such requests share the key "-" (in a Compose, the part "-").
 KeyExtractor Path();
 // Several keys joined with '|', e.g. Compose({ClientIp(), Path()}) limits each client per path.
 // The parts can always be told apart: a '|' or a backslash in a part is escaped with a
