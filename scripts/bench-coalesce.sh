@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Many decisions per script call (issue 14.2), side by side on one fresh redis-server (loopback,
+# Many decisions per script call (coalescing), side by side on one fresh redis-server (loopback,
 # no persistence), per algorithm and round:
 #   ceiling   redis-benchmark -P 32 -c 50 -r 100000 of the single-check script (EVALSHA, Redis
 #             TIME, keys drawn from 100 000): the most single calls one Redis serves;
-#   single    sluice bench with --coalesce-max 1: one script call per check (as before 14.2);
+#   single    sluice bench with --coalesce-max 1: one script call per check;
 #   coalesced sluice bench with --coalesce-max 64 (the default);
 #   before    with BEFORE=<an earlier build's sluice>: the same with that build, side by side.
 # Each run starts after FLUSHALL and CONFIG RESETSTAT; printed: decisions/s, p99 latency, and the

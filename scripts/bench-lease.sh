@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Leases for a hot key (issue 14.3): one key checked 100 000 times a second by 3 processes, with a
+# Leases for a hot key: one key checked 100 000 times a second by 3 processes, with a
 # limit of 50 000 a second, without leases and with them, on one fresh redis-server (loopback, no
 # persistence). Per algorithm, round and variant, after FLUSHALL and CONFIG RESETSTAT: 3 sluice
 # bench processes start together on the key (--keys 1), each open loop at --rate 33334 with

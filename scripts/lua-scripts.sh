@@ -9,8 +9,8 @@ tree=$1 out=$2
 mkdir -p "$out"
 cmake -DLUA_DIR="$tree/src/redis/lua" -DOUTPUT="$out/scripts.cc" -P "$tree/cmake/embed_lua.cmake"
 # The raw string literals of the generated C++, in order: kCheckSources (the Algorithm enum's
-# order), kCheckManySources (likewise; absent before issue 14.2), kCheckAllSource, then
-# kGiveBackSources (the meters; absent before issue 14.3).
+# order), kCheckManySources (likewise; absent in revisions before coalescing), kCheckAllSource,
+# then kGiveBackSources (the meters; absent in revisions before leases).
 awk -v out="$out" '{
   line = $0
   while (1) {
