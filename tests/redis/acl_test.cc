@@ -9,7 +9,6 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
-#include <fstream>
 #include <functional>
 #include <future>
 #include <memory>
@@ -24,6 +23,7 @@
 #include "sluice/limiter.h"
 #include "sluice/redis_store.h"
 #include "sluice/timers.h"
+#include "support/redis_acl.h"
 #include "support/redis_cluster.h"
 #include "support/redis_server.h"
 
@@ -35,36 +35,9 @@ using namespace std::chrono_literals;
 constexpr char kUser[] = "sluice";
 constexpr char kPassword[] = "acl-test-password";
 
-// The rules of docs/redis-acl.md's `ACL SETUSER sluice ...` line, after the user's name.
-std::vector<std::string> DocumentedRules() {
-  std::ifstream in(SLUICE_SOURCE_DIR "/docs/redis-acl.md");
-  const std::string head = "ACL SETUSER " + std::string(kUser) + " ";
-  std::vector<std::string> rules;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.starts_with(head)) continue;
-    std::istringstream words(line.substr(head.size()));
-    for (std::string word; words >> word;) rules.push_back(word);
-    break;
-  }
-  return rules;
-}
-
-// The documented rules with the test's password, the key pattern of `key_prefix`, and without
-// the rule `drop` (none when empty).
 std::vector<std::string> SetUserCommand(const std::string& key_prefix,
                                         const std::string& drop = "") {
-  std::vector<std::string> command = {"ACL", "SETUSER", kUser, "reset"};
-  for (const std::string& rule : DocumentedRules()) {
-    if (rule == drop) continue;
-    if (rule == ">PASSWORD") {
-      command.push_back(">" + std::string(kPassword));
-    } else if (rule == "~sluice:*") {
-      command.push_back("~" + key_prefix + "*");
-    } else {
-      command.push_back(rule);
-    }
-  }
-  return command;
+  return DocumentedAclSetUser(kUser, kPassword, key_prefix, drop);
 }
 
 // "redis://host..." or "redis+cluster://host..." with the user's credentials.
@@ -74,7 +47,7 @@ std::string WithCredentials(const std::string& url) {
 }
 
 TEST(DocumentedAcl, IsReadFromTheDoc) {
-  const std::vector<std::string> rules = DocumentedRules();
+  const std::vector<std::string> rules = DocumentedAclRules();
   ASSERT_FALSE(rules.empty()) << "no 'ACL SETUSER sluice ...' line in docs/redis-acl.md";
   for (const char* expected : {"on", ">PASSWORD", "resetkeys", "~sluice:*", "-@all"}) {
     EXPECT_NE(std::find(rules.begin(), rules.end(), expected), rules.end()) << expected;
@@ -289,7 +262,7 @@ TEST_F(AclOnOneRedis, ADatabaseOtherThanZeroNeedsSelectToo) {
 // Each command of the list is needed: without it, an operation fails and Redis logs the refusal.
 // (The Cluster's own commands are taken out on a cluster, below.)
 TEST_F(AclOnOneRedis, EachDocumentedCommandIsUsed) {
-  for (const std::string& rule : DocumentedRules()) {
+  for (const std::string& rule : DocumentedAclRules()) {
     if (!rule.starts_with('+') || rule == "+cluster|slots" || rule == "+asking") continue;
     SCOPED_TRACE(rule);
     ASSERT_EQ(server_->Cli({"FLUSHALL"}), "OK");
