@@ -19,6 +19,7 @@
 
 #include "redis/cluster_slots.h"
 #include "sluice/acquirer.h"
+#include "sluice/clock.h"
 #include "sluice/leasing_store.h"
 #include "sluice/limiter.h"
 #include "sluice/redis_store.h"
@@ -86,10 +87,12 @@ void Expect(Failures& failures, const std::string& what, const Result<T>& result
 
 // Every operation a RedisStore has, on keys of `scope`: the checks of the six algorithms (one
 // at a time, in a batch, in flight together and so coalesced, peeks, reservations), a
-// sliding_log's dead entries and its same-millisecond entries, a log an earlier version wrote
-// (`write_old_log` puts one in Redis as an administrator), CheckAll, Reset, GiveBack, leases and
-// their give-back, acquires, and the readiness probe.
-Failures RunEveryOperation(RedisStore& store, const std::string& scope,
+// sliding_log's dead entries and its entries of one instant (through a store opened with
+// `options` and a caller's clock), a log an earlier version wrote (`write_old_log` puts one in
+// Redis as an administrator), CheckAll, Reset, GiveBack, leases and their give-back, acquires,
+// and the readiness probe.
+Failures RunEveryOperation(RedisStore& store, const RedisStoreOptions& options,
+                           const std::string& scope,
                            const std::function<void(const std::string&)>& write_old_log) {
   Failures failures;
   const Algorithm algorithms[] = {Algorithm::kFixedWindow, Algorithm::kSlidingWindow,
@@ -106,7 +109,7 @@ Failures RunEveryOperation(RedisStore& store, const std::string& scope,
     const CheckRequest batch[] = {request("one"), request("one"), request("two"), request("three")};
     for (const auto& decision : store.CheckBatch(batch))
       Expect(failures, name + " batch", decision);
-    std::vector<std::promise<Result<Decision>>> answers(8);
+    std::vector<std::promise<Result<Decision>>> answers(64);  // coalesced: MGET
     for (auto& answer : answers) {
       store.CheckAsync(request("four"), [&answer](Result<Decision> d) { answer.set_value(d); });
     }
@@ -123,6 +126,17 @@ Failures RunEveryOperation(RedisStore& store, const std::string& scope,
   }
 
   const Limit log = *Limit::Create(Algorithm::kSlidingLog, 10, 10s);
+  ManualClock instant(std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now()));
+  RedisStoreOptions at_an_instant = options;
+  at_an_instant.clock = &instant;
+  if (auto clocked = RedisStore::Create(at_an_instant); clocked.ok()) {
+    for (int i = 0; i < 2; ++i) {
+      Expect(failures, "a log's second entry at one instant",
+             (*clocked)->Check({.scope = scope, .limit = &log, .key = "instant"}));
+    }
+  } else {
+    Expect(failures, "a store on a caller's clock", clocked.status());
+  }
   write_old_log("old-log");
   Expect(failures, "a log an earlier version wrote",
          store.Check({.scope = scope, .limit = &log, .key = "old-log"}));
@@ -199,14 +213,15 @@ class AclOnOneRedis : public ::testing::Test {
   // it; what failed and what Redis refused.
   Failures RunAsUser(const std::string& key_prefix, const std::string& drop = "") {
     if (server_->Cli(SetUserCommand(key_prefix, drop)) != "OK") return {"ACL SETUSER failed"};
-    auto store = RedisStore::Create({.url = WithCredentials(server_->url()),
-                                     .timeout = 1s,
-                                     .connect_timeout = 1s,
-                                     .key_prefix = key_prefix});
+    const RedisStoreOptions options{.url = WithCredentials(server_->url()),
+                                    .timeout = 1s,
+                                    .connect_timeout = 1s,
+                                    .key_prefix = key_prefix};
+    auto store = RedisStore::Create(options);
     if (!store.ok()) return {"create: " + store.status().ToString()};
     // A script cache flushed under the store: each script is loaded again (SCRIPT LOAD).
     if (server_->Cli({"SCRIPT", "FLUSH"}) != "OK") return {"SCRIPT FLUSH failed"};
-    Failures failures = RunEveryOperation(**store, "acl", [&](const std::string& key) {
+    Failures failures = RunEveryOperation(**store, options, "acl", [&](const std::string& key) {
       for (const auto& command : OldLogCommands((*store)->KeysOf("acl", key))) {
         server_->Cli(command);
       }
@@ -297,10 +312,10 @@ class AclOnACluster : public ::testing::Test {
     for (int port : cluster_->ports()) refusals += cluster_->Cli(port, {"ACL", "LOG"});
     return refusals;
   }
-  Result<std::unique_ptr<RedisStore>> Open() const {
-    return RedisStore::Create(
-        {.url = WithCredentials(cluster_->url()), .timeout = 1s, .connect_timeout = 1s});
+  static RedisStoreOptions Options() {
+    return {.url = WithCredentials(cluster_->url()), .timeout = 1s, .connect_timeout = 1s};
   }
+  Result<std::unique_ptr<RedisStore>> Open() const { return RedisStore::Create(Options()); }
   // A check of a key whose slot is migrating and not yet on its source: ASK, then ASKING and the
   // check on the target; then, the slot moved, MOVED and the slot map read again.
   void CheckThroughAMigration(RedisStore& store, const std::string& key, Failures& failures) {
@@ -326,7 +341,7 @@ TEST_F(AclOnACluster, EveryOperationRunsAsTheDocumentedUser) {
   ASSERT_TRUE(SetUser());
   auto store = Open();
   ASSERT_TRUE(store.ok()) << store.status().ToString();
-  Failures failures = RunEveryOperation(**store, "acl", [&](const std::string& key) {
+  Failures failures = RunEveryOperation(**store, Options(), "acl", [&](const std::string& key) {
     const auto names = (*store)->KeysOf("acl", key);
     const int port = cluster_->MasterOfSlot(redis::KeySlot(names[0]));
     for (const auto& command : OldLogCommands(names)) cluster_->Cli(port, command);
