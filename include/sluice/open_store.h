@@ -21,7 +21,9 @@ namespace sluice {
 struct OpenStoreOptions {
   // Deadline of each call to a remote store.
   Duration timeout = std::chrono::milliseconds(50);
+  // RedisStoreOptions::key_prefix and ::password.
   std::string key_prefix = "sluice:";
+  std::string password{};
   int io_threads = 1;
   int connections_per_thread = 0;  // RedisStoreOptions::connections_per_thread (0: its default)
   // memory://'s bound (MemoryStoreOptions::max_memory).

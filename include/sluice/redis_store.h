@@ -62,6 +62,11 @@ struct RedisStoreOptions {
   // redis://[user:password@]host:port[/db]  or  unix:///path/to/socket[?db=N]  or, for a Redis
   // Cluster, redis+cluster://[user:password@]host:port,host:port,... (seed nodes)
   std::string url = "redis://127.0.0.1:6379";
+  // The password to AUTH with, when it is kept out of the URL (read from a file or the
+  // environment): the URL may then name only the user, redis://user@host:port, and a URL that
+  // holds a password as well is refused. Empty: the URL's, if any. Never logged nor shown in an
+  // error.
+  std::string password{};
   // Deadline of each call (a check, a batch, a reset).
   Duration timeout = std::chrono::milliseconds(50);
   Duration connect_timeout = std::chrono::milliseconds(50);
@@ -83,7 +88,8 @@ struct RedisStoreOptions {
   // docs/benchmarks.md.
   size_t coalesce_max = 64;
 
-  // Namespace of every key this store writes; must not contain '{' or '}'.
+  // Namespace of every key this store writes; must not contain '{' or '}'. A Redis user limited
+  // to the keys "<key_prefix>*" can run every command this store sends (docs/redis-acl.md).
   std::string key_prefix = "sluice:";
   // The clock decisions are made with; Redis TIME when null. Must outlive the store.
   const Clock* clock = nullptr;

@@ -16,6 +16,7 @@
 #include "cli/timer_thread.h"
 #include "config/duration.h"
 #include "core/mutex.h"
+#include "redis/url.h"
 #include "sluice/leasing_store.h"
 #include "sluice/limiter.h"
 #include "sluice/open_store.h"
@@ -108,7 +109,7 @@ void Report(const BenchFlags& f, const Limit& limit, const Outcome& run) {
                 p999 = tally.latency.Percentile(0.999);
   const LeaseStats leases = run.leasing ? run.leasing->lease_stats() : LeaseStats{};
   if (f.json) {
-    nlohmann::json report = {{"store", f.store_url},
+    nlohmann::json report = {{"store", redis::RedactedUrl(f.store_url)},
                              {"algorithm", f.algorithm},
                              {"capacity", limit.capacity()},
                              {"keys", f.keys},
@@ -150,9 +151,10 @@ void Report(const BenchFlags& f, const Limit& limit, const Outcome& run) {
   std::printf(
       "%s %s, %lld keys, %d in flight, %.1f s: %.0f decisions/s; latency p50 %lld us, "
       "p99 %lld us, p999 %lld us; allowed %llu, denied %llu, errors %llu",
-      f.store_url.c_str(), f.algorithm.c_str(), static_cast<long long>(f.keys), f.concurrency,
-      run.seconds, per_second, static_cast<long long>(p50), static_cast<long long>(p99),
-      static_cast<long long>(p999), static_cast<unsigned long long>(tally.allowed.load()),
+      redis::RedactedUrl(f.store_url).c_str(), f.algorithm.c_str(), static_cast<long long>(f.keys),
+      f.concurrency, run.seconds, per_second, static_cast<long long>(p50),
+      static_cast<long long>(p99), static_cast<long long>(p999),
+      static_cast<unsigned long long>(tally.allowed.load()),
       static_cast<unsigned long long>(tally.denied.load()),
       static_cast<unsigned long long>(tally.errors.load()));
   if (tally.errors.load() > 0) std::printf(" (the first: %s)", tally.FirstError().c_str());

@@ -20,6 +20,7 @@
 #include "http/metrics.h"
 #include "http/rule_table.h"
 #include "http/server.h"
+#include "redis/url.h"
 #include "rls/front_end.h"
 #include "rls/json_endpoint.h"
 #include "sluice/acquirer.h"
@@ -50,7 +51,8 @@ int CheckConfig(const std::string& path) {
   auto config = config::LoadConfigFile(path);
   if (!config.ok()) return ConfigError(config.status().message());
   std::cout << "sluice serve: " << path << ": OK, " << config->rules.size() << " rule(s), listen "
-            << config->listen.ToString() << ", store " << config->store.url << "\n";
+            << config->listen.ToString() << ", store " << redis::RedactedUrl(config->store.url)
+            << "\n";
   return 0;
 }
 
@@ -67,6 +69,8 @@ std::string FieldsNeedingRestart(const ServeFlags& flags, const config::Config& 
   compare("store.timeout_ms", false, reloaded.store.timeout != running.store.timeout);
   compare("store.instances", false, reloaded.store.instances != running.store.instances);
   compare("store.max_memory", false, reloaded.store.max_memory != running.store.max_memory);
+  compare("store.key_prefix", false, reloaded.store.key_prefix != running.store.key_prefix);
+  compare("store.password", false, reloaded.store.password != running.store.password);
   compare("server.io_threads", flags.io_threads > 0,
           reloaded.server.io_threads != running.server.io_threads);
   compare("server.read_timeout", false,
@@ -158,9 +162,11 @@ int RunServe(const ServeFlags& flags) {
   }
   if (!flags.store_url.empty()) config->store.url = flags.store_url;
 
-  auto backend = OpenStore(
-      config->store.url,
-      OpenStoreOptions{.timeout = config->store.timeout, .max_memory = config->store.max_memory});
+  auto backend =
+      OpenStore(config->store.url, OpenStoreOptions{.timeout = config->store.timeout,
+                                                    .key_prefix = config->store.key_prefix + ":",
+                                                    .password = config->store.password,
+                                                    .max_memory = config->store.max_memory});
   if (!backend.ok()) return ConfigError(backend.status().message());
 
   // A shared store can fail; each rule's failure policy then decides, for the leases taken from
@@ -226,8 +232,8 @@ int RunServe(const ServeFlags& flags) {
   spdlog::info(
       "serving on {}:{} with {} rule(s) from {}, store {}, {} I/O thread(s), at most {} "
       "connections",
-      config->listen.host, server.port(), config->rules.size(), source, config->store.url,
-      options.io_threads, options.max_connections);
+      config->listen.host, server.port(), config->rules.size(), source,
+      redis::RedactedUrl(config->store.url), options.io_threads, options.max_connections);
 
   server.Start();
   while (signals.Next() == ServiceSignal::kReload) {

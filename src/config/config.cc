@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -473,6 +474,92 @@ Result<RlsConfig> ParseRls(const Reporter& report, const YAML::Node& node) {
   return rls;
 }
 
+// A URL's "user:password@": a ':' before its last '@', after the scheme.
+bool UrlHoldsPassword(std::string_view url) {
+  const auto scheme_end = url.find("://");
+  const auto userinfo = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
+  const auto at = url.rfind('@');
+  return at != std::string_view::npos && at > userinfo &&
+         url.substr(userinfo, at - userinfo).find(':') != std::string_view::npos;
+}
+
+// The password in the file at `path`, less one trailing newline; an error never holds it.
+Result<std::string> ReadPasswordFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::InvalidArgument("cannot open '" + path + "': " + std::strerror(errno));
+  std::string text(kMaxPasswordBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return Status::InvalidArgument("cannot read '" + path + "'");
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxPasswordBytes) {
+    return Status::InvalidArgument("'" + path + "' is larger than " +
+                                   std::to_string(kMaxPasswordBytes) + " bytes");
+  }
+  if (text.ends_with('\n')) text.pop_back();
+  if (text.ends_with('\r')) text.pop_back();
+  if (text.empty()) return Status::InvalidArgument("'" + path + "' is empty");
+  if (text.find_first_of("\r\n") != std::string::npos) {
+    return Status::InvalidArgument("'" + path + "' holds more than one line");
+  }
+  return text;
+}
+
+// store.key_prefix, and the password from store.password_file or store.password_env.
+Status ParseStoreAccess(const Reporter& report, const Fields& fields, StoreConfig& store) {
+  if (const YAML::Node prefix = fields.Get("key_prefix"); prefix.IsDefined()) {
+    auto text = fields.ReadString(prefix, "key_prefix");
+    if (!text.ok()) return text.status();
+    const auto bad = [&](std::string_view why) {
+      return report.At(prefix, fields.Path("key_prefix"),
+                       "bad key prefix '" + *text + "': " + std::string(why));
+    };
+    if (text->find_first_of("{}") != std::string::npos) {
+      return bad(
+          "must not contain '{' or '}' (a key's Redis Cluster hash tag is the limiter "
+          "key's own)");
+    }
+    if (text->empty() || text->size() > kMaxKeyPrefixBytes ||
+        !std::all_of(text->begin(), text->end(), IsRuleNameChar)) {
+      return bad("expected 1 to " + std::to_string(kMaxKeyPrefixBytes) +
+                 " letters, digits, '_', '.', ':' or '-' (it is also the Redis ACL's key "
+                 "pattern)");
+    }
+    store.key_prefix = std::move(*text);
+  }
+  const YAML::Node file = fields.Get("password_file");
+  const YAML::Node env = fields.Get("password_env");
+  if (file.IsDefined() && env.IsDefined()) {
+    return report.At(env, fields.Path("password_env"),
+                     "give the password in one place: password_file or password_env");
+  }
+  if (file.IsDefined()) {
+    auto path = fields.ReadString(file, "password_file");
+    if (!path.ok()) return path.status();
+    auto password = ReadPasswordFile(*path);
+    if (!password.ok()) {
+      return report.At(file, fields.Path("password_file"), password.status().message());
+    }
+    store.password = std::move(*password);
+  }
+  if (env.IsDefined()) {
+    auto name = fields.ReadString(env, "password_env");
+    if (!name.ok()) return name.status();
+    const char* value = name->empty() ? nullptr : std::getenv(name->c_str());
+    if (value == nullptr || *value == '\0') {
+      return report.At(env, fields.Path("password_env"),
+                       "the environment variable '" + *name + "' is not set or is empty");
+    }
+    store.password = value;
+  }
+  if (!store.password.empty() && UrlHoldsPassword(store.url)) {
+    return report.At(file.IsDefined() ? file : env,
+                     fields.Path(file.IsDefined() ? "password_file" : "password_env"),
+                     "the store URL holds a password too: give it in one place (the URL may "
+                     "name the user alone, redis://user@host:port)");
+  }
+  return Status::Ok();
+}
+
 Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
   Config config;
   Fields top(report, root, "");
@@ -502,7 +589,9 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
 
   if (const YAML::Node store = top.Get("store"); store.IsDefined()) {
     Fields fields(report, store, "store");
-    if (Status s = fields.Check({"url", "timeout_ms", "instances", "max_memory"}); !s.ok()) {
+    if (Status s = fields.Check({"url", "timeout_ms", "instances", "max_memory", "key_prefix",
+                                 "password_file", "password_env"});
+        !s.ok()) {
       return s;
     }
     if (const YAML::Node url = fields.Get("url"); url.IsDefined()) {
@@ -535,6 +624,7 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
       if (!bytes.ok()) return bytes.status();
       config.store.max_memory = *bytes;
     }
+    if (Status s = ParseStoreAccess(report, fields, config.store); !s.ok()) return s;
   }
 
   if (const YAML::Node server = top.Get("server"); server.IsDefined()) {

@@ -3,7 +3,8 @@
 //
 //   listen: 127.0.0.1:8080
 //   max_sliding_log_limit: 10000                                        # optional
-//   store: { url: memory://, timeout_ms: 50, instances: 1, max_memory: 256MiB }
+//   store: { url: memory://, timeout_ms: 50, instances: 1, max_memory: 256MiB,
+//            key_prefix: sluice, password_file: /run/secrets/redis }   # or password_env: NAME
 //   server: { io_threads: 2, read_timeout: 10s, idle_timeout: 60s,       # optional
 //             max_connections: 10000, max_waiters: 100000, max_waiters_per_key: 1000,
 //             expose_keys: false, shadow_mode: false }
@@ -30,7 +31,8 @@
 // Parsing is strict: an unknown or repeated field, a value of the wrong type, a duplicate rule
 // name, a bad duration or a limit that Limit::Create rejects is an error whose message names the
 // file, the line and the field ("sluice.yaml:7: rules[1].period: bad duration '1x': ...").
-// Plain values; parsing is a pure function of the text.
+// Plain values; parsing is a pure function of the text, but for the password it reads
+// (store.password_file, store.password_env).
 #pragma once
 
 #include <cstdint>
@@ -122,7 +124,20 @@ struct StoreConfig {
   // The bound on the memory:// store's memory, in bytes (MemoryStoreOptions::max_memory): bytes,
   // or a whole number of KiB, MiB, GiB or TiB ("256MiB"), from kMinMaxMemory to kMaxMaxMemory.
   size_t max_memory = size_t{256} << 20;
+  // A Redis store's keys are "<key_prefix>:<rule>:{<key>}", so that services or environments
+  // sharing one Redis never share limits; a Redis user limited to "~<key_prefix>:*" can run them
+  // (docs/redis-acl.md). 1 to kMaxKeyPrefixBytes of [A-Za-z0-9_.:-]: no '{' or '}' (each key's
+  // Cluster hash tag is its own), no ACL pattern characters.
+  std::string key_prefix = "sluice";
+  // The Redis password, when kept out of the config: read from the file `password_file` names
+  // (one trailing newline dropped), or from the environment variable `password_env` names, at
+  // each load. The URL may then name only the user (redis://user@host:port). Empty: the URL's.
+  std::string password;
 };
+
+inline constexpr size_t kMaxKeyPrefixBytes = 64;
+// The longest password file read.
+inline constexpr size_t kMaxPasswordBytes = 4096;
 
 inline constexpr size_t kMinMaxMemory = size_t{1} << 20;
 inline constexpr size_t kMaxMaxMemory = size_t{1} << 40;

@@ -1,5 +1,6 @@
 #include "sluice/open_store.h"
 
+#include "redis/url.h"
 #include "sluice/memory_store.h"
 #include "sluice/redis_store.h"
 
@@ -14,6 +15,7 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOp
       url.starts_with("redis+cluster://")) {
     auto store = RedisStore::Create(
         RedisStoreOptions{.url = std::string(url),
+                          .password = options.password,
                           .timeout = options.timeout,
                           .io_threads = options.io_threads,
                           .connections_per_thread = options.connections_per_thread,
@@ -22,7 +24,7 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOp
     if (!store.ok()) return store.status();
     return std::unique_ptr<Store>(std::move(store).value());
   }
-  return Status::InvalidArgument("unknown store URL '" + std::string(url) +
+  return Status::InvalidArgument("unknown store URL '" + redis::RedactedUrl(url) +
                                  "' (expected memory://, redis://host:port, unix:///path or "
                                  "redis+cluster://host:port,host:port,...)");
 }

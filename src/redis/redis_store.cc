@@ -31,14 +31,14 @@ void ApplyTo(const RedisStoreOptions& options, int connections, redis::ClientOpt
 // A client of the URL's single Redis, or of its Redis Cluster (one Client per master).
 Result<std::unique_ptr<redis::Client>> Connect(const RedisStoreOptions& options) {
   if (options.url.starts_with(redis::kClusterScheme)) {
-    auto cluster = redis::ParseRedisClusterUrl(options.url);
+    auto cluster = redis::ParseRedisClusterUrl(options.url, options.password);
     if (!cluster.ok()) return cluster.status();
     ApplyTo(options, 1, cluster->node);
     auto client = redis::ClusterClient::Create(std::move(*cluster));
     if (!client.ok()) return client.status();
     return std::unique_ptr<redis::Client>(std::move(*client));
   }
-  auto single = redis::ParseRedisUrl(options.url);
+  auto single = redis::ParseRedisUrl(options.url, options.password);
   if (!single.ok()) return single.status();
   ApplyTo(options, 2, *single);
   return redis::Client::Create(std::move(*single));

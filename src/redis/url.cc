@@ -6,26 +6,13 @@
 namespace sluice::redis {
 namespace {
 
-// The URL with its password masked, fit for an error message that may reach a log.
-std::string Redacted(std::string_view url) {
-  const auto scheme_end = url.find("://");
-  const auto at = url.rfind('@');
-  if (scheme_end == std::string_view::npos || at == std::string_view::npos || at < scheme_end) {
-    return std::string(url);
-  }
-  const auto userinfo = scheme_end + 3;
-  const auto colon = url.substr(userinfo, at - userinfo).find(':');
-  const auto secret = colon == std::string_view::npos ? userinfo : userinfo + colon + 1;
-  return std::string(url.substr(0, secret)) + "***" + std::string(url.substr(at));
-}
-
 constexpr std::string_view kSingleForms =
     "redis://[user:password@]host:port[/db] or unix:///path[?db=N]";
 constexpr std::string_view kClusterForm = "redis+cluster://[user:password@]host:port,host:port,...";
 
 Status BadUrl(std::string_view url, std::string_view why,
               std::string_view expected = kSingleForms) {
-  return Status::InvalidArgument("bad Redis URL '" + Redacted(url) + "': " + std::string(why) +
+  return Status::InvalidArgument("bad Redis URL '" + RedactedUrl(url) + "': " + std::string(why) +
                                  " (expected " + std::string(expected) + ")");
 }
 
@@ -34,18 +21,29 @@ bool ParseNumber(std::string_view text, int& value) {
   return ec == std::errc() && end == text.data() + text.size() && !text.empty();
 }
 
-// Takes "user:password@" or "password@" off the front of `rest` into `options`.
-void TakeCredentials(std::string_view& rest, ClientOptions& options) {
+// Takes "user:password@" or "password@" off the front of `rest` into `options`; with a
+// `password` given apart, "user@" only. What is wrong with them, or empty.
+std::string_view TakeCredentials(std::string_view& rest, std::string_view password,
+                                 ClientOptions& options) {
+  options.password = std::string(password);
   const auto at = rest.rfind('@');
-  if (at == std::string_view::npos) return;
+  if (at == std::string_view::npos) return {};
   const std::string_view credentials = rest.substr(0, at);
   rest = rest.substr(at + 1);
-  if (const auto colon = credentials.find(':'); colon != std::string_view::npos) {
+  const auto colon = credentials.find(':');
+  if (!password.empty()) {
+    if (colon != std::string_view::npos) {
+      return "the password is given apart (a file or the environment): the URL may name only "
+             "the user, user@host";
+    }
+    options.user = std::string(credentials);
+  } else if (colon != std::string_view::npos) {
     options.user = std::string(credentials.substr(0, colon));
     options.password = std::string(credentials.substr(colon + 1));
   } else {
     options.password = std::string(credentials);
   }
+  return {};
 }
 
 // "host[:port]" into `options`; what is wrong with it, or empty.
@@ -66,7 +64,17 @@ std::string_view ParseHostPort(std::string_view text, ClientOptions& options) {
 
 }  // namespace
 
-Result<ClientOptions> ParseRedisUrl(std::string_view url) {
+std::string RedactedUrl(std::string_view url) {
+  const auto scheme_end = url.find("://");
+  const auto userinfo = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
+  const auto at = url.rfind('@');
+  if (at == std::string_view::npos || at < userinfo) return std::string(url);
+  const auto colon = url.substr(userinfo, at - userinfo).find(':');
+  const auto secret = colon == std::string_view::npos ? userinfo : userinfo + colon + 1;
+  return std::string(url.substr(0, secret)) + "***" + std::string(url.substr(at));
+}
+
+Result<ClientOptions> ParseRedisUrl(std::string_view url, std::string_view password) {
   ClientOptions options;
   constexpr std::string_view kRedis = "redis://", kUnix = "unix://";
   if (url.starts_with(kUnix)) {
@@ -81,11 +89,14 @@ Result<ClientOptions> ParseRedisUrl(std::string_view url) {
     }
     if (!rest.starts_with('/')) return BadUrl(url, "the socket path must be absolute");
     options.unix_path = std::string(rest);
+    options.password = std::string(password);
     return options;
   }
   if (!url.starts_with(kRedis)) return BadUrl(url, "unknown scheme");
   std::string_view rest = url.substr(kRedis.size());
-  TakeCredentials(rest, options);
+  if (const std::string_view why = TakeCredentials(rest, password, options); !why.empty()) {
+    return BadUrl(url, why);
+  }
   if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
     const std::string_view db = rest.substr(slash + 1);
     rest = rest.substr(0, slash);
@@ -99,11 +110,13 @@ Result<ClientOptions> ParseRedisUrl(std::string_view url) {
   return options;
 }
 
-Result<ClusterOptions> ParseRedisClusterUrl(std::string_view url) {
+Result<ClusterOptions> ParseRedisClusterUrl(std::string_view url, std::string_view password) {
   if (!url.starts_with(kClusterScheme)) return BadUrl(url, "unknown scheme", kClusterForm);
   ClusterOptions options;
   std::string_view rest = url.substr(kClusterScheme.size());
-  TakeCredentials(rest, options.node);
+  if (const std::string_view why = TakeCredentials(rest, password, options.node); !why.empty()) {
+    return BadUrl(url, why, kClusterForm);
+  }
   if (rest.find('/') != std::string_view::npos) {
     return BadUrl(url, "a Redis Cluster has only database 0", kClusterForm);
   }

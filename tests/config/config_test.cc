@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/example_config.h"
@@ -494,6 +496,96 @@ TEST(ConfigTest, SlidingLogLimitsAboveTheMaximumAreRefused) {
   // The other algorithms keep O(1) state at any limit.
   config = ParseConfig(rule("sliding_window", 1'000'000), "x.yaml");
   EXPECT_TRUE(config.ok()) << config.status().ToString();
+}
+
+TEST(ConfigTest, KeyPrefixAndAPasswordKeptOutOfTheConfig) {
+  auto defaults = ParseConfig("rules: [{name: a, algorithm: gcra, limit: 1, period: 1s}]\n", "x");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->store.key_prefix, "sluice");
+  EXPECT_EQ(defaults->store.password, "");
+
+  const std::string path = ::testing::TempDir() + "sluice_config_test_password";
+  std::ofstream(path) << "s3cr:et\n";
+  const std::string rules = "rules: [{name: a, algorithm: gcra, limit: 1, period: 1s}]\n";
+  auto from_file = ParseConfig(
+      "store:\n  url: redis://sluice@cache:6379\n  key_prefix: billing-v2.eu\n"
+      "  password_file: " +
+          path + "\n" + rules,
+      "x");
+  std::remove(path.c_str());
+  ASSERT_TRUE(from_file.ok()) << from_file.status().ToString();
+  EXPECT_EQ(from_file->store.key_prefix, "billing-v2.eu");
+  EXPECT_EQ(from_file->store.password, "s3cr:et");
+
+  ::setenv("SLUICE_CONFIG_TEST_PASSWORD", "from the environment", 1);
+  auto from_env = ParseConfig(
+      "store: {url: redis://cache:6379, password_env: SLUICE_CONFIG_TEST_PASSWORD}\n" + rules, "x");
+  ::unsetenv("SLUICE_CONFIG_TEST_PASSWORD");
+  ASSERT_TRUE(from_env.ok()) << from_env.status().ToString();
+  EXPECT_EQ(from_env->store.password, "from the environment");
+}
+
+// A bad key prefix or a password that cannot be had is refused with file, line and field, and no
+// error shows a password.
+TEST(ConfigTest, KeyPrefixAndPasswordMistakesAreReportedWithFileLineAndField) {
+  const std::string dir = ::testing::TempDir();
+  const std::string empty = dir + "sluice_config_test_empty_password";
+  std::ofstream(empty) << "\n";
+  const std::string two_lines = dir + "sluice_config_test_two_line_password";
+  std::ofstream(two_lines) << "hunter2\nhunter3\n";
+  const std::string secret = dir + "sluice_config_test_secret";
+  std::ofstream(secret) << "hunter2\n";
+  ::setenv("SLUICE_CONFIG_TEST_EMPTY", "", 1);
+  ::unsetenv("SLUICE_CONFIG_TEST_UNSET");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"store:\n  key_prefix: app{1}\n",
+       "bad.yaml:2: store.key_prefix: bad key prefix 'app{1}': must not contain '{' or '}' (a "
+       "key's Redis Cluster hash tag is the limiter key's own)"},
+      {"store:\n  key_prefix: '}'\n",
+       "bad.yaml:2: store.key_prefix: bad key prefix '}': must not contain '{' or '}' (a key's "
+       "Redis Cluster hash tag is the limiter key's own)"},
+      {"store:\n  key_prefix: 'app*'\n",
+       "bad.yaml:2: store.key_prefix: bad key prefix 'app*': expected 1 to 64 letters, digits, "
+       "'_', '.', ':' or '-' (it is also the Redis ACL's key pattern)"},
+      {"store:\n  key_prefix: ''\n",
+       "bad.yaml:2: store.key_prefix: bad key prefix '': expected 1 to 64 letters, digits, '_', "
+       "'.', ':' or '-' (it is also the Redis ACL's key pattern)"},
+      {"store:\n  key_prefix: [a]\n", "bad.yaml:2: store.key_prefix: expected a string"},
+      {"store:\n  url: redis://h:1\n  password_file: /nonexistent/redis-password\n",
+       "bad.yaml:3: store.password_file: cannot open '/nonexistent/redis-password': No such file "
+       "or directory"},
+      {"store:\n  password_file: " + dir + "\n",
+       "bad.yaml:2: store.password_file: cannot read '" + dir + "'"},
+      {"store:\n  password_file: " + empty + "\n",
+       "bad.yaml:2: store.password_file: '" + empty + "' is empty"},
+      {"store:\n  password_file: " + two_lines + "\n",
+       "bad.yaml:2: store.password_file: '" + two_lines + "' holds more than one line"},
+      {"store:\n  password_env: SLUICE_CONFIG_TEST_UNSET\n",
+       "bad.yaml:2: store.password_env: the environment variable 'SLUICE_CONFIG_TEST_UNSET' is "
+       "not set or is empty"},
+      {"store:\n  password_env: SLUICE_CONFIG_TEST_EMPTY\n",
+       "bad.yaml:2: store.password_env: the environment variable 'SLUICE_CONFIG_TEST_EMPTY' is "
+       "not set or is empty"},
+      {"store:\n  password_file: " + secret + "\n  password_env: SLUICE_CONFIG_TEST_EMPTY\n",
+       "bad.yaml:3: store.password_env: give the password in one place: password_file or "
+       "password_env"},
+      {"store:\n  url: redis://sluice:hunter2@h:1\n  password_file: " + secret + "\n",
+       "bad.yaml:3: store.password_file: the store URL holds a password too: give it in one "
+       "place (the URL may name the user alone, redis://user@host:port)"},
+      {"store:\n  pasword_file: x\n",
+       "bad.yaml:2: store.pasword_file: unknown field (expected url, timeout_ms, instances, "
+       "max_memory, key_prefix, password_file, password_env)"},
+  };
+  for (const auto& [yaml, error] : cases) {
+    auto config = ParseConfig(yaml + "rules: [{name: a, algorithm: gcra, limit: 1, period: 1s}]\n",
+                              "bad.yaml");
+    ASSERT_FALSE(config.ok()) << yaml;
+    EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(config.status().message(), error) << yaml;
+    EXPECT_EQ(config.status().message().find("hunter2"), std::string::npos);
+  }
+  ::unsetenv("SLUICE_CONFIG_TEST_EMPTY");
+  for (const std::string& file : {empty, two_lines, secret}) std::remove(file.c_str());
 }
 
 TEST(ConfigTest, UnreadableFileIsNamed) {

@@ -80,6 +80,45 @@ TEST(ParseRedisUrl, ErrorsDoNotShowThePassword) {
   }
 }
 
+// A password given apart (a file, the environment): the URL names the user alone, or no one.
+TEST(ParseRedisUrl, APasswordGivenApartLeavesTheUrlTheUser) {
+  auto user = ParseRedisUrl("redis://sluice@h:1/2", "from-a-file");
+  ASSERT_TRUE(user.ok()) << user.status().ToString();
+  EXPECT_EQ(user->user, "sluice");
+  EXPECT_EQ(user->password, "from-a-file");
+  EXPECT_EQ(user->db, 2);
+  auto no_one = ParseRedisUrl("redis://h:1", "from-a-file");
+  ASSERT_TRUE(no_one.ok());
+  EXPECT_EQ(no_one->user, "");
+  EXPECT_EQ(no_one->password, "from-a-file");
+  auto socket = ParseRedisUrl("unix:///run/redis.sock", "from-a-file");
+  ASSERT_TRUE(socket.ok());
+  EXPECT_EQ(socket->password, "from-a-file");
+  auto cluster = redis::ParseRedisClusterUrl("redis+cluster://sluice@h:1,h:2", "from-a-file");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  EXPECT_EQ(cluster->node.user, "sluice");
+  EXPECT_EQ(cluster->node.password, "from-a-file");
+
+  for (std::string_view both : {"redis://sluice:hunter2@h:1", "redis+cluster://:hunter2@h:1"}) {
+    auto r = both.starts_with("redis+cluster")
+                 ? redis::ParseRedisClusterUrl(both, "from-a-file").status()
+                 : ParseRedisUrl(both, "from-a-file").status();
+    ASSERT_FALSE(r.ok()) << both;
+    EXPECT_NE(r.message().find("the password is given apart"), std::string::npos) << r.message();
+    EXPECT_EQ(r.message().find("hunter2"), std::string::npos) << r.message();
+    EXPECT_EQ(r.message().find("from-a-file"), std::string::npos) << r.message();
+  }
+}
+
+TEST(RedactedUrl, HidesThePasswordOnly) {
+  EXPECT_EQ(redis::RedactedUrl("redis://alice:s3:cr@t@h:1/2"), "redis://alice:***@h:1/2");
+  EXPECT_EQ(redis::RedactedUrl("redis+cluster://:pw@h:1,h:2"), "redis+cluster://:***@h:1,h:2");
+  EXPECT_EQ(redis::RedactedUrl("rediss://pw@h:1"), "rediss://***@h:1");
+  EXPECT_EQ(redis::RedactedUrl("alice:pw@h:1"), "alice:***@h:1");  // no scheme
+  EXPECT_EQ(redis::RedactedUrl("redis://h:1"), "redis://h:1");
+  EXPECT_EQ(redis::RedactedUrl("unix:///run/redis.sock"), "unix:///run/redis.sock");
+}
+
 TEST(Script, Sha1MatchesRedis) {
   auto server = testing::RedisServer::Start();
   ASSERT_NE(server, nullptr);
