@@ -67,7 +67,7 @@ test_all() {
   CC=clang CXX=clang++ configure build/tsan RelWithDebInfo thread OFF
   ninja -C build/tsan -j "$jobs"
   export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp"
-  run_ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L 'concurrency|redis|http' -LE fault
+  run_ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L 'concurrency|redis|http|rls' -LE fault
 
   echo "== libFuzzer: the HTTP API and the config parser, 20 s each"
   bash scripts/fuzz.sh 20

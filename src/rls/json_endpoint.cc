@@ -5,6 +5,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "rls/json_request.h"
+
 namespace sluice::rls {
 namespace {
 
@@ -37,10 +39,8 @@ void AnswerJson(Service& service, std::string_view body,
     pb::RateLimitResponse response;
   };
   auto call = std::make_shared<Call>();
-  const auto parsed = google::protobuf::util::JsonStringToMessage(
-      google::protobuf::StringPiece(body.data(), body.size()), &call->request);
-  if (!parsed.ok()) {
-    return done(400, ErrorBody("not a RateLimitRequest: " + parsed.message().as_string()));
+  if (Status parsed = ParseRateLimitRequestJson(body, call->request); !parsed.ok()) {
+    return done(400, ErrorBody(parsed.message()));
   }
   service.ShouldRateLimit(
       call->request, call->response, [call, done = std::move(done)](Status status) {

@@ -158,7 +158,8 @@ Status Call::Match() {
       if (!stored.ok()) return stored.status();
       counter_keys_.push_back(std::move(*stored));
     }
-    stats_keys_.push_back(keyed ? keys.stats : std::string());
+    // Bounded as the stats keep it: it also names the limit in the response's headers.
+    stats_keys_.push_back(keyed ? Stats::KeyOf(keys.stats) : std::string());
     matches_.push_back(std::move(*match));
     hits_.push_back(HitsOf(descriptor));
   }

@@ -1,6 +1,7 @@
 #include "rls/stats.h"
 
 #include <fmt/format.h>
+#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -8,11 +9,65 @@
 #include "metrics/prometheus_label.h"
 
 namespace sluice::rls {
-DescriptorCounters& Stats::For(std::string_view key) {
+namespace {
+
+// Whether `text` is valid UTF-8 (RFC 3629: shortest forms, no surrogates, up to U+10FFFF).
+bool ValidUtf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    size_t length = 1;
+    uint32_t code = lead;
+    if (lead >= 0xc2 && lead <= 0xdf) {
+      length = 2, code = lead & 0x1f;
+    } else if (lead >= 0xe0 && lead <= 0xef) {
+      length = 3, code = lead & 0x0f;
+    } else if (lead >= 0xf0 && lead <= 0xf4) {
+      length = 4, code = lead & 0x07;
+    } else if (lead >= 0x80) {
+      return false;
+    }
+    if (text.size() - i < length) return false;
+    for (size_t k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xc0) != 0x80) return false;
+      code = (code << 6) | (next & 0x3f);
+    }
+    constexpr uint32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < kLeast[length] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) {
+      return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string Stats::KeyOf(std::string_view name) {
+  if (name.size() <= kMaxKeyBytes && ValidUtf8(name)) return std::string(name);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  // SHA-256 cannot fail on a valid buffer but for libcrypto's own allocation failing: the name
+  // is then counted under the overflow key rather than kept.
+  if (EVP_Digest(name.data(), name.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
+    return std::string(kOverflowKey);
+  }
+  constexpr char kHex[] = "0123456789abcdef";
+  std::string key = "sha256:";
+  for (unsigned int i = 0; i < size; ++i) {
+    key += kHex[digest[i] >> 4];
+    key += kHex[digest[i] & 0xf];
+  }
+  return key;
+}
+
+DescriptorCounters& Stats::For(std::string_view name) {
+  std::string key = KeyOf(name);
   std::lock_guard lock(mu_);
   if (auto it = keys_.find(key); it != keys_.end()) return *it->second;
   if (keys_.size() >= kMaxKeys) key = kOverflowKey;
-  auto& slot = keys_[std::string(key)];
+  auto& slot = keys_[std::move(key)];
   if (!slot) slot = std::make_unique<DescriptorCounters>();
   return *slot;
 }

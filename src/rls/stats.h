@@ -9,7 +9,10 @@
 //   sluice_rls_shadow_mode{key}    hits over the limit that shadow mode admitted
 //
 // Cardinality is bounded: after kMaxKeys distinct keys, every new key is counted under
-// kOverflowKey. Counters live as long as the Stats, across reloads.
+// kOverflowKey. So are the bytes: a key (which may hold a request's descriptor values) that is
+// longer than kMaxKeyBytes, or not UTF-8 (which the exposition format requires), is
+// counted under "sha256:" and its SHA-256 in hex (KeyOf). The exposition is then at most
+// kMaxExpositionBytes. Counters live as long as the Stats, across reloads.
 //
 // Thread safety: every method may be called concurrently.
 #pragma once
@@ -46,13 +49,24 @@ struct DescriptorOutcome {
 class Stats {
  public:
   static constexpr size_t kMaxKeys = 1000;
+  static constexpr size_t kMaxKeyBytes = 256;
+  // Each of the 5 counters of kMaxKeys keys and kOverflowKey, on a line of at most its name, the
+  // key with every byte escaped, and a 20-digit value; and the 5 TYPE lines.
+  static constexpr size_t kMaxExpositionBytes =
+      5 * ((kMaxKeys + 1) *
+               (sizeof("sluice_rls_within_limit{key=\"\"} \n") - 1 + 2 * kMaxKeyBytes + 20) +
+           sizeof("# TYPE sluice_rls_within_limit counter\n") - 1);
   static constexpr std::string_view kOverflowKey = "_overflow";
   // As envoyproxy/ratelimit: hits beyond 80% of the limit are near it.
   static constexpr double kNearLimitRatio = 0.8;
 
-  // The counters of `key`, created on first call (kOverflowKey's beyond kMaxKeys); the reference
-  // stays valid as long as this object.
-  DescriptorCounters& For(std::string_view key);
+  // The key `name` is counted under: `name` itself, or its hash when it is longer than
+  // kMaxKeyBytes or not UTF-8.
+  static std::string KeyOf(std::string_view name);
+
+  // The counters of KeyOf(`name`), created on first call (kOverflowKey's beyond kMaxKeys); the
+  // reference stays valid as long as this object.
+  DescriptorCounters& For(std::string_view name);
   void Record(DescriptorCounters& counters, const DescriptorOutcome& outcome);
 
   // The text exposition format's lines for the counters above.

@@ -81,6 +81,26 @@ TEST(RlsProtoWire, RateLimitRequest) {
   EXPECT_TRUE(parsed.GetReflection()->GetUnknownFields(parsed).empty());
 }
 
+// Envoy sends a header's bytes as they come, in fields it declares string: entries that are not
+// UTF-8 parse (sluice declares them bytes, encoded the same way), with their bytes unchanged.
+TEST(RlsProtoWire, EntriesThatAreNotUtf8Parse) {
+  // clang-format off
+  const std::string wire = Bytes({
+      Tag(1, kLen), 1, 'd',                         // domain = 1
+      Tag(2, kLen), 9,                              // descriptors = 2
+           Tag(1, kLen), 7,                         //   entries = 1
+               Tag(1, kLen), 1, 0xfe,               //     key = 1
+               Tag(2, kLen), 2, 0xff, 0xc3,         //     value = 2
+  });
+  // clang-format on
+  service::RateLimitRequest parsed;
+  ASSERT_TRUE(parsed.ParseFromString(wire));
+  ASSERT_EQ(parsed.descriptors_size(), 1);
+  EXPECT_EQ(parsed.descriptors(0).entries(0).key(), Bytes({0xfe}));
+  EXPECT_EQ(parsed.descriptors(0).entries(0).value(), Bytes({0xff, 0xc3}));
+  EXPECT_EQ(Serialize(parsed), wire);
+}
+
 TEST(RlsProtoWire, RateLimitResponse) {
   service::RateLimitResponse response;
   response.set_overall_code(service::RateLimitResponse::OVER_LIMIT);

@@ -44,6 +44,9 @@ descriptors:
     rate_limit: { unit: day, requests_per_unit: 2, name: per_user }
   - key: internal
     rate_limit: { unlimited: true }
+  - key: device
+    detailed_metric: true
+    rate_limit: { unit: day, requests_per_unit: 5 }
 """
 
 
@@ -58,8 +61,9 @@ class PythonClient(unittest.TestCase):
             f.write(DOMAIN)
         cls.grpc_port = free_port()
         config = os.path.join(cls.dir.name, "sluice.yaml")
+        cls.http_port = free_port()
         with open(config, "w") as f:
-            f.write('listen: "127.0.0.1:%d"\n' % free_port())
+            f.write('listen: "127.0.0.1:%d"\n' % cls.http_port)
             f.write('rls: { config_dir: "%s", grpc_listen: "127.0.0.1:%d", '
                     'x_ratelimit_headers: true }\n' % (rls_dir, cls.grpc_port))
             f.write("rules: [ { name: api, algorithm: gcra, limit: 10, period: 1s } ]\n")
@@ -85,6 +89,8 @@ class PythonClient(unittest.TestCase):
         for entries in descriptors:
             d = request.descriptors.add()
             for key, value in entries:
+                # bytes in sluice's protos (wire-compatible with Envoy's string): str as UTF-8.
+                key, value = (x.encode() if isinstance(x, str) else x for x in (key, value))
                 d.entries.append(ratelimit_pb2.RateLimitDescriptor.Entry(key=key, value=value))
         stub = rls_pb2_grpc.RateLimitServiceStub(self.channel)
         return stub.ShouldRateLimit(request, timeout=10)
@@ -114,6 +120,48 @@ class PythonClient(unittest.TestCase):
         other = self.ask([("region", "eu")])
         self.assertEqual(other.overall_code, Response.OK)
         self.assertFalse(other.statuses[0].HasField("current_limit"))
+
+    def metrics(self):
+        import urllib.request
+        url = "http://127.0.0.1:%d/metrics" % self.http_port
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return answer.read().decode("utf-8")  # strict: the exposition format is UTF-8
+
+    def metric(self, series):
+        for line in self.metrics().splitlines():
+            if line.startswith(series + " "):
+                return int(line.split(" ")[1])
+        return 0
+
+    # Envoy passes a header's bytes on as they come, 0xFF included (never in UTF-8): such a value
+    # is decided and counted like any other, under its own bytes.
+    def test_bytes_that_are_not_utf8(self):
+        from envoy.service.ratelimit.v3 import rls_pb2
+        Response = rls_pb2.RateLimitResponse
+        hits_before = self.metric('sluice_rls_total_hits{key="shop.user"}')
+        over_before = self.metric('sluice_rls_over_limit{key="shop.user"}')
+        answers = [self.ask([("user", b"\xff\xfe")]) for _ in range(3)]
+        self.assertEqual([a.overall_code for a in answers],
+                         [Response.OK, Response.OK, Response.OVER_LIMIT])
+        self.assertEqual([a.statuses[0].limit_remaining for a in answers], [1, 0, 0])
+        self.assertEqual(self.metric('sluice_rls_total_hits{key="shop.user"}'), hits_before + 3)
+        self.assertEqual(self.metric('sluice_rls_over_limit{key="shop.user"}'), over_before + 1)
+        # Its own counter: not another invalid value's, nor that of U+FFFD (what a lossy decoding
+        # would make of it), nor a prefix's.
+        for other in (b"\xff\xfd", "\ufffd\ufffd", b"\xff"):
+            self.assertEqual(self.ask([("user", other)]).statuses[0].limit_remaining, 1, other)
+        # A detailed_metric names its stats by the value: by its hash when not UTF-8, which
+        # /metrics must be (metrics() decodes strictly), and so is the header it names.
+        for _ in range(2):
+            device = self.ask([("device", b"\xc3\x28\xff")])
+            self.assertEqual(device.overall_code, Response.OK)
+        self.assertEqual(device.statuses[0].limit_remaining, 3)
+        hashed = [line for line in self.metrics().splitlines()
+                  if line.startswith('sluice_rls_total_hits{key="sha256:')]
+        self.assertEqual(len(hashed), 1, hashed)
+        self.assertTrue(hashed[0].endswith(" 2"), hashed)
+        policy = {h.key: h.value for h in device.response_headers_to_add}["RateLimit-Policy"]
+        self.assertTrue(policy.startswith('"sha256:'), policy)
 
     def test_stops_on_sigterm(self):
         # Runs last (alphabetical order): the service stops cleanly.

@@ -1,9 +1,12 @@
 // The rate limit service's counters: what one descriptor's outcome adds (near_limit beyond 80% of
-// the limit, as envoyproxy/ratelimit counts it), and the bound on distinct keys.
+// the limit, as envoyproxy/ratelimit counts it), and the bounds on distinct keys and on their
+// bytes.
 #include "rls/stats.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <string>
 
 namespace sluice::rls {
@@ -46,6 +49,44 @@ TEST(RlsStats, LabelValuesAreEscaped) {
   stats.Record(stats.For("d.k_a\"b\\c\nd"), {.hits = 1});
   EXPECT_NE(stats.Exposition().find("sluice_rls_total_hits{key=\"d.k_a\\\"b\\\\c\\nd\"} 1"),
             std::string::npos);
+}
+
+TEST(RlsStats, AKeyTooLongOrNotUtf8IsCountedUnderItsHash) {
+  Stats stats;
+  const std::string longest = "d.k_" + std::string(Stats::kMaxKeyBytes - 4, 'v');
+  EXPECT_EQ(Stats::KeyOf(longest), longest);
+  EXPECT_EQ(Stats::KeyOf("d.k_\xc3\xbc\xe2\x82\xac"), "d.k_\xc3\xbc\xe2\x82\xac");  // ü€
+  const std::string too_long = longest + "v";
+  const std::string hashed = Stats::KeyOf(too_long);
+  EXPECT_TRUE(hashed.starts_with("sha256:")) << hashed;
+  EXPECT_EQ(hashed.size(), 7u + 64u);
+  EXPECT_EQ(Stats::KeyOf(hashed), hashed);  // a key counted under is kept as it is
+  for (const std::string not_utf8 : {"d.k_\xff", "d.k_\xc3", "d.k_\xc0\xaf", "d.k_\xed\xa0\x80"}) {
+    EXPECT_TRUE(Stats::KeyOf(not_utf8).starts_with("sha256:")) << not_utf8;
+  }
+  EXPECT_NE(Stats::KeyOf("d.k_\xff"), Stats::KeyOf("d.k_\xfe"));
+  stats.Record(stats.For(too_long), {.hits = 1});
+  stats.Record(stats.For(too_long), {.hits = 1});
+  EXPECT_EQ(&stats.For(too_long), &stats.For(hashed));
+  const std::string exposition = stats.Exposition();
+  EXPECT_NE(exposition.find("sluice_rls_total_hits{key=\"" + hashed + "\"} 2"), std::string::npos);
+  EXPECT_EQ(exposition.find(too_long), std::string::npos);
+}
+
+// The worst case: every key at the longest, every byte escaped, every counter at its widest.
+TEST(RlsStats, TheExpositionIsBoundedWhateverTheKeys) {
+  Stats stats;
+  for (size_t i = 0; i <= Stats::kMaxKeys; ++i) {
+    std::string key = std::to_string(i);
+    key.resize(Stats::kMaxKeyBytes, '"');
+    stats.Record(stats.For(key), {.hits = UINT64_MAX, .requests_per_unit = 1});
+    stats.For(key).shadow_mode = stats.For(key).near_limit = stats.For(key).over_limit = UINT64_MAX;
+  }
+  stats.For(std::string(1 << 20, 'v'));  // a 1 MiB key, beyond the bound on keys too
+  const size_t size = stats.Exposition().size();
+  EXPECT_LE(size, Stats::kMaxExpositionBytes);
+  EXPECT_GE(size, Stats::kMaxExpositionBytes * 99 / 100);
+  std::printf("the longest exposition: %zu bytes, bound %zu\n", size, Stats::kMaxExpositionBytes);
 }
 
 }  // namespace
