@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <filesystem>
 #include <string>
 
 namespace sluice::rls {
@@ -21,21 +20,6 @@ Result<std::shared_ptr<const ServiceConfig>> Load(const config::RlsConfig& confi
                                 .quota_mode = config.quota_mode,
                                 .x_ratelimit_headers = config.x_ratelimit_headers,
                                 .default_on_error = config.on_error}});
-}
-
-// What changes when a file of the directory does: each entry's name, size and modification time.
-std::string Fingerprint(const std::string& directory) {
-  namespace fs = std::filesystem;
-  std::string print;
-  std::error_code error;
-  for (fs::directory_iterator it(directory, error), end; !error && it != end; it.increment(error)) {
-    std::error_code ignored;
-    const auto time = fs::last_write_time(it->path(), ignored);  // follows links, as loading does
-    const auto size = fs::file_size(it->path(), ignored);
-    print += it->path().filename().string() + '\0' +
-             std::to_string(time.time_since_epoch().count()) + '\0' + std::to_string(size) + '\n';
-  }
-  return error ? std::string("unreadable: ") + error.message() : print;
 }
 
 }  // namespace
@@ -59,9 +43,12 @@ FrontEnd::FrontEnd(const config::RlsConfig& config, Store& store,
 
 FrontEnd::~FrontEnd() { Shutdown(Duration(0)); }
 
-Status FrontEnd::Reload() {
+Status FrontEnd::Reload() { return Reload(nullptr); }
+
+Status FrontEnd::Reload(SettledDirectory* settled) {
   std::lock_guard lock(reload_mu_);
   auto loaded = Load(config_);
+  if (settled != nullptr && !settled->Unchanged()) return Status::Ok();  // written meanwhile
   if (!loaded.ok()) {
     spdlog::error("rls: reload rejected, the previous configuration stays in force: {}",
                   loaded.status().message());
@@ -74,15 +61,11 @@ Status FrontEnd::Reload() {
 }
 
 void FrontEnd::Watch() {
-  std::string seen = Fingerprint(config_.config_dir);
+  SettledDirectory directory(config_.config_dir);
   std::unique_lock lock(watch_mu_);
   while (!watch_cv_.wait_for(lock, kWatchInterval, [this] { return stopping_; })) {
     lock.unlock();
-    std::string now = Fingerprint(config_.config_dir);
-    if (now != seen) {
-      seen = std::move(now);
-      (void)Reload();  // logged either way
-    }
+    if (directory.ChangedAndSettled()) (void)Reload(&directory);  // logged either way
     lock.lock();
   }
 }
