@@ -239,6 +239,34 @@ TEST(ServeE2ETest, HeaderBoundsCountTheWholeHeaderAndItsFields) {
   EXPECT_EQ(MetricValue(port, "sluice_http_requests_total{code=\"431\"}"), 6);
 }
 
+TEST(ServeE2ETest, ABodyWithAKeyTwiceIs400NamingItAndChangesNothing) {
+  Service service(kRules);
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  httplib::Client client = service.Client();
+  // Read last-wins, a check of cost 1 would be a peek.
+  auto check = client.Post("/v1/check", R"({"rule":"slow","key":"k","cost":1,"cost":0})",
+                           "application/json");
+  ASSERT_TRUE(check);
+  EXPECT_EQ(check->status, 400);
+  EXPECT_EQ(Body(check)["error"], "duplicate key 'cost': each key may appear once in an object");
+  auto batch = client.Post("/v1/check", R"({"checks":[{"rule":"slow","key":"k","key":"j"}]})",
+                           "application/json");
+  ASSERT_TRUE(batch);
+  EXPECT_EQ(batch->status, 400);
+  EXPECT_EQ(Body(batch)["error"], "duplicate key 'key': each key may appear once in an object");
+  auto acquire =
+      client.Post("/v1/acquire", R"({"rule":"slow","key":"k","max_wait_ms":0,"max_wait_ms":10})",
+                  "application/json");
+  ASSERT_TRUE(acquire);
+  EXPECT_EQ(acquire->status, 400);
+  EXPECT_EQ(Body(acquire)["error"],
+            "duplicate key 'max_wait_ms': each key may appear once in an object");
+  // Nothing was taken from the key.
+  auto peek = client.Post("/v1/check", R"({"rule":"slow","key":"k","cost":0})", "application/json");
+  ASSERT_TRUE(peek);
+  EXPECT_EQ(peek->get_header_value("RateLimit"), R"("slow";r=1;t=0)");
+}
+
 TEST(ServeE2ETest, AnswersPipelinedRequestsInOrderOnOneConnection) {
   Service service(kRules);
   ASSERT_TRUE(service.up()) << service.process().Log();

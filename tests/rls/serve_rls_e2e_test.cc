@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
@@ -139,6 +140,43 @@ TEST_F(ServeRls, AnswersGrpcJsonHealthAndMetricsAndStopsCleanly) {
   EXPECT_EQ(MetricValue(metrics->body, "sluice_rls_near_limit{key=\"api.user\"}"), 1);
 
   EXPECT_EQ(service_->process().Stop(seconds(10)), 0) << service_->process().Log();
+}
+
+TEST_F(ServeRls, AJsonBodyWithAKeyTwiceIs400NamingItAndCountsNothing) {
+  Start(2);
+  auto client = service_->Client();
+  for (
+      const auto& [body, key] : std::vector<std::pair<std::string, std::string>>{
+          {R"({"domain":"other","domain":"api","descriptors":[{"entries":[{"key":"user","value":"a"}]}]})",
+           "domain"},
+          {R"({"domain":"api","descriptors":[{"entries":[{"key":"user","value":"a","value":"b"}]}]})",
+           "value"},
+          {R"({"domain":"api","hitsAddend":2,"descriptors":[{"entries":[{"key":"user","value":"a"}]}],"hitsAddend":0})",
+           "hitsAddend"},
+      }) {
+    auto json = client.Post("/json", body, "application/json");
+    ASSERT_TRUE(json);
+    EXPECT_EQ(json->status, 400) << body;
+    EXPECT_EQ(nlohmann::json::parse(json->body)["error"],
+              "duplicate key '" + key + "': each key may appear once in an object")
+        << json->body;
+  }
+  // One field under both of its names, which protobuf's JSON reads as one key, keeping the last.
+  for (
+      const std::string body : {
+          R"({"domain":"api","hitsAddend":3,"hits_addend":0,"descriptors":[{"entries":[{"key":"user","value":"a"}]}]})",
+          R"({"domain":"api","descriptors":[{"entries":[{"key":"user","value":"a"}],"limit":{"requests_per_unit":9,"requestsPerUnit":1,"unit":"DAY"}}]})",
+      }) {
+    auto json = client.Post("/json", body, "application/json");
+    ASSERT_TRUE(json);
+    EXPECT_EQ(json->status, 400) << body;
+    const std::string error = nlohmann::json::parse(json->body)["error"];
+    EXPECT_TRUE(error.ends_with("' is given twice, under both of its names")) << error;
+  }
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(MetricValue(metrics->body, "sluice_rls_total_hits{key=\"api.user\"}"), -1)
+      << "nothing was counted";
 }
 
 TEST_F(ServeRls, SighupReloadsTheDirectoryAndABadFileKeepsTheOldConfiguration) {
