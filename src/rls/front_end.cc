@@ -25,9 +25,12 @@ Result<std::shared_ptr<const ServiceConfig>> Load(const config::RlsConfig& confi
 }  // namespace
 
 Result<std::unique_ptr<FrontEnd>> FrontEnd::Start(const config::RlsConfig& config, Store& store) {
+  // Seen before loading: whatever is written from now on is reloaded.
+  auto settled = config.watch ? std::make_unique<SettledDirectory>(config.config_dir) : nullptr;
   auto loaded = Load(config);
   if (!loaded.ok()) return loaded.status();
-  auto front_end = std::make_unique<FrontEnd>(config, store, std::move(*loaded));
+  auto front_end =
+      std::make_unique<FrontEnd>(config, store, std::move(*loaded), std::move(settled));
   if (config.grpc_listen) {
     front_end->grpc_ = std::make_unique<GrpcServer>(front_end->service_);
     if (Status s = front_end->grpc_->Start(config.grpc_listen->ToString()); !s.ok()) return s;
@@ -36,9 +39,10 @@ Result<std::unique_ptr<FrontEnd>> FrontEnd::Start(const config::RlsConfig& confi
 }
 
 FrontEnd::FrontEnd(const config::RlsConfig& config, Store& store,
-                   std::shared_ptr<const ServiceConfig> loaded)
-    : config_(config), service_(store, stats_, std::move(loaded)) {
-  if (config_.watch) watcher_ = std::thread([this] { Watch(); });
+                   std::shared_ptr<const ServiceConfig> loaded,
+                   std::unique_ptr<SettledDirectory> settled)
+    : config_(config), service_(store, stats_, std::move(loaded)), settled_(std::move(settled)) {
+  if (settled_) watcher_ = std::thread([this] { Watch(); });
 }
 
 FrontEnd::~FrontEnd() { Shutdown(Duration(0)); }
@@ -61,11 +65,10 @@ Status FrontEnd::Reload(SettledDirectory* settled) {
 }
 
 void FrontEnd::Watch() {
-  SettledDirectory directory(config_.config_dir);
   std::unique_lock lock(watch_mu_);
   while (!watch_cv_.wait_for(lock, kWatchInterval, [this] { return stopping_; })) {
     lock.unlock();
-    if (directory.ChangedAndSettled()) (void)Reload(&directory);  // logged either way
+    if (settled_->ChangedAndSettled()) (void)Reload(settled_.get());  // logged either way
     lock.lock();
   }
 }

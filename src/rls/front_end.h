@@ -44,8 +44,9 @@ class FrontEnd {
   Service& service() { return service_; }
   std::string Exposition() const { return stats_.Exposition(); }
 
+  // Watches the directory through `settled` when it is not null.
   FrontEnd(const config::RlsConfig& config, Store& store,
-           std::shared_ptr<const ServiceConfig> loaded);
+           std::shared_ptr<const ServiceConfig> loaded, std::unique_ptr<SettledDirectory> settled);
 
  private:
   // Applies the directory unless `settled` (the watcher's) says it was written while loaded.
@@ -60,7 +61,8 @@ class FrontEnd {
 
   std::mutex watch_mu_;
   std::condition_variable watch_cv_;
-  bool stopping_ = false;  // guarded by watch_mu_
+  bool stopping_ = false;                      // guarded by watch_mu_
+  std::unique_ptr<SettledDirectory> settled_;  // the watcher's
   std::thread watcher_;
 };
 

@@ -10,7 +10,7 @@
 // A writer that closes the file between steps and pauses longer than the poll interval is taken
 // as done: write through a temporary file and a rename to change a file in one step.
 //
-// Thread safety: one owner thread.
+// Thread safety: none; used by one thread at a time.
 #pragma once
 
 #include <set>
