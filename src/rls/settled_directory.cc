@@ -4,6 +4,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace sluice::rls {
 namespace {
@@ -65,7 +67,7 @@ SettledDirectory::~SettledDirectory() {
 
 std::string SettledDirectory::Fingerprint() const {
   namespace fs = std::filesystem;
-  std::string print;
+  std::vector<std::string> files;  // in name order: the directory's own may change
   std::error_code error;
   for (fs::directory_iterator it(directory_, error), end; !error && it != end;
        it.increment(error)) {
@@ -73,11 +75,15 @@ std::string SettledDirectory::Fingerprint() const {
     std::error_code ignored;
     const auto time = fs::last_write_time(it->path(), ignored);  // follows links, as loading does
     const auto size = fs::file_size(it->path(), ignored);
-    print += it->path().filename().string() + '\0' +
-             std::to_string(time.time_since_epoch().count()) + '\0' + std::to_string(size) + '\0' +
-             std::to_string(ContentHash(it->path())) + '\n';
+    files.push_back(it->path().filename().string() + '\0' +
+                    std::to_string(time.time_since_epoch().count()) + '\0' + std::to_string(size) +
+                    '\0' + std::to_string(ContentHash(it->path())) + '\n');
   }
-  return error ? std::string("unreadable: ") + error.message() : print;
+  if (error) return "unreadable: " + error.message();
+  std::sort(files.begin(), files.end());
+  std::string print;
+  for (const std::string& file : files) print += file;
+  return print;
 }
 
 void SettledDirectory::ReadEvents() {
