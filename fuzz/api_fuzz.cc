@@ -3,7 +3,8 @@
 // lines), as a proxy would send them. Every input must be answered exactly once, with a known
 // status and, for JSON answers, a body that is valid JSON: at once (the store decides inline), or,
 // for an acquire that waits, once the timers have run through the longest wait, or when its client
-// is said to have left. No timer may be left pending.
+// is said to have left. No timer may be left pending. A JSON body with a key twice in an object
+// is refused with a 400 naming it.
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
@@ -17,6 +18,7 @@
 
 #include "config/config.h"
 #include "http/api.h"
+#include "json_oracle.h"
 #include "sluice/acquirer.h"
 #include "sluice/memory_store.h"
 #include "sluice/middleware/middleware.h"
@@ -29,6 +31,9 @@ struct Route {
   std::string_view method;
   std::string_view target;
   bool abandon = false;  // the client leaves while its acquire waits
+  bool reads_json() const {
+    return method == "POST" && (target == "/v1/check" || target == "/v1/acquire");
+  }
 };
 
 constexpr Route kRoutes[] = {
@@ -128,6 +133,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const sluice::http::Response& response = exchange.response;
   if (answers != 1 || !KnownStatus(response.status) || service->timers.pending() != 0) {
+    std::abort();
+  }
+  // A JSON body with a key twice in an object is refused, whatever else it holds.
+  if (route.reads_json() && body.size() <= sluice::http::kMaxBodyBytes &&
+      sluice::fuzz::JsonOracle::Read(body).duplicate_key &&
+      (response.status != 400 || !response.body.starts_with(R"({"error":"duplicate key ')"))) {
     std::abort();
   }
   if (response.status == 204

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fuzzes the HTTP API function and the config parser with libFuzzer for a bounded time each:
+# Fuzzes the HTTP API function, the reader of a client's JSON and the config parser with
+# libFuzzer for a bounded time each:
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]    (default 20)
 # Builds with clang, ASan+UBSan and coverage on the library code in build/fuzz (or
 # $SLUICE_FUZZ_BUILD_DIR). The seeds in fuzz/corpus/ stay untouched; new inputs go to
@@ -13,12 +14,12 @@ build=${SLUICE_FUZZ_BUILD_DIR:-build/fuzz}
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSLUICE_WERROR=ON -DSLUICE_FUZZ=ON -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCH=OFF \
   -DSLUICE_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link >/dev/null
-ninja -C "$build" -j "$(nproc)" api_fuzz config_fuzz
+ninja -C "$build" -j "$(nproc)" api_fuzz json_fuzz config_fuzz
 
 # Inputs as long as the API's largest body (64 KiB) and a little more, plus the route byte, so
 # that bodies near and over the cap are explored; libFuzzer's default stops at 4 KiB.
-declare -A max_len=([api]=66000 [config]=4096)
-for target in api config; do
+declare -A max_len=([api]=66000 [json]=4096 [config]=4096)
+for target in api json config; do
   work=$build/corpus/$target
   mkdir -p "$work"
   echo "== ${target}_fuzz for ${seconds}s"

@@ -6,8 +6,10 @@
 #include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "config/duration.h"
+#include "json/client_json.h"
 
 namespace sluice::http {
 
@@ -40,12 +42,12 @@ bool ReadBody(const Request& request, Exchange& exchange, Answers& answers, json
                  fmt::format("request body is above the maximum of {} bytes", kMaxBodyBytes));
     return false;
   }
-  try {
-    document = json::parse(request.body);
-  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
-    answers.Fail(exchange, 400, fmt::format("malformed JSON: {}", e.what()));
+  auto read = sluice::json::ReadClientJson(request.body);
+  if (!read.ok()) {
+    answers.Fail(exchange, 400, read.status().message());
     return false;
   }
+  document = std::move(*read);
   if (!document.is_object()) {
     answers.Fail(exchange, 400, "the body must be a JSON object");
     return false;

@@ -27,7 +27,8 @@ void AppendError(std::string& out, std::string_view message);
 void AppendDecision(std::string& out, const ServedRule& rule, const Decision& decision);
 
 // Reads the request's body, a JSON object, into `document`; otherwise answers the error (413 for
-// a body above kMaxBodyBytes, 400 for anything but one JSON object) and returns false.
+// a body above kMaxBodyBytes, 400 for anything but one JSON object, or for a key twice in an
+// object: json/client_json.h) and returns false.
 bool ReadBody(const Request& request, Exchange& exchange, Answers& answers,
               nlohmann::json& document);
 

@@ -4,8 +4,9 @@
 // store never blocks an I/O thread. While a request waits for its turn (/v1/acquire), the
 // connection is still read: a client that disconnects has its acquire abandoned (Api::Abandon),
 // and what it pipelines meanwhile is kept for later. Limits: a request's header (431 above
-// header_limit), its body (413 above body_limit), the time for a request to arrive once started
-// (read_timeout) and for a kept-alive connection to stay silent (idle_timeout).
+// header_limit bytes or max_header_fields fields), its body (413 above body_limit), the time for a
+// request to arrive once started (read_timeout) and for a kept-alive connection to stay silent
+// (idle_timeout).
 //
 // Connections are bounded by max_connections. From 90% of it, each new connection first closes
 // the connection that has waited longest for a request (one that has never sent a byte before
@@ -58,7 +59,9 @@ struct ServerOptions {
   int io_threads = 1;
   Duration read_timeout = std::chrono::seconds(10);
   Duration idle_timeout = std::chrono::seconds(60);
+  // The request line and the header fields together, in bytes; and the fields, in number.
   size_t header_limit = 8 * 1024;
+  size_t max_header_fields = 100;
   size_t body_limit = kMaxBodyBytes;
   Duration drain_timeout = std::chrono::seconds(10);
   // Connections open at once (at least 1); see above for what happens near and at it.

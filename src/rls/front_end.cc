@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <filesystem>
 #include <string>
 
 namespace sluice::rls {
@@ -23,27 +22,15 @@ Result<std::shared_ptr<const ServiceConfig>> Load(const config::RlsConfig& confi
                                 .default_on_error = config.on_error}});
 }
 
-// What changes when a file of the directory does: each entry's name, size and modification time.
-std::string Fingerprint(const std::string& directory) {
-  namespace fs = std::filesystem;
-  std::string print;
-  std::error_code error;
-  for (fs::directory_iterator it(directory, error), end; !error && it != end; it.increment(error)) {
-    std::error_code ignored;
-    const auto time = fs::last_write_time(it->path(), ignored);  // follows links, as loading does
-    const auto size = fs::file_size(it->path(), ignored);
-    print += it->path().filename().string() + '\0' +
-             std::to_string(time.time_since_epoch().count()) + '\0' + std::to_string(size) + '\n';
-  }
-  return error ? std::string("unreadable: ") + error.message() : print;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<FrontEnd>> FrontEnd::Start(const config::RlsConfig& config, Store& store) {
+  // Seen before loading: whatever is written from now on is reloaded.
+  auto settled = config.watch ? std::make_unique<SettledDirectory>(config.config_dir) : nullptr;
   auto loaded = Load(config);
   if (!loaded.ok()) return loaded.status();
-  auto front_end = std::make_unique<FrontEnd>(config, store, std::move(*loaded));
+  auto front_end =
+      std::make_unique<FrontEnd>(config, store, std::move(*loaded), std::move(settled));
   if (config.grpc_listen) {
     front_end->grpc_ = std::make_unique<GrpcServer>(front_end->service_);
     if (Status s = front_end->grpc_->Start(config.grpc_listen->ToString()); !s.ok()) return s;
@@ -52,16 +39,20 @@ Result<std::unique_ptr<FrontEnd>> FrontEnd::Start(const config::RlsConfig& confi
 }
 
 FrontEnd::FrontEnd(const config::RlsConfig& config, Store& store,
-                   std::shared_ptr<const ServiceConfig> loaded)
-    : config_(config), service_(store, stats_, std::move(loaded)) {
-  if (config_.watch) watcher_ = std::thread([this] { Watch(); });
+                   std::shared_ptr<const ServiceConfig> loaded,
+                   std::unique_ptr<SettledDirectory> settled)
+    : config_(config), service_(store, stats_, std::move(loaded)), settled_(std::move(settled)) {
+  if (settled_) watcher_ = std::thread([this] { Watch(); });
 }
 
 FrontEnd::~FrontEnd() { Shutdown(Duration(0)); }
 
-Status FrontEnd::Reload() {
+Status FrontEnd::Reload() { return Reload(nullptr); }
+
+Status FrontEnd::Reload(SettledDirectory* settled) {
   std::lock_guard lock(reload_mu_);
   auto loaded = Load(config_);
+  if (settled != nullptr && !settled->Unchanged()) return Status::Ok();  // written meanwhile
   if (!loaded.ok()) {
     spdlog::error("rls: reload rejected, the previous configuration stays in force: {}",
                   loaded.status().message());
@@ -74,15 +65,10 @@ Status FrontEnd::Reload() {
 }
 
 void FrontEnd::Watch() {
-  std::string seen = Fingerprint(config_.config_dir);
   std::unique_lock lock(watch_mu_);
   while (!watch_cv_.wait_for(lock, kWatchInterval, [this] { return stopping_; })) {
     lock.unlock();
-    std::string now = Fingerprint(config_.config_dir);
-    if (now != seen) {
-      seen = std::move(now);
-      (void)Reload();  // logged either way
-    }
+    if (settled_->ChangedAndSettled()) (void)Reload(settled_.get());  // logged either way
     lock.lock();
   }
 }

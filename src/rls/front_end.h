@@ -1,10 +1,10 @@
 // The rate limit service as `sluice serve` runs it: envoyproxy/ratelimit's configuration loaded
 // from a directory, the Service deciding over the server's store, the gRPC server when an address
 // is given, the stats, envoyproxy/ratelimit's POST /json (rls/json_endpoint.h), and reloads: on
-// Reload (SIGHUP) and, unless `watch` is off, when a file of the directory changes (polled every
-// second). A reload that
-// fails to read, parse or combine any file is rejected whole; the previous configuration keeps
-// serving.
+// Reload (SIGHUP) and, unless `watch` is off, when a file of the directory has changed and
+// settled (polled every second): unchanged across two polls, and not left open by a writer
+// (rls/settled_directory.h). A reload that fails to read, parse or combine any file is rejected
+// whole; the previous configuration keeps serving.
 //
 // Thread safety: Reload, the stats and HandleJson may be called from any thread; Shutdown once,
 // from the owner's thread, before destruction.
@@ -21,6 +21,7 @@
 #include "config/config.h"
 #include "rls/grpc_server.h"
 #include "rls/service.h"
+#include "rls/settled_directory.h"
 #include "rls/stats.h"
 #include "sluice/store.h"
 
@@ -43,10 +44,13 @@ class FrontEnd {
   Service& service() { return service_; }
   std::string Exposition() const { return stats_.Exposition(); }
 
+  // Watches the directory through `settled` when it is not null.
   FrontEnd(const config::RlsConfig& config, Store& store,
-           std::shared_ptr<const ServiceConfig> loaded);
+           std::shared_ptr<const ServiceConfig> loaded, std::unique_ptr<SettledDirectory> settled);
 
  private:
+  // Applies the directory unless `settled` (the watcher's) says it was written while loaded.
+  Status Reload(SettledDirectory* settled);
   void Watch();
 
   const config::RlsConfig config_;
@@ -57,7 +61,8 @@ class FrontEnd {
 
   std::mutex watch_mu_;
   std::condition_variable watch_cv_;
-  bool stopping_ = false;  // guarded by watch_mu_
+  bool stopping_ = false;                      // guarded by watch_mu_
+  std::unique_ptr<SettledDirectory> settled_;  // the watcher's
   std::thread watcher_;
 };
 

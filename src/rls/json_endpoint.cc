@@ -4,6 +4,10 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "json/client_json.h"
 
 #include "rls/json_request.h"
 
@@ -14,6 +18,32 @@ namespace {
 std::string ErrorBody(std::string_view message) {
   return nlohmann::json{{"error", message}}.dump(-1, ' ', false,
                                                  nlohmann::json::error_handler_t::replace);
+}
+
+// protobuf's JSON reads a field under its .proto name or its JSON name ("hits_addend",
+// "hitsAddend"), the last one given winning: two spellings of one field are one key twice.
+// Returns one spelling of a field given twice in `object` (read as `type`) or in a message within
+// it; empty when there is none.
+std::string FieldGivenTwice(const nlohmann::json& object,
+                            const google::protobuf::Descriptor& type) {
+  if (!object.is_object()) return "";
+  std::set<const google::protobuf::FieldDescriptor*> given;
+  for (const auto& [key, value] : object.items()) {
+    const google::protobuf::FieldDescriptor* field = type.FindFieldByName(key);
+    if (field == nullptr) field = type.FindFieldByCamelcaseName(key);
+    if (field == nullptr) continue;  // protobuf refuses it
+    if (!given.insert(field).second) return key;
+    const google::protobuf::Descriptor* inner = field->message_type();
+    if (inner == nullptr) continue;
+    if (!value.is_array()) {
+      if (std::string twice = FieldGivenTwice(value, *inner); !twice.empty()) return twice;
+      continue;
+    }
+    for (const nlohmann::json& item : value) {
+      if (std::string twice = FieldGivenTwice(item, *inner); !twice.empty()) return twice;
+    }
+  }
+  return "";
 }
 
 int HttpStatusOf(const Status& status) {
@@ -38,6 +68,12 @@ void AnswerJson(Service& service, std::string_view body,
     pb::RateLimitRequest request;
     pb::RateLimitResponse response;
   };
+  auto read = sluice::json::ReadClientJson(body);
+  if (!read.ok()) return done(400, ErrorBody(read.status().message()));
+  if (const std::string twice = FieldGivenTwice(*read, *pb::RateLimitRequest::descriptor());
+      !twice.empty()) {
+    return done(400, ErrorBody("field '" + twice + "' is given twice, under both of its names"));
+  }
   auto call = std::make_shared<Call>();
   if (Status parsed = ParseRateLimitRequestJson(body, call->request); !parsed.ok()) {
     return done(400, ErrorBody(parsed.message()));

@@ -163,6 +163,8 @@ TEST_F(AcquireTest, BadRequestsAreRefusedAndChangeNothing) {
       R"({"rule":"shaped","key":"k","cost":2,"max_wait_ms":10})",  // above the burst
       R"({"rule":"shaped","key":"k","max_wait_ms":10,"extra":1})",
       R"([1])",
+      R"({"rule":"shaped","key":"k","max_wait_ms":10,"max_wait_ms":0})",  // a key twice
+      R"({"rule":"shaped","key":"k","cost":1,"max_wait_ms":10,"cost":0})",
   };
   for (std::string_view body : bad) {
     const auto answer = Acquire(body);

@@ -337,6 +337,26 @@ TEST_F(ApiTest, BadChecksAre400AndChangeNothing) {
             R"("api";r=100;t=0)");
 }
 
+TEST_F(ApiTest, ABodyWithAKeyTwiceIs400NamingItAndChangesNothing) {
+  // Read last-wins, the first would be a check of cost 1 and the second a peek: whatever sits in
+  // front of sluice and reads the first occurrence would disagree about what was asked.
+  const std::vector<std::string> cases = {
+      R"({"rule":"api","key":"k","cost":1,"cost":0})",
+      R"({"rule":"api","key":"other","key":"k"})",
+      R"({"checks":[{"rule":"api","key":"k"},{"rule":"api","key":"k","cost":2,"cost":0}]})",
+  };
+  for (const std::string& body : cases) {
+    const Answer a = Check(body);
+    EXPECT_EQ(a.response.status, 400) << body;
+    EXPECT_TRUE(a.response.body.starts_with(R"({"error":"duplicate key ')")) << a.response.body;
+  }
+  EXPECT_EQ(Check(R"({"rule":"api","key":"k","cost":1,"cost":0})").response.body,
+            R"({"error":"duplicate key 'cost': each key may appear once in an object"})");
+  EXPECT_EQ(store_.batch_calls, 0);
+  EXPECT_EQ(store_.keys(), 0u);
+  EXPECT_EQ(Decisions("api"), 0u);
+}
+
 TEST_F(ApiTest, ErrorMessagesAreValidJsonWhateverTheInput) {
   const Answer a = Check(R"({"rule":"a\"b\\c\u0001\u00e9","key":"k"})");
   EXPECT_EQ(a.response.status, 400);

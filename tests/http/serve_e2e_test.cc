@@ -160,6 +160,113 @@ TEST(ServeE2ETest, RefusesBadRequests) {
   }
 }
 
+// "GET /healthz" with `fields` header fields in all (Host and Connection among them), each of the
+// others with a value of `value_bytes`; then padded by one field more, if need be, so that the
+// request line and the header together are at least `bytes` long.
+std::string RequestHead(size_t fields, size_t value_bytes = 1, size_t bytes = 0) {
+  std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n";
+  for (size_t i = 2; i < fields; ++i) {
+    head += "X-F" + std::to_string(i) + ": " + std::string(value_bytes, 'v') + "\r\n";
+  }
+  head += "\r\n";
+  if (head.size() + 9 < bytes) {
+    head.insert(head.size() - 2, "X-Pad: " + std::string(bytes - head.size() - 9, 'p') + "\r\n");
+  }
+  return head;
+}
+
+std::string StatusLineOf(const std::string& response) {
+  return response.substr(0, response.find("\r\n"));
+}
+
+TEST(ServeE2ETest, HeaderBoundsCountTheWholeHeaderAndItsFields) {
+  Service service(kRules);
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  const int port = service.port();
+
+  // 8 KiB in all, the request line included, and 100 fields: the most that is read.
+  const std::string at_bytes = RequestHead(2, 1, 8192);
+  ASSERT_EQ(at_bytes.size(), 8192u);
+  EXPECT_EQ(StatusLineOf(RawExchange(port, at_bytes)), "HTTP/1.1 200 OK");
+  const std::string at_fields = RequestHead(100);
+  EXPECT_EQ(StatusLineOf(RawExchange(port, at_fields)), "HTTP/1.1 200 OK");
+
+  // One byte more, one field more.
+  const std::string over_bytes = RequestHead(2, 1, 8193);
+  ASSERT_EQ(over_bytes.size(), 8193u);
+  const std::string over_bytes_answer = RawExchange(port, over_bytes);
+  EXPECT_EQ(StatusLineOf(over_bytes_answer), "HTTP/1.1 431 Request Header Fields Too Large");
+  EXPECT_NE(over_bytes_answer.find("request header is above the maximum of 8192 bytes"),
+            std::string::npos)
+      << over_bytes_answer;
+  const std::string over_fields_answer = RawExchange(port, RequestHead(101));
+  EXPECT_EQ(StatusLineOf(over_fields_answer), "HTTP/1.1 431 Request Header Fields Too Large");
+  EXPECT_NE(over_fields_answer.find("request header has more than 100 fields"), std::string::npos)
+      << over_fields_answer;
+
+  // Fewer than 100 fields, 11.5 KB, sent at once or in pieces: each field is small, the header
+  // is not. (Beast's own header_limit bounds what is left to parse once a first piece is parsed,
+  // which let a header of up to 12 KB through when sent at once.)
+  const std::string many_small = RequestHead(60, 190);
+  ASSERT_GT(many_small.size(), 11500u);
+  const std::string many_small_answer = RawExchange(port, many_small);
+  EXPECT_EQ(StatusLineOf(many_small_answer), "HTTP/1.1 431 Request Header Fields Too Large");
+  EXPECT_NE(many_small_answer.find("request header is above the maximum of 8192 bytes"),
+            std::string::npos)
+      << many_small_answer;
+  EXPECT_EQ(StatusLineOf(RawExchange(port, RequestHead(1587, 1, 16372))),
+            "HTTP/1.1 431 Request Header Fields Too Large");
+  {
+    RawConnection connection(port);
+    ASSERT_TRUE(connection.connected());
+    bool sent = true;
+    for (size_t at = 0; at < many_small.size() && sent; at += 1024) {
+      sent = connection.Send(std::string_view(many_small).substr(at, 1024));
+      std::this_thread::sleep_for(1ms);
+    }
+    EXPECT_EQ(StatusLineOf(connection.ReadToEnd()), "HTTP/1.1 431 Request Header Fields Too Large");
+  }
+  // One field above the bound.
+  EXPECT_EQ(StatusLineOf(RawExchange(
+                port, "GET /healthz HTTP/1.1\r\nX-Big: " + std::string(9000, 'b') + "\r\n\r\n")),
+            "HTTP/1.1 431 Request Header Fields Too Large");
+
+  // Still serving, and a request within the bounds on a kept-alive connection after others.
+  httplib::Client client = service.Client();
+  auto health = client.Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(MetricValue(port, "sluice_http_requests_total{code=\"431\"}"), 6);
+}
+
+TEST(ServeE2ETest, ABodyWithAKeyTwiceIs400NamingItAndChangesNothing) {
+  Service service(kRules);
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  httplib::Client client = service.Client();
+  // Read last-wins, a check of cost 1 would be a peek.
+  auto check = client.Post("/v1/check", R"({"rule":"slow","key":"k","cost":1,"cost":0})",
+                           "application/json");
+  ASSERT_TRUE(check);
+  EXPECT_EQ(check->status, 400);
+  EXPECT_EQ(Body(check)["error"], "duplicate key 'cost': each key may appear once in an object");
+  auto batch = client.Post("/v1/check", R"({"checks":[{"rule":"slow","key":"k","key":"j"}]})",
+                           "application/json");
+  ASSERT_TRUE(batch);
+  EXPECT_EQ(batch->status, 400);
+  EXPECT_EQ(Body(batch)["error"], "duplicate key 'key': each key may appear once in an object");
+  auto acquire =
+      client.Post("/v1/acquire", R"({"rule":"slow","key":"k","max_wait_ms":0,"max_wait_ms":10})",
+                  "application/json");
+  ASSERT_TRUE(acquire);
+  EXPECT_EQ(acquire->status, 400);
+  EXPECT_EQ(Body(acquire)["error"],
+            "duplicate key 'max_wait_ms': each key may appear once in an object");
+  // Nothing was taken from the key.
+  auto peek = client.Post("/v1/check", R"({"rule":"slow","key":"k","cost":0})", "application/json");
+  ASSERT_TRUE(peek);
+  EXPECT_EQ(peek->get_header_value("RateLimit"), R"("slow";r=1;t=0)");
+}
+
 TEST(ServeE2ETest, AnswersPipelinedRequestsInOrderOnOneConnection) {
   Service service(kRules);
   ASSERT_TRUE(service.up()) << service.process().Log();

@@ -1,17 +1,24 @@
 // The rate limit service in the real `sluice serve` process: gRPC beside HTTP with health, POST
 // /json, the rls metrics in /metrics, reloads of the configuration directory on SIGHUP and on a
-// file's change (a bad file rejected whole, the old configuration serving on), a reload under
-// load answering every call, and a clean stop on SIGTERM.
+// file's change (a bad file rejected whole, the old configuration serving on; a file written in
+// place applied only once whole), a reload under load answering every call, and a clean stop on
+// SIGTERM.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -135,6 +142,43 @@ TEST_F(ServeRls, AnswersGrpcJsonHealthAndMetricsAndStopsCleanly) {
   EXPECT_EQ(service_->process().Stop(seconds(10)), 0) << service_->process().Log();
 }
 
+TEST_F(ServeRls, AJsonBodyWithAKeyTwiceIs400NamingItAndCountsNothing) {
+  Start(2);
+  auto client = service_->Client();
+  for (
+      const auto& [body, key] : std::vector<std::pair<std::string, std::string>>{
+          {R"({"domain":"other","domain":"api","descriptors":[{"entries":[{"key":"user","value":"a"}]}]})",
+           "domain"},
+          {R"({"domain":"api","descriptors":[{"entries":[{"key":"user","value":"a","value":"b"}]}]})",
+           "value"},
+          {R"({"domain":"api","hitsAddend":2,"descriptors":[{"entries":[{"key":"user","value":"a"}]}],"hitsAddend":0})",
+           "hitsAddend"},
+      }) {
+    auto json = client.Post("/json", body, "application/json");
+    ASSERT_TRUE(json);
+    EXPECT_EQ(json->status, 400) << body;
+    EXPECT_EQ(nlohmann::json::parse(json->body)["error"],
+              "duplicate key '" + key + "': each key may appear once in an object")
+        << json->body;
+  }
+  // One field under both of its names, which protobuf's JSON reads as one key, keeping the last.
+  for (
+      const std::string body : {
+          R"({"domain":"api","hitsAddend":3,"hits_addend":0,"descriptors":[{"entries":[{"key":"user","value":"a"}]}]})",
+          R"({"domain":"api","descriptors":[{"entries":[{"key":"user","value":"a"}],"limit":{"requests_per_unit":9,"requestsPerUnit":1,"unit":"DAY"}}]})",
+      }) {
+    auto json = client.Post("/json", body, "application/json");
+    ASSERT_TRUE(json);
+    EXPECT_EQ(json->status, 400) << body;
+    const std::string error = nlohmann::json::parse(json->body)["error"];
+    EXPECT_TRUE(error.ends_with("' is given twice, under both of its names")) << error;
+  }
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(MetricValue(metrics->body, "sluice_rls_total_hits{key=\"api.user\"}"), -1)
+      << "nothing was counted";
+}
+
 TEST_F(ServeRls, SighupReloadsTheDirectoryAndABadFileKeepsTheOldConfiguration) {
   Start(5);
   EXPECT_EQ(LimitOf("x"), 5u);
@@ -155,6 +199,83 @@ TEST_F(ServeRls, AChangedFileIsReloadedWithoutASignal) {
   EXPECT_EQ(LimitOf("x"), 5u);
   WriteFile(dir_.File("rls/api.yaml"), Domain(11));
   EXPECT_TRUE(WaitForLimit(11)) << service_->process().Log();
+}
+
+// Calls on fresh users, from a thread of its own, until stopped: the limits they were answered
+// under (0 for an answer without a current limit: OK and uncounted).
+class LimitsSeen {
+ public:
+  explicit LimitsSeen(std::function<uint32_t(const std::string&)> limit_of)
+      : thread_([this, limit_of = std::move(limit_of)] {
+          for (int i = 0; !stop_.load() && i < 1'000'000; ++i) {
+            const uint32_t limit = limit_of("seen" + std::to_string(i));
+            std::lock_guard lock(mu_);
+            seen_.insert(limit);
+          }
+        }) {}
+  ~LimitsSeen() { Stop(); }
+
+  std::set<uint32_t> Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    std::lock_guard lock(mu_);
+    return seen_;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::set<uint32_t> seen_;
+  std::thread thread_;
+};
+
+// api.yaml in block style, cut where an editor's or a tool's write in place may pause: after the
+// descriptor (no rate_limit: every call OK, uncounted), then after the first digit of the limit
+// (a limit of `first_digit`), then whole.
+std::vector<std::string> StepsOf(int first_digit) {
+  return {
+      "domain: api\ndescriptors:\n  - key: user\n",
+      "    rate_limit:\n      unit: day\n      requests_per_unit: " + std::to_string(first_digit),
+      "000000\n"};
+}
+
+TEST_F(ServeRls, AFileHeldOpenBetweenWritesIsAppliedOnlyOnceClosed) {
+  Start(1'000'000, "watch: true");
+  ASSERT_EQ(LimitOf("x"), 1'000'000u);
+  LimitsSeen seen([this](const std::string& user) { return LimitOf(user); });
+  {
+    // One open file, written in steps with pauses longer than the watcher's poll.
+    std::ofstream out(dir_.File("rls/api.yaml"), std::ios::trunc);
+    for (const std::string& step : StepsOf(2)) {
+      out << step << std::flush;
+      std::this_thread::sleep_for(milliseconds(1500));
+    }
+  }
+  EXPECT_TRUE(WaitForLimit(2'000'000)) << service_->process().Log();
+  EXPECT_EQ(seen.Stop(), (std::set<uint32_t>{1'000'000, 2'000'000}))
+      << "a half-written file was applied";
+}
+
+TEST_F(ServeRls, AFileRewrittenInStepsIsAppliedOnlyWhole) {
+  Start(1'000'000, "watch: true");
+  ASSERT_EQ(LimitOf("x"), 1'000'000u);
+  LimitsSeen seen([this](const std::string& user) { return LimitOf(user); });
+  // Each step opens the file, writes and closes it (`>` then `>>` in a shell), 300 ms apart:
+  // twice, so that the half-written states last longer than a poll in all.
+  for (int first_digit : {2, 3}) {
+    bool first = true;
+    for (const std::string& step : StepsOf(first_digit)) {
+      std::ofstream(dir_.File("rls/api.yaml"), first ? std::ios::trunc : std::ios::app) << step;
+      first = false;
+      std::this_thread::sleep_for(milliseconds(300));
+    }
+  }
+  EXPECT_TRUE(WaitForLimit(3'000'000)) << service_->process().Log();
+  const std::set<uint32_t> limits = seen.Stop();
+  for (uint32_t limit : limits) {
+    EXPECT_TRUE(limit == 1'000'000 || limit == 2'000'000 || limit == 3'000'000)
+        << "a half-written file was applied: a limit of " << limit;
+  }
 }
 
 TEST_F(ServeRls, ReloadsUnderLoadAnswerEveryCall) {
