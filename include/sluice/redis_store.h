@@ -130,6 +130,7 @@ class RedisStore final : public Store {
   const Clock* const clock_;
   const int64_t margin_ms_;
   const Duration timeout_;
+  const bool cluster_;  // a Redis Cluster: failure domains are its masters
 };
 
 }  // namespace sluice

@@ -72,7 +72,8 @@ RedisStore::RedisStore(std::unique_ptr<redis::Client> client, RedisStoreOptions 
       prefix_(std::move(options.key_prefix)),
       clock_(options.clock),
       margin_ms_((options.expiry_margin.count() + 999) / 1000),
-      timeout_(options.timeout) {}
+      timeout_(options.timeout),
+      cluster_(options.url.starts_with(redis::kClusterScheme)) {}
 
 RedisStore::~RedisStore() = default;
 
@@ -85,6 +86,7 @@ std::vector<std::string> RedisStore::KeysOf(std::string_view scope, std::string_
 }
 
 uint32_t RedisStore::FailureDomain(std::string_view scope, std::string_view key) const {
+  if (!cluster_) return 0;  // one Redis: one domain, no need to hash the key
   // The state key's slot: the auxiliary key has the same hash tag.
   redis::KeyBuffer name;
   redis::AppendStateKey(name, prefix_, scope, key);

@@ -112,7 +112,7 @@ bool ResilientStore::CountsAsFailure(const CheckRequest& request, uint64_t sent)
 }
 
 void ResilientStore::Count(const Decision& decision) {
-  by_source_[static_cast<size_t>(decision.source)].fetch_add(1);
+  by_source_[static_cast<size_t>(decision.source)].fetch_add(1, std::memory_order_relaxed);
 }
 
 std::optional<Decision> ResilientStore::DecideHere(const CheckRequest& request, Time now,
