@@ -10,8 +10,10 @@
 //     given back to the backend (Store::GiveBack), less a unit per emission interval of the
 //     lease's age (from when it was asked for to `store_timeout` after the give-back is sent):
 //     what the meter's refill may have wasted meanwhile, had the lease not been taken, which
-//     giving back would return a second time. A fixed_window's unused units lapse with their
-//     window.
+//     giving back would return a second time. A give-back the backend applies later than that
+//     (a Redis that was stopped) returns a unit less per emission interval past it, by the
+//     backend's clock (Store::GiveBack's apply_by): a late give-back returns less, never more.
+//     A fixed_window's unused units lapse with their window.
 // When the backend cannot give a whole lease, the check is decided by what it has: when that
 // covers the check, a second call takes it as a smaller lease, within the first call's deadline
 // (a check still waiting `store_timeout` after the first call was sent is answered
@@ -47,8 +49,9 @@ struct LeasingStoreOptions {
   // Keys holding a lease (or a refusal) at once; past it, checks of other keys go to the backend
   // one by one until a lease ends.
   size_t max_keys = 100'000;
-  // The backend's deadline: the latest a give-back is applied after it is sent, and the longest
-  // a leased check waits for the backend's calls.
+  // The backend's deadline: how long after it is sent a give-back counts the lease's age up to
+  // (the backend returns less when it applies it later), and the longest a leased check waits
+  // for the backend's calls.
   Duration store_timeout = std::chrono::milliseconds(50);
 };
 
@@ -66,12 +69,11 @@ class LeasingStore final : public Store, public LeaseReport {
   void ProbeAsync(DecisionCallback done) override;
 
  protected:
-  void DoCheckAsync(const CheckRequest& request, DecisionCallback done) override;
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override;
   void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override;
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override;
   void DoGiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
-                       int64_t units, StatusCallback done) override;
+                       int64_t units, Time apply_by, StatusCallback done) override;
 
  private:
   Store& backend_;

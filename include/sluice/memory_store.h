@@ -57,23 +57,22 @@ class MemoryStore final : public Store, public StoreMemory {
   bool DecidesInline() const override { return true; }
 
  protected:
+  // Each decided inline, on the calling thread: the callback runs before the call returns.
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override;
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override;
-  std::vector<Result<Decision>> DoCheckBatch(std::span<const CheckRequest> requests) override;
-  Status DoReset(std::string_view scope, std::string_view key) override;
   void DoGiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
-                       int64_t units, StatusCallback done) override;
-  Status DoGiveBack(std::string_view scope, const Limit& limit, std::string_view key,
-                    int64_t units) override;
-  Result<Decision> DoCheck(const CheckRequest& request) override;
-  void DoCheckAsync(const CheckRequest& request, DecisionCallback done) override;
+                       int64_t units, Time apply_by, StatusCallback done) override;
   // Every key's shard locked at once (in one order, so no two calls wait on each other), each
   // request decided on a copy of its state, and the copies kept only if all admit.
-  Result<std::vector<Decision>> DoCheckAll(std::span<const CheckRequest> requests) override;
   void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override;
 
  private:
   struct Tables;
+  Result<Decision> Decide(const CheckRequest& request);
+  Result<std::vector<Decision>> DecideAll(std::span<const CheckRequest> requests);
+  Status Forget(std::string_view scope, std::string_view key);
+  Status Return(std::string_view scope, const Limit& limit, std::string_view key, int64_t units,
+                Time apply_by);
   Status Full() const;
   const Clock& clock_;
   size_t max_memory_;

@@ -115,15 +115,15 @@ class RedisStore final : public Store {
   std::string FailureDomainName(uint32_t domain) const override;
 
  protected:
+  // Every check joins the coalesced script call of its connection (Client::EvalShaCoalescedBatch):
+  // a batch's checks in order on one connection, with the checks of other callers queued there.
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override;
-  void DoCheckAsync(const CheckRequest& request, DecisionCallback done) override;
-  // As DoCheckAsync, waiting: a check of one caller's thread coalesces with the others'.
-  Result<Decision> DoCheck(const CheckRequest& request) override;
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override;
   // One script on the key's node, as a check (a Redis Cluster's redirections followed as its).
   void DoGiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
-                       int64_t units, StatusCallback done) override;
+                       int64_t units, Time apply_by, StatusCallback done) override;
   // Store::CheckAll: one script per node, and on several nodes a peek before the charge (above).
+  // A single request is decided as a check, coalesced with the others.
   void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override;
 
  private:
@@ -136,6 +136,7 @@ class RedisStore final : public Store {
   const Clock* const clock_;
   const int64_t margin_ms_;
   const Duration timeout_;
+  const bool cluster_;  // a Redis Cluster: failure domains are its masters
 };
 
 }  // namespace sluice

@@ -26,6 +26,7 @@
 // Thread safety: fully thread-safe. The backend must outlive this store.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -93,13 +94,11 @@ class ResilientStore final : public Store, public StoreHealth {
  protected:
   void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) override;
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override;
-  Result<Decision> DoCheck(const CheckRequest& request) override;
-  Status DoReset(std::string_view scope, std::string_view key) override;
   // The backend's, as it is: no breaker, no failure policy (an outage comes back as its error).
   // The units back may admit what the hot-key cache denied: its denial of the key is dropped
   // when the backend has answered.
   void DoGiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
-                       int64_t units, StatusCallback done) override;
+                       int64_t units, Time apply_by, StatusCallback done) override;
   // The backend's CheckAll when the breaker of every key's domain lets it through; when one does
   // not, or the backend is out, the requests' policies decide as one (FailurePolicies::DecideAll).
   // The hot-key cache is neither read nor filled.
@@ -111,17 +110,26 @@ class ResilientStore final : public Store, public StoreHealth {
   // when the request goes to the backend, with `pass` the breaker's pass for the call.
   std::optional<Decision> DecideHere(const CheckRequest& request, Time now,
                                      resilience::BreakerPass& pass);
+  // DoCheckBatchAsync of one request.
+  void CheckOne(const CheckRequest& request, Time now, BatchCallback done);
   // Whether the breaker of the key's domain lets a call through now, and as what.
   resilience::BreakerPass Allow(std::string_view scope, std::string_view key, Time now);
   // Updates the call's breaker and the error count with the backend's answer to it; true if it
-  // is an outage (IsStoreOutage), for the failure policy to decide.
-  bool Observe(const resilience::BreakerPass& pass, const Result<Decision>& answer);
+  // is an outage (IsStoreOutage), for the failure policy to decide. An outage that `counts` not
+  // (CountsAsFailure) only frees the pass.
+  bool Observe(const resilience::BreakerPass& pass, const Result<Decision>& answer,
+               bool counts = true);
+  // The number of a leased check (Leasable) sent to the backend now, from 1; 0 for the others.
+  uint64_t Sending(const CheckRequest& request);
+  // Whether an outage answered to `request`, sent as number `sent` (Sending), is a failed call
+  // of its own for the breaker, rather than one more waiter of the same key's failed lease take.
+  bool CountsAsFailure(const CheckRequest& request, uint64_t sent);
   // What goes to the backend for `request` under `pass`: a probe without its lease terms.
   static CheckRequest ToBackend(const CheckRequest& request, const resilience::BreakerPass& pass);
   // The backend's answer to one request sent at `sent`, with the breaker and the cache updated;
   // an outage becomes the request's failure policy, any other error is returned as it is.
   Result<Decision> Settle(const CheckRequest& request, const resilience::BreakerPass& pass,
-                          Time sent, Result<Decision> answer);
+                          Time sent, uint64_t sent_number, Result<Decision> answer);
   bool UsesCache(const CheckRequest& request) const;
   // Forgets the key in this process: the hot-key cache's denial and the local fallback's state.
   void ForgetHere(std::string_view scope, std::string_view key);
@@ -134,6 +142,14 @@ class ResilientStore final : public Store, public StoreHealth {
   const std::unique_ptr<resilience::FailurePolicies> policies_;
   std::atomic<uint64_t> by_source_[5] = {};
   std::atomic<uint64_t> store_errors_{0};
+  // Leased checks sent, and the last outage of a leased check per slot of key hashes: its key's
+  // hash and the number of the last check sent by then.
+  std::atomic<uint64_t> sent_{0};
+  struct LeaseFailure {
+    std::atomic<size_t> key_hash{0};
+    std::atomic<uint64_t> failed_at{0};
+  };
+  std::array<LeaseFailure, 64> lease_failures_;
 };
 
 }  // namespace sluice

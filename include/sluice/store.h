@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sluice/clock.h"
 #include "sluice/decision.h"
 #include "sluice/limit.h"
 #include "sluice/status.h"
@@ -43,6 +44,13 @@ inline constexpr size_t kMaxKeyBytes = 512;
 inline constexpr size_t kMaxScopeBytes = 255;
 // The most checks Store::CheckAll decides together.
 inline constexpr size_t kMaxCheckAll = 256;
+// A give-back with no time by which it must be applied (Store::GiveBack).
+inline constexpr Time kNoApplyBy = Time::max();
+
+// What a give-back of `units`, due by `apply_by` and applied at `now`, returns to a meter whose
+// emission interval is `interval`: a unit less per interval, or part of one, past `apply_by`;
+// at least 0.
+int64_t UnitsGivenBack(int64_t units, Time apply_by, Time now, Duration interval);
 
 // What a limiter does when its store is out (IsStoreOutage). Applied by ResilientStore; a store
 // on its own reports the error.
@@ -105,11 +113,21 @@ using AllCallback = std::function<void(Result<std::vector<Decision>>)>;
 // An error if the request is malformed; ok otherwise.
 Status ValidateCheck(const CheckRequest& request);
 
+// Whether a LeasingStore decides `request` (valid) from leases: it carries lease terms, consumes
+// (cost >= 1), books nothing, and fits in one lease.
+bool Leasable(const CheckRequest& request);
+
+// A store decides through four virtuals: a batch of checks, each on its own (DoCheckBatchAsync),
+// checks all or nothing (DoCheckAllAsync), a reset and a give-back. Every other form (one check,
+// the blocking forms) is written once, here, on top of them, so that a store that wraps another
+// (ResilientStore, LeasingStore) passes every call down the same path and cannot leave one out.
 class Store {
  public:
   virtual ~Store() = default;
 
+  // A batch of one, blocking until decided.
   Result<Decision> Check(const CheckRequest& request);
+  // A batch of one.
   void CheckAsync(const CheckRequest& request, DecisionCallback done);
   // Decides each request in order; results come back in the same order. A malformed request
   // gets its error and does not stop the others.
@@ -135,9 +153,14 @@ class Store {
   // and giving all of them back would return that too. A caller that must never over-admit gives
   // back at most units - ceil(age / emission_interval), age being how long ago they were
   // consumed, counted up to when the store applies the call (LeasingStore does).
-  Status GiveBack(std::string_view scope, const Limit& limit, std::string_view key, int64_t units);
+  // Such a caller cannot know when that is: it counts up to `apply_by`, and a store that applies
+  // the call later (by its own clock, Redis TIME on Redis) gives back a unit less per emission
+  // interval, or part of one, past `apply_by`, down to none. So a late give-back returns less,
+  // never more. The default, kNoApplyBy, gives back `units` whenever it is applied.
+  Status GiveBack(std::string_view scope, const Limit& limit, std::string_view key, int64_t units,
+                  Time apply_by = kNoApplyBy);
   void GiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
-                     int64_t units, StatusCallback done);
+                     int64_t units, StatusCallback done, Time apply_by = kNoApplyBy);
   // Forgets the key's state: its next check sees a fresh limit.
   Status Reset(std::string_view scope, std::string_view key);
   void ResetAsync(std::string_view scope, std::string_view key, StatusCallback done);
@@ -166,23 +189,14 @@ class Store {
   // request and what it points to live as long as the program.
   static CheckRequest ReadinessProbe();
 
-  // Called with validated requests only. The synchronous forms default to waiting on the
-  // asynchronous ones and the single forms to batches of one; a store that decides inline
-  // overrides them.
+  // What a store decides, called with validated input only. Each callback runs exactly once.
+  // The requests (and what they point to) live only during the call.
   virtual void DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) = 0;
-  virtual void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) = 0;
   virtual void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) = 0;
-  virtual Result<std::vector<Decision>> DoCheckAll(std::span<const CheckRequest> requests);
-  virtual std::vector<Result<Decision>> DoCheckBatch(std::span<const CheckRequest> requests);
-  virtual Result<Decision> DoCheck(const CheckRequest& request);
-  virtual void DoCheckAsync(const CheckRequest& request, DecisionCallback done);
-  virtual Status DoReset(std::string_view scope, std::string_view key);
-  // Called with validated arguments. The default answers INVALID_ARGUMENT; the synchronous form
-  // waits on the asynchronous one.
+  virtual void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) = 0;
+  // The default answers INVALID_ARGUMENT: this store cannot give units back.
   virtual void DoGiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
-                               int64_t units, StatusCallback done);
-  virtual Status DoGiveBack(std::string_view scope, const Limit& limit, std::string_view key,
-                            int64_t units);
+                               int64_t units, Time apply_by, StatusCallback done);
 };
 
 }  // namespace sluice

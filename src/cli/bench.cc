@@ -64,9 +64,8 @@ void RunAsyncChains(Limiter& limiter, const BenchFlags& flags, Steady::time_poin
   while (running.left != 0) lock.Wait(running.none_left);
 }
 
-// One synchronous loop per thread: for an in-process store, which decides inline, and for the
-// hot-key cache and leases, whose inline answers would otherwise keep a chain spinning on an I/O
-// thread.
+// One synchronous loop per thread: for an in-process store, which decides inline, and for
+// leases, whose inline answers would otherwise keep a chain spinning on an I/O thread.
 void RunThreads(Limiter& limiter, const BenchFlags& flags, int threads, Steady::time_point end,
                 Tally& tally) {
   std::vector<std::thread> workers;
@@ -285,7 +284,7 @@ int RunBench(const BenchFlags& f) {
   } else if ((*store)->DecidesInline()) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
     RunThreads(limiter, f, std::max(1, std::min(f.concurrency, cores)), end, tally);
-  } else if (resilient || leasing) {
+  } else if (leasing) {
     RunThreads(limiter, f, f.concurrency, end, tally);
   } else {
     RunAsyncChains(limiter, f, end, tally);

@@ -10,6 +10,11 @@ Duration MaxDelayOf(const Limit& limit) {
   return limit.emission_interval() * Limit::kMaxCount;
 }
 
+bool Leasable(const CheckRequest& request) {
+  return request.lease.units > 0 && request.cost >= 1 && request.max_delay.count() == 0 &&
+         request.cost <= request.lease.units;
+}
+
 Status ValidateCheck(const CheckRequest& request) {
   if (request.limit == nullptr) return Status::InvalidArgument("check without a limit");
   if (Status s = core::ValidateScopeAndKey(request.scope, request.key); !s.ok()) return s;

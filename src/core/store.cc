@@ -1,5 +1,6 @@
 #include "sluice/store.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/await.h"
@@ -9,12 +10,16 @@ namespace sluice {
 
 Result<Decision> Store::Check(const CheckRequest& request) {
   if (Status s = ValidateCheck(request); !s.ok()) return s;
-  return DoCheck(request);
+  return std::move(core::Await<std::vector<Result<Decision>>>([&](auto done) {
+                     DoCheckBatchAsync({&request, 1}, std::move(done));
+                   }).front());
 }
 
 void Store::CheckAsync(const CheckRequest& request, DecisionCallback done) {
   if (Status s = ValidateCheck(request); !s.ok()) return done(std::move(s));
-  DoCheckAsync(request, std::move(done));
+  DoCheckBatchAsync({&request, 1}, [done = std::move(done)](std::vector<Result<Decision>> results) {
+    done(std::move(results.front()));
+  });
 }
 
 namespace {
@@ -48,12 +53,16 @@ struct ValidatedBatch {
 }  // namespace
 
 std::vector<Result<Decision>> Store::CheckBatch(std::span<const CheckRequest> requests) {
-  ValidatedBatch batch(requests);
-  if (batch.valid.empty()) return std::move(batch.results);
-  return batch.Merge(DoCheckBatch(batch.valid));
+  return core::Await<std::vector<Result<Decision>>>(
+      [&](auto done) { CheckBatchAsync(requests, std::move(done)); });
 }
 
 void Store::CheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) {
+  if (std::all_of(requests.begin(), requests.end(),
+                  [](const CheckRequest& r) { return ValidateCheck(r).ok(); })) {
+    if (requests.empty()) return done({});
+    return DoCheckBatchAsync(requests, std::move(done));
+  }
   auto batch = std::make_shared<ValidatedBatch>(requests);
   if (batch->valid.empty()) return done(std::move(batch->results));
   DoCheckBatchAsync(batch->valid, [batch, done = std::move(done)](auto decided) {
@@ -62,8 +71,8 @@ void Store::CheckBatchAsync(std::span<const CheckRequest> requests, BatchCallbac
 }
 
 Result<std::vector<Decision>> Store::CheckAll(std::span<const CheckRequest> requests) {
-  if (Status s = core::ValidateAll(requests); !s.ok()) return s;
-  return DoCheckAll(requests);
+  return core::Await<Result<std::vector<Decision>>>(
+      [&](auto done) { CheckAllAsync(requests, std::move(done)); });
 }
 
 void Store::CheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) {
@@ -71,19 +80,21 @@ void Store::CheckAllAsync(std::span<const CheckRequest> requests, AllCallback do
   DoCheckAllAsync(requests, std::move(done));
 }
 
-Result<std::vector<Decision>> Store::DoCheckAll(std::span<const CheckRequest> requests) {
-  return core::Await<Result<std::vector<Decision>>>(
-      [&](auto done) { DoCheckAllAsync(requests, std::move(done)); });
-}
-
 Status Store::Reset(std::string_view scope, std::string_view key) {
-  if (Status s = core::ValidateScopeAndKey(scope, key); !s.ok()) return s;
-  return DoReset(scope, key);
+  return core::Await<Status>([&](auto done) { ResetAsync(scope, key, std::move(done)); });
 }
 
 void Store::ResetAsync(std::string_view scope, std::string_view key, StatusCallback done) {
   if (Status s = core::ValidateScopeAndKey(scope, key); !s.ok()) return done(std::move(s));
   DoResetAsync(scope, key, std::move(done));
+}
+
+int64_t UnitsGivenBack(int64_t units, Time apply_by, Time now, Duration interval) {
+  if (now <= apply_by) return units;
+  const int64_t late = (now - apply_by).count();
+  const int64_t step = interval.count();
+  const int64_t wasted = late / step + (late % step != 0);
+  return wasted >= units ? 0 : units - wasted;
 }
 
 namespace {
@@ -107,35 +118,21 @@ Status ValidateGiveBack(std::string_view scope, const Limit& limit, std::string_
 }  // namespace
 
 Status Store::GiveBack(std::string_view scope, const Limit& limit, std::string_view key,
-                       int64_t units) {
-  if (Status s = ValidateGiveBack(scope, limit, key, units); !s.ok()) return s;
-  return DoGiveBack(scope, limit, key, units);
+                       int64_t units, Time apply_by) {
+  return core::Await<Status>(
+      [&](auto done) { GiveBackAsync(scope, limit, key, units, std::move(done), apply_by); });
 }
 
 void Store::GiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
-                          int64_t units, StatusCallback done) {
+                          int64_t units, StatusCallback done, Time apply_by) {
   if (Status s = ValidateGiveBack(scope, limit, key, units); !s.ok()) return done(std::move(s));
-  DoGiveBackAsync(scope, limit, key, units, std::move(done));
+  DoGiveBackAsync(scope, limit, key, units, apply_by, std::move(done));
 }
 
 void Store::DoGiveBackAsync(std::string_view /*scope*/, const Limit& /*limit*/,
-                            std::string_view /*key*/, int64_t /*units*/, StatusCallback done) {
+                            std::string_view /*key*/, int64_t /*units*/, Time /*apply_by*/,
+                            StatusCallback done) {
   done(Status::InvalidArgument("this store cannot give units back"));
-}
-
-Status Store::DoGiveBack(std::string_view scope, const Limit& limit, std::string_view key,
-                         int64_t units) {
-  return core::Await<Status>(
-      [&](auto done) { DoGiveBackAsync(scope, limit, key, units, std::move(done)); });
-}
-
-std::vector<Result<Decision>> Store::DoCheckBatch(std::span<const CheckRequest> requests) {
-  return core::Await<std::vector<Result<Decision>>>(
-      [&](auto done) { DoCheckBatchAsync(requests, std::move(done)); });
-}
-
-Status Store::DoReset(std::string_view scope, std::string_view key) {
-  return core::Await<Status>([&](auto done) { DoResetAsync(scope, key, std::move(done)); });
 }
 
 namespace {
@@ -153,14 +150,5 @@ CheckRequest Store::ReadinessProbe() {
 }
 
 void Store::ProbeAsync(DecisionCallback done) { CheckAsync(ReadinessProbe(), std::move(done)); }
-
-Result<Decision> Store::DoCheck(const CheckRequest& request) {
-  return std::move(DoCheckBatch({&request, 1}).front());
-}
-
-void Store::DoCheckAsync(const CheckRequest& request, DecisionCallback done) {
-  DoCheckBatchAsync({&request, 1},
-                    [done = std::move(done)](auto results) { done(std::move(results.front())); });
-}
 
 }  // namespace sluice

@@ -29,11 +29,6 @@ Duration Countdown(Duration from, Duration elapsed) {
 LeaseTable::LeaseTable(Store& backend, Timers& timers, size_t max_keys, Duration store_timeout)
     : backend_(backend), timers_(timers), max_keys_(max_keys), store_timeout_(store_timeout) {}
 
-bool LeaseTable::Leasable(const CheckRequest& request) {
-  return request.lease.units > 0 && request.cost >= 1 && request.max_delay.count() == 0 &&
-         request.cost <= request.lease.units;
-}
-
 LeaseTable::Shard& LeaseTable::ShardOf(std::string_view id) {
   return shards_[std::hash<std::string_view>{}(id) % kShards];
 }
@@ -139,7 +134,7 @@ void LeaseTable::EndLease(Entry& entry, Time now, Outcome& out) {
     const int64_t may_have_wasted = (age.count() + interval - 1) / interval;
     const int64_t units = entry.units_left - std::min(may_have_wasted, entry.units_left);
     if (units > 0) {
-      out.give_back = GiveBack{entry.scope, entry.key, entry.limit, units};
+      out.give_back = GiveBack{entry.scope, entry.key, entry.limit, units, now + store_timeout_};
       lapsed -= units;
     }
   }
@@ -308,13 +303,14 @@ void LeaseTable::Finish(Outcome out) {
   if (out.give_back) {
     auto give_back = std::make_shared<GiveBack>(std::move(*out.give_back));
     CallStarted();
-    backend_.GiveBackAsync(give_back->scope, give_back->limit, give_back->key, give_back->units,
-                           [self = shared_from_this(), give_back](const Status& status) {
-                             (status.ok() ? self->units_returned_ : self->units_lapsed_)
-                                 .fetch_add(static_cast<uint64_t>(give_back->units),
-                                            std::memory_order_relaxed);
-                             self->CallEnded();
-                           });
+    backend_.GiveBackAsync(
+        give_back->scope, give_back->limit, give_back->key, give_back->units,
+        [self = shared_from_this(), give_back](const Status& status) {
+          (status.ok() ? self->units_returned_ : self->units_lapsed_)
+              .fetch_add(static_cast<uint64_t>(give_back->units), std::memory_order_relaxed);
+          self->CallEnded();
+        },
+        give_back->apply_by);
   }
   if (out.wake) {
     timers_.Start(std::max(out.wake->first, Duration(0)),

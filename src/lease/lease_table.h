@@ -37,7 +37,7 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
  public:
   LeaseTable(Store& backend, Timers& timers, size_t max_keys, Duration store_timeout);
 
-  // Decides `request` (validated, leasable: see Leasable) from the key's lease, taking one when
+  // Decides `request` (validated, Leasable) from the key's lease, taking one when
   // needed; `done` runs once, inline or on the backend's or the timers' thread. False, and
   // nothing done (`done` left as it was), when the table is full and does not hold the key: the
   // caller decides the request some other way.
@@ -51,10 +51,6 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
   void Close();
 
   LeaseStats stats() const;
-
-  // Whether a LeasingStore decides `request` from leases: it carries lease terms, consumes (cost
-  // >= 1), books nothing, and fits in one lease.
-  static bool Leasable(const CheckRequest& request);
 
  private:
   struct Waiter {
@@ -92,6 +88,7 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
     std::string key;
     Limit limit;
     int64_t units;
+    Time apply_by;  // what `units` counted the lease's age up to
   };
   // What a step of an entry leaves to do outside the mutex: callbacks to run, a take to start,
   // units to give back.

@@ -1,5 +1,6 @@
 #include "sluice/leasing_store.h"
 
+#include <algorithm>
 #include <atomic>
 #include <utility>
 #include <vector>
@@ -27,11 +28,6 @@ std::string LeasingStore::FailureDomainName(uint32_t domain) const {
 
 void LeasingStore::ProbeAsync(DecisionCallback done) { backend_.ProbeAsync(std::move(done)); }
 
-void LeasingStore::DoCheckAsync(const CheckRequest& request, DecisionCallback done) {
-  if (lease::LeaseTable::Leasable(request) && table_->Decide(request, done)) return;
-  backend_.CheckAsync(request, std::move(done));
-}
-
 namespace {
 
 // The results of a batch, some decided from leases and the others by the backend, delivered
@@ -54,6 +50,9 @@ struct Gathered {
 }  // namespace
 
 void LeasingStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) {
+  if (std::none_of(requests.begin(), requests.end(), Leasable)) {
+    return backend_.CheckBatchAsync(requests, std::move(done));
+  }
   auto gathered = std::make_shared<Gathered>(requests.size(), std::move(done));
   std::vector<CheckRequest> rest;
   std::vector<size_t> rest_at;
@@ -62,7 +61,7 @@ void LeasingStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, Bat
       gathered->results[i] = std::move(answer);
       gathered->Arrive(1);
     };
-    if (lease::LeaseTable::Leasable(requests[i]) && table_->Decide(requests[i], one)) continue;
+    if (Leasable(requests[i]) && table_->Decide(requests[i], one)) continue;
     rest.push_back(requests[i]);
     rest_at.push_back(i);
   }
@@ -86,8 +85,8 @@ void LeasingStore::DoResetAsync(std::string_view scope, std::string_view key, St
 }
 
 void LeasingStore::DoGiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
-                                   int64_t units, StatusCallback done) {
-  backend_.GiveBackAsync(scope, limit, key, units, std::move(done));
+                                   int64_t units, Time apply_by, StatusCallback done) {
+  backend_.GiveBackAsync(scope, limit, key, units, std::move(done), apply_by);
 }
 
 }  // namespace sluice

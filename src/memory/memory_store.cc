@@ -71,7 +71,7 @@ MemoryStore::MemoryStore(MemoryStoreOptions options)
 
 MemoryStore::~MemoryStore() = default;
 
-Result<Decision> MemoryStore::DoCheck(const CheckRequest& request) {
+Result<Decision> MemoryStore::Decide(const CheckRequest& request) {
   const Limit& limit = *request.limit;
   const ScopedKey key(request.scope, request.key);
   Tables::Shard& shard = tables_->For(key.hash);
@@ -95,10 +95,6 @@ Result<Decision> MemoryStore::DoCheck(const CheckRequest& request) {
   return decision;
 }
 
-void MemoryStore::DoCheckAsync(const CheckRequest& request, DecisionCallback done) {
-  done(DoCheck(request));
-}
-
 Status MemoryStore::Full() const {
   return Status::ResourceExhausted("memory store is full: no room for a new key within " +
                                    std::to_string(max_memory_) + " bytes");
@@ -106,7 +102,7 @@ Status MemoryStore::Full() const {
 
 // The analysis cannot follow a set of locks taken in a loop: every shard in `shards` is locked
 // from the first loop to the scope's end.
-Result<std::vector<Decision>> MemoryStore::DoCheckAll(std::span<const CheckRequest> requests)
+Result<std::vector<Decision>> MemoryStore::DecideAll(std::span<const CheckRequest> requests)
     NO_THREAD_SAFETY_ANALYSIS {
   struct Item {
     Tables::Shard* shard;
@@ -214,21 +210,17 @@ Result<std::vector<Decision>> MemoryStore::DoCheckAll(std::span<const CheckReque
 }
 
 void MemoryStore::DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) {
-  done(DoCheckAll(requests));
-}
-
-std::vector<Result<Decision>> MemoryStore::DoCheckBatch(std::span<const CheckRequest> requests) {
-  std::vector<Result<Decision>> results;
-  results.reserve(requests.size());
-  for (const auto& r : requests) results.push_back(DoCheck(r));
-  return results;
+  done(DecideAll(requests));
 }
 
 void MemoryStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) {
-  done(DoCheckBatch(requests));
+  std::vector<Result<Decision>> results;
+  results.reserve(requests.size());
+  for (const auto& r : requests) results.push_back(Decide(r));
+  done(std::move(results));
 }
 
-Status MemoryStore::DoReset(std::string_view scope, std::string_view key) {
+Status MemoryStore::Forget(std::string_view scope, std::string_view key) {
   const ScopedKey scoped(scope, key);
   Tables::Shard& shard = tables_->For(scoped.hash);
   core::AdaptiveMutexLock lock(shard.mu);
@@ -237,14 +229,17 @@ Status MemoryStore::DoReset(std::string_view scope, std::string_view key) {
 }
 
 void MemoryStore::DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) {
-  done(DoReset(scope, key));
+  done(Forget(scope, key));
 }
 
-Status MemoryStore::DoGiveBack(std::string_view scope, const Limit& limit, std::string_view key,
-                               int64_t units) {
+Status MemoryStore::Return(std::string_view scope, const Limit& limit, std::string_view key,
+                           int64_t units, Time apply_by) {
   const ScopedKey scoped(scope, key);
   Tables::Shard& shard = tables_->For(scoped.hash);
-  const int64_t now = Ticks(clock_.now());
+  const Time at = clock_.now();
+  const int64_t now = Ticks(at);
+  units = UnitsGivenBack(units, apply_by, at, limit.emission_interval());
+  if (units == 0) return Status::Ok();
   core::AdaptiveMutexLock lock(shard.mu);
   Table::Slot* slot = shard.table.Find(scoped);
   // No state, or another algorithm's (or one out of range): nothing of this meter to give back
@@ -263,8 +258,8 @@ Status MemoryStore::DoGiveBack(std::string_view scope, const Limit& limit, std::
 }
 
 void MemoryStore::DoGiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
-                                  int64_t units, StatusCallback done) {
-  done(DoGiveBack(scope, limit, key, units));
+                                  int64_t units, Time apply_by, StatusCallback done) {
+  done(Return(scope, limit, key, units, apply_by));
 }
 
 size_t MemoryStore::size() const { return tables_->stats().entries; }

@@ -81,22 +81,36 @@ class AsioClient final : public Client {
     if (options_.coalesce_max <= 1 || options.asking) {
       return EvalSha(*single.script, single.keys, single.args, options, std::move(done));
     }
-    CoalescedCheck check;
-    check.many = call.many;
-    check.across_slots = call.across_slots;
-    check.key_count = single.keys.size();
-    check.shared_count = single.args.size() - 1;
-    check.done = std::move(done);
-    check.deadline = options.deadline.value_or(Steady::now() + options_.timeout);
-    check.max = options_.coalesce_max;
-    for (auto key : single.keys) AppendBulk(key, check.bytes);
-    check.keys_size = check.bytes.size();
-    for (size_t i = 0; i < single.args.size(); ++i) {
-      if (i != call.own_arg) AppendBulk(single.args[i], check.bytes);
+    CoalescedCheck check =
+        ToCheck(call, options.deadline.value_or(Steady::now() + options_.timeout), std::move(done));
+    Pick().SubmitCoalesced({&check, 1});
+  }
+
+  void EvalShaCoalescedBatch(std::span<const CoalescibleCall> calls,
+                             BatchReplyCallback done) override {
+    if (calls.empty()) return done({});
+    if (options_.coalesce_max <= 1) {
+      std::vector<ScriptCall> singles;
+      singles.reserve(calls.size());
+      for (const CoalescibleCall& call : calls) singles.push_back(call.single);
+      return EvalShaBatch(singles, std::move(done));
     }
-    check.own_at = check.bytes.size();
-    AppendBulk(single.args[call.own_arg], check.bytes);
-    Pick().SubmitCoalesced(std::move(check));
+    const auto deadline = Steady::now() + options_.timeout;
+    std::vector<CoalescedCheck> checks;
+    checks.reserve(calls.size());
+    if (calls.size() == 1) {
+      checks.push_back(ToCheck(calls[0], deadline, [done = std::move(done)](Result<Reply> reply) {
+        std::vector<Result<Reply>> replies;
+        replies.push_back(std::move(reply));
+        done(std::move(replies));
+      }));
+    } else {
+      auto gather = std::make_shared<ReplyGather>(calls.size(), std::move(done));
+      for (size_t i = 0; i < calls.size(); ++i) {
+        checks.push_back(ToCheck(calls[i], deadline, ReplyGather::Slot(gather, i)));
+      }
+    }
+    Pick().SubmitCoalesced(checks);
   }
 
   void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) override {
@@ -131,6 +145,28 @@ class AsioClient final : public Client {
   }
 
  private:
+  // The check as its connection joins it to a coalesced call.
+  CoalescedCheck ToCheck(const CoalescibleCall& call, Steady::time_point deadline,
+                         ReplyCallback done) const {
+    const ScriptCall& single = call.single;
+    CoalescedCheck check;
+    check.many = call.many;
+    check.across_slots = call.across_slots;
+    check.key_count = single.keys.size();
+    check.shared_count = single.args.size() - 1;
+    check.done = std::move(done);
+    check.deadline = deadline;
+    check.max = options_.coalesce_max;
+    for (auto key : single.keys) AppendBulk(key, check.bytes);
+    check.keys_size = check.bytes.size();
+    for (size_t i = 0; i < single.args.size(); ++i) {
+      if (i != call.own_arg) AppendBulk(single.args[i], check.bytes);
+    }
+    check.own_at = check.bytes.size();
+    AppendBulk(single.args[call.own_arg], check.bytes);
+    return check;
+  }
+
   // One call, after ASKING when the options ask for it, with the options' deadline if any.
   void SubmitOne(const CallOptions& options, Pending entry, std::string command) {
     entry.deadline = options.deadline.value_or(Steady::now() + options_.timeout);

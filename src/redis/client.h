@@ -148,6 +148,11 @@ class Client {
   // reply. `call.single` as EvalSha would send it when coalesce_max is 1 or options.asking.
   virtual void EvalShaCoalesced(const CoalescibleCall& call, const CallOptions& options,
                                 ReplyCallback done) = 0;
+  // Several coalescible checks queued together, in order, on one connection: each joins a
+  // coalesced call as EvalShaCoalesced's would, so that a batch coalesces with the checks around
+  // it. The callback gets one result per check, in order; each check has the client's deadline.
+  virtual void EvalShaCoalescedBatch(std::span<const CoalescibleCall> calls,
+                                     BatchReplyCallback done) = 0;
   // Several script calls queued together on one connection, so they leave in one write; the
   // callback gets one result per call, in order. NOSCRIPT is handled per call as above.
   virtual void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) = 0;

@@ -166,6 +166,18 @@ void ClusterClient::EvalShaCoalesced(const CoalescibleCall& call, const CallOpti
 }
 
 void ClusterClient::EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) {
+  std::vector<CoalescibleCall> singles;
+  singles.reserve(calls.size());
+  for (const ScriptCall& call : calls) singles.push_back({.single = call});
+  SendBatch(singles, std::move(done));
+}
+
+void ClusterClient::EvalShaCoalescedBatch(std::span<const CoalescibleCall> calls,
+                                          BatchReplyCallback done) {
+  SendBatch(calls, std::move(done));
+}
+
+void ClusterClient::SendBatch(std::span<const CoalescibleCall> calls, BatchReplyCallback done) {
   if (calls.empty()) return done({});
   auto gather = std::make_shared<ReplyGather>(calls.size(), std::move(done));
   const auto deadline = Steady::now() + options_.node.timeout;
@@ -173,9 +185,10 @@ void ClusterClient::EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCa
   // Each node's share of the batch, in the batch's order.
   std::vector<std::pair<Node*, std::vector<std::shared_ptr<Call>>>> shares;
   for (size_t i = 0; i < calls.size(); ++i) {
+    const ScriptCall& single = calls[i].single;
     auto call = std::make_shared<Call>();
     call->done = ReplyGather::Slot(gather, i);
-    const Result<int> slot = SlotOfKeys(calls[i].keys);
+    const Result<int> slot = SlotOfKeys(single.keys);
     if (!slot.ok()) {
       call->done(slot.status());
       continue;
@@ -185,9 +198,11 @@ void ClusterClient::EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCa
       Unserved(*call, *slot);
       continue;
     }
-    call->script = calls[i].script;
-    call->Own(calls[i].keys, calls[i].args);
-    call->key_count = calls[i].keys.size();
+    call->script = single.script;
+    call->many = calls[i].many;
+    call->own_arg = calls[i].own_arg;
+    call->Own(single.keys, single.args);
+    call->key_count = single.keys.size();
     call->slot = *slot;
     call->deadline = deadline;
     auto share = std::find_if(shares.begin(), shares.end(),
@@ -199,19 +214,32 @@ void ClusterClient::EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCa
     share->second.push_back(std::move(call));
   }
   for (auto& share : shares) {
-    std::vector<ScriptCall> script_calls;
-    script_calls.reserve(share.second.size());
-    for (const auto& call : share.second) {
-      script_calls.push_back({call->script, call->keys(), call->args()});
-    }
     Node* node = share.first;
-    node->client->EvalShaBatch(script_calls, [this, node, calls = std::move(share.second)](
-                                                 std::vector<Result<Reply>> replies) {
+    auto answered = [this, node, calls = share.second](std::vector<Result<Reply>> replies) {
       for (size_t j = 0; j < calls.size(); ++j) {
         OnReply(*node, calls[j],
                 j < replies.size() ? std::move(replies[j]) : Status::Internal("no reply"));
       }
-    });
+    };
+    if (share.second.front()->many == nullptr) {
+      std::vector<ScriptCall> script_calls;
+      script_calls.reserve(share.second.size());
+      for (const auto& call : share.second) {
+        script_calls.push_back({call->script, call->keys(), call->args()});
+      }
+      node->client->EvalShaBatch(script_calls, std::move(answered));
+      continue;
+    }
+    // A node's checks are in many slots: coalesced across slots.
+    std::vector<CoalescibleCall> coalescible;
+    coalescible.reserve(share.second.size());
+    for (const auto& call : share.second) {
+      coalescible.push_back({.single = {call->script, call->keys(), call->args()},
+                             .many = call->many,
+                             .own_arg = call->own_arg,
+                             .across_slots = true});
+    }
+    node->client->EvalShaCoalescedBatch(coalescible, std::move(answered));
   }
 }
 

@@ -82,6 +82,10 @@ class ClusterClient final : public Client {
   // whatever their slots.
   void EvalShaCoalesced(const CoalescibleCall& call, const CallOptions& options,
                         ReplyCallback done) override;
+  // Each node's share of the batch, in order, to its client's EvalShaCoalescedBatch across
+  // slots; redirections as EvalShaCoalesced.
+  void EvalShaCoalescedBatch(std::span<const CoalescibleCall> calls,
+                             BatchReplyCallback done) override;
   void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) override;
 
   // A small id of the master serving `slot` in the current map, for telling masters apart
@@ -110,6 +114,9 @@ class ClusterClient final : public Client {
   void EvalSha(const Script& script, std::span<const std::string_view> keys,
                std::span<const std::string_view> args, const CallOptions& options,
                ReplyCallback done, const Script* many, size_t own_arg);
+  // A batch, each node's share sent together: coalesced when the calls have `many`, else as
+  // separate script calls.
+  void SendBatch(std::span<const CoalescibleCall> calls, BatchReplyCallback done);
   void Send(std::shared_ptr<Call> call, const CallOptions& options);
   void SendTo(Node& node, std::shared_ptr<Call> call, const CallOptions& options);
   void Unserved(Call& call, int slot);

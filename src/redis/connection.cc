@@ -78,45 +78,51 @@ void Connection::Submit(std::string bytes, std::vector<Pending> entries) {
   for (auto& e : entries) e.done(status);
 }
 
-void Connection::SubmitCoalesced(CoalescedCheck check) {
+void Connection::SubmitCoalesced(std::span<CoalescedCheck> checks) {
   Refusal refusal;
   {
     core::MutexLock lock(mu_);
-    refusal = Admit(1);
+    refusal = Admit(checks.size());
     if (refusal == Refusal::kNone) {
-      if (!group_.members.empty() &&
-          (group_.many != check.many || group_.across_slots != check.across_slots ||
-           group_.members.size() >= check.max)) {
-        CloseGroupLocked();
-      }
-      if (group_.members.empty()) {
-        group_.many = check.many;
-        group_.across_slots = check.across_slots;
-        group_.first_key_count = check.key_count;
-        group_.first_keys_size = check.keys_size;
-        group_.deadline = check.deadline;
-        PostFlushLocked();
-      }
-      const std::string_view bytes = check.bytes;
-      const std::string_view shared = bytes.substr(check.keys_size, check.own_at - check.keys_size);
-      if (group_.run_count == 0 ||
-          shared != std::string_view(group_.runs).substr(group_.last_shared_at)) {
-        AppendBulk(std::to_string(group_.members.size()), group_.runs);
-        group_.last_shared_at = group_.runs.size();
-        group_.runs.append(shared);
-        ++group_.run_count;
-        group_.run_arg_count += 1 + check.shared_count;
-      }
-      const std::string_view keys = bytes.substr(0, check.keys_size);
-      group_.keys.append(keys);
-      group_.key_hashes.push_back(std::hash<std::string_view>{}(keys));
-      group_.owns.append(bytes.substr(check.own_at));
-      group_.key_count += check.key_count;
-      group_.deadline = std::min(group_.deadline, check.deadline);
-      group_.members.push_back({.done = std::move(check.done), .deadline = check.deadline});
+      for (CoalescedCheck& check : checks) JoinGroupLocked(check);
     }
   }
-  if (refusal != Refusal::kNone) check.done(Refuse(refusal));
+  if (refusal == Refusal::kNone) return;
+  const Status status = Refuse(refusal);
+  for (CoalescedCheck& check : checks) check.done(status);
+}
+
+void Connection::JoinGroupLocked(CoalescedCheck& check) REQUIRES(mu_) {
+  if (!group_.members.empty() &&
+      (group_.many != check.many || group_.across_slots != check.across_slots ||
+       group_.members.size() >= check.max)) {
+    CloseGroupLocked();
+  }
+  if (group_.members.empty()) {
+    group_.many = check.many;
+    group_.across_slots = check.across_slots;
+    group_.first_key_count = check.key_count;
+    group_.first_keys_size = check.keys_size;
+    group_.deadline = check.deadline;
+    PostFlushLocked();
+  }
+  const std::string_view bytes = check.bytes;
+  const std::string_view shared = bytes.substr(check.keys_size, check.own_at - check.keys_size);
+  if (group_.run_count == 0 ||
+      shared != std::string_view(group_.runs).substr(group_.last_shared_at)) {
+    AppendBulk(std::to_string(group_.members.size()), group_.runs);
+    group_.last_shared_at = group_.runs.size();
+    group_.runs.append(shared);
+    ++group_.run_count;
+    group_.run_arg_count += 1 + check.shared_count;
+  }
+  const std::string_view keys = bytes.substr(0, check.keys_size);
+  group_.keys.append(keys);
+  group_.key_hashes.push_back(std::hash<std::string_view>{}(keys));
+  group_.owns.append(bytes.substr(check.own_at));
+  group_.key_count += check.key_count;
+  group_.deadline = std::min(group_.deadline, check.deadline);
+  group_.members.push_back({.done = std::move(check.done), .deadline = check.deadline});
 }
 
 void Connection::CloseGroupLocked() REQUIRES(mu_) {

@@ -14,6 +14,7 @@
 #include <deque>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,12 +92,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // too, so a call admitted on a connection that then drops can never be written on the next one
   // ahead of its AUTH and SELECT.
   void Submit(std::string bytes, std::vector<Pending> entries);
-  // The same for a check, which joins the call at the tail of the queue when that call is one of
-  // the same script and layout (CoalescibleCall::across_slots) with room left (and its last run
-  // when it shares that run's args), and otherwise starts one there. The call takes no more once
-  // anything else is queued behind it, its bytes are taken for a write, or a deadline of its checks
-  // passes. A check alone goes by the same script (CloseGroupLocked says why).
-  void SubmitCoalesced(CoalescedCheck check);
+  // The same for checks, which join the call at the tail of the queue, in order, one by one:
+  // each joins that call when it is one of the same script and layout
+  // (CoalescibleCall::across_slots) with room left (and its last run when it shares that run's
+  // args), and otherwise starts one there. The call takes no more once anything else is queued
+  // behind it, its bytes are taken for a write, or a deadline of its checks passes. A check alone
+  // goes by the same script (CloseGroupLocked says why). All are admitted or refused together.
+  void SubmitCoalesced(std::span<CoalescedCheck> checks);
   bool ready() const { return ready_.load(std::memory_order_acquire); }
   size_t pending() const { return pending_.load(std::memory_order_relaxed); }
 
@@ -118,6 +120,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void EnqueueLocked(const std::string& bytes, std::vector<Pending>& entries) REQUIRES(mu_);
   void AddEntryLocked(Pending entry) REQUIRES(mu_);
   void PostFlushLocked() REQUIRES(mu_);
+  // Adds the check to the coalescing call, or starts one with it.
+  void JoinGroupLocked(CoalescedCheck& check) REQUIRES(mu_);
   // Queues the coalescing call, if any, as an entry and its bytes.
   void CloseGroupLocked() REQUIRES(mu_);
   std::string Address() const { return ServerAddress(options_); }

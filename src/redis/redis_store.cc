@@ -3,7 +3,6 @@
 #include <optional>
 #include <utility>
 
-#include "core/await.h"
 #include "redis/check_all.h"
 #include "redis/client.h"
 #include "redis/cluster_client.h"
@@ -74,7 +73,8 @@ RedisStore::RedisStore(std::unique_ptr<redis::Client> client, RedisStoreOptions 
       prefix_(std::move(options.key_prefix)),
       clock_(options.clock),
       margin_ms_((options.expiry_margin.count() + 999) / 1000),
-      timeout_(options.timeout) {}
+      timeout_(options.timeout),
+      cluster_(options.url.starts_with(redis::kClusterScheme)) {}
 
 RedisStore::~RedisStore() = default;
 
@@ -87,6 +87,7 @@ std::vector<std::string> RedisStore::KeysOf(std::string_view scope, std::string_
 }
 
 uint32_t RedisStore::FailureDomain(std::string_view scope, std::string_view key) const {
+  if (!cluster_) return 0;  // one Redis: one domain, no need to hash the key
   // The state key's slot: the auxiliary key has the same hash tag.
   redis::KeyBuffer name;
   redis::AppendStateKey(name, prefix_, scope, key);
@@ -106,48 +107,29 @@ redis::CheckContext RedisStore::Context() const {
           .margin_ms = margin_ms_};
 }
 
-void RedisStore::DoCheckAsync(const CheckRequest& request, DecisionCallback done) {
-  redis::ScriptWords words;
-  words.AddCheck(Context(), request);
-  const redis::ScriptWords::Views views = words.views();
-  const size_t key_count = redis::CheckKeyCount(*request.limit);
-  const Algorithm algorithm = request.limit->algorithm();
-  const redis::CoalescibleCall call{
-      .single = {&redis::CheckScript(algorithm), std::span(views.data(), key_count),
-                 std::span(views.data() + key_count, redis::kCheckArgs)},
-      .many = &redis::CheckManyScript(algorithm),
-      .own_arg = redis::kCheckCostArg};
-  client_->EvalShaCoalesced(
-      call, redis::CallOptions{},
-      [count = request.limit->count(), done = std::move(done)](Result<redis::Reply> reply) {
-        done(redis::ParseCheckReply(reply, count));
-      });
-}
-
-Result<Decision> RedisStore::DoCheck(const CheckRequest& request) {
-  return core::Await<Result<Decision>>([&](auto done) { DoCheckAsync(request, std::move(done)); });
-}
-
 void RedisStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) {
   const redis::CheckContext context = Context();
   redis::ScriptWords words;
   for (const auto& r : requests) words.AddCheck(context, r);
   const redis::ScriptWords::Views views = words.views();
-  std::vector<redis::ScriptCall> calls;
+  std::vector<redis::CoalescibleCall> calls;
   calls.reserve(requests.size());
   std::vector<int64_t> counts;
   counts.reserve(requests.size());
   size_t next = 0;
   for (const auto& r : requests) {
+    const Algorithm algorithm = r.limit->algorithm();
     const size_t key_count = redis::CheckKeyCount(*r.limit);
-    calls.push_back({&redis::CheckScript(r.limit->algorithm()),
-                     std::span(views.data() + next, key_count),
-                     std::span(views.data() + next + key_count, redis::kCheckArgs)});
+    calls.push_back(
+        {.single = {&redis::CheckScript(algorithm), std::span(views.data() + next, key_count),
+                    std::span(views.data() + next + key_count, redis::kCheckArgs)},
+         .many = &redis::CheckManyScript(algorithm),
+         .own_arg = redis::kCheckCostArg});
     next += key_count + redis::kCheckArgs;
     counts.push_back(r.limit->count());
   }
-  client_->EvalShaBatch(calls, [counts = std::move(counts),
-                                done = std::move(done)](std::vector<Result<redis::Reply>> replies) {
+  client_->EvalShaCoalescedBatch(calls, [counts = std::move(counts), done = std::move(done)](
+                                            std::vector<Result<redis::Reply>> replies) {
     std::vector<Result<Decision>> decisions;
     decisions.reserve(replies.size());
     for (size_t i = 0; i < replies.size(); ++i) {
@@ -172,9 +154,9 @@ void RedisStore::DoResetAsync(std::string_view scope, std::string_view key, Stat
 }
 
 void RedisStore::DoGiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
-                                 int64_t units, StatusCallback done) {
+                                 int64_t units, Time apply_by, StatusCallback done) {
   redis::ScriptWords words;
-  words.AddGiveBack(Context(), scope, limit, key, units);
+  words.AddGiveBack(Context(), scope, limit, key, units, apply_by);
   const redis::ScriptWords::Views views = words.views();
   client_->EvalSha(redis::GiveBackScript(limit.algorithm()), std::span(views.data(), 1),
                    std::span(views.data() + 1, redis::kGiveBackArgs),
@@ -184,6 +166,14 @@ void RedisStore::DoGiveBackAsync(std::string_view scope, const Limit& limit, std
 }
 
 void RedisStore::DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) {
+  // One check, all or nothing, is a check: it joins a coalesced call like any other.
+  if (requests.size() == 1) {
+    return DoCheckBatchAsync(requests,
+                             [done = std::move(done)](std::vector<Result<Decision>> results) {
+                               if (!results.front().ok()) return done(results.front().status());
+                               done(std::vector<Decision>{std::move(results.front()).value()});
+                             });
+  }
   redis::CheckAllAsync(*client_, Context(), timeout_, requests, std::move(done));
 }
 

@@ -76,11 +76,17 @@ void ScriptWords::AddCheckOfAll(const CheckContext& context, const CheckRequest&
 }
 
 void ScriptWords::AddGiveBack(const CheckContext& context, std::string_view scope,
-                              const Limit& limit, std::string_view key, int64_t units) {
+                              const Limit& limit, std::string_view key, int64_t units,
+                              Time apply_by) {
   AddKeys(context, scope, key, limit);
   AddClock(context);
   AddNumber(units);
   AddParameters(limit);
+  if (apply_by == kNoApplyBy) {
+    AddText("");
+  } else {
+    AddNumber(apply_by.time_since_epoch().count());
+  }
 }
 
 ScriptWords::Views ScriptWords::views() const {

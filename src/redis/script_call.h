@@ -61,6 +61,8 @@
 //         3  units given back
 //         4  capacity
 //         5  emission interval in µs
+//         6  apply by, in µs ('' for none): applied later (by `now`), a unit less is given back
+//            per emission interval, or part of one, past it, down to none (Store::GiveBack)
 //   Reply 1 when the key held the meter's state, which now has the units back (written with its
 //         TTL as a check's commit writes it, or deleted once equivalent to fresh); 0 when it held
 //         no state or another algorithm's, left as it was.
@@ -85,7 +87,7 @@ namespace sluice::redis {
 
 inline constexpr size_t kCheckArgs = 6;
 inline constexpr size_t kCheckCostArg = 2;  // the index of the cost in a check's ARGV
-inline constexpr size_t kGiveBackArgs = 5;
+inline constexpr size_t kGiveBackArgs = 6;
 // The most checks RedisStoreOptions::coalesce_max lets one check_many.lua call decide.
 inline constexpr size_t kCoalesceMaxLimit = 1024;
 inline constexpr size_t kCheckReplyFields = 6;
@@ -123,9 +125,9 @@ class ScriptWords {
   void AddClock(const CheckContext& context);
   // One check as check_all.lua's ARGV has it: algorithm name, key count, keys, cost, parameters.
   void AddCheckOfAll(const CheckContext& context, const CheckRequest& request);
-  // A give-back's key, then its five ARGV.
+  // A give-back's key, then its six ARGV.
   void AddGiveBack(const CheckContext& context, std::string_view scope, const Limit& limit,
-                   std::string_view key, int64_t units);
+                   std::string_view key, int64_t units, Time apply_by);
 
   size_t size() const { return spans_.size(); }
   // Every word so far; valid while this object lives and nothing more is added.

@@ -71,7 +71,7 @@ BreakerPass ResilientStore::Allow(std::string_view scope, std::string_view key, 
   return breakers_->For(domain).Allow(now, domain);
 }
 
-bool ResilientStore::Observe(const BreakerPass& pass, const Result<Decision>& answer) {
+bool ResilientStore::Observe(const BreakerPass& pass, const Result<Decision>& answer, bool counts) {
   resilience::Breaker& breaker = breakers_->For(pass.domain);
   if (answer.ok()) {
     breaker.Succeeded(pass);
@@ -82,12 +82,37 @@ bool ResilientStore::Observe(const BreakerPass& pass, const Result<Decision>& an
     return false;
   }
   store_errors_.fetch_add(1, std::memory_order_relaxed);
-  breaker.Failed(pass, clock_.now());
+  if (counts) {
+    breaker.Failed(pass, clock_.now());
+  } else {
+    breaker.Released(pass);
+  }
+  return true;
+}
+
+uint64_t ResilientStore::Sending(const CheckRequest& request) {
+  return Leasable(request) ? sent_.fetch_add(1, std::memory_order_relaxed) + 1 : 0;
+}
+
+// A lease's take answers every check that waited on it: its failure is one failed call. So a
+// leased check's failure counts unless the same key's failed after the check was sent (the take
+// it waited on, at most one in flight per key).
+bool ResilientStore::CountsAsFailure(const CheckRequest& request, uint64_t sent) {
+  if (sent == 0) return true;
+  const size_t hash = std::hash<std::string_view>{}(request.key) ^
+                      std::hash<std::string_view>{}(request.scope) * 31;
+  LeaseFailure& last = lease_failures_[hash % lease_failures_.size()];
+  if (last.key_hash.load(std::memory_order_relaxed) == hash &&
+      sent <= last.failed_at.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  last.key_hash.store(hash, std::memory_order_relaxed);
+  last.failed_at.store(sent_.load(std::memory_order_relaxed), std::memory_order_relaxed);
   return true;
 }
 
 void ResilientStore::Count(const Decision& decision) {
-  by_source_[static_cast<size_t>(decision.source)].fetch_add(1);
+  by_source_[static_cast<size_t>(decision.source)].fetch_add(1, std::memory_order_relaxed);
 }
 
 std::optional<Decision> ResilientStore::DecideHere(const CheckRequest& request, Time now,
@@ -102,9 +127,11 @@ std::optional<Decision> ResilientStore::DecideHere(const CheckRequest& request, 
 }
 
 Result<Decision> ResilientStore::Settle(const CheckRequest& request, const BreakerPass& pass,
-                                        Time sent, Result<Decision> answer) {
+                                        Time sent, uint64_t sent_number, Result<Decision> answer) {
   Result<Decision> result = std::move(answer);
-  if (Observe(pass, result)) {
+  const bool counts =
+      result.ok() || !IsStoreOutage(result.status()) || CountsAsFailure(request, sent_number);
+  if (Observe(pass, result, counts)) {
     result = policies_->Decide(request);
   } else if (result.ok() && !result->allowed && UsesCache(request)) {
     // Counted from when the request was sent, no later than when the backend decided: the cache
@@ -123,23 +150,18 @@ CheckRequest ResilientStore::ToBackend(const CheckRequest& request, const Breake
   return sent;
 }
 
-Result<Decision> ResilientStore::DoCheck(const CheckRequest& request) {
-  const Time now = clock_.now();
-  BreakerPass pass;
-  if (auto here = DecideHere(request, now, pass)) return *here;
-  return Settle(request, pass, now, backend_.Check(ToBackend(request, pass)));
-}
-
 void ResilientStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, BatchCallback done) {
+  const Time now = clock_.now();
+  if (requests.size() == 1) return CheckOne(requests.front(), now, std::move(done));
   struct Batch {
     std::vector<Result<Decision>> results;
     std::vector<size_t> sent_index;
     std::vector<BreakerPass> sent_pass;
+    std::vector<uint64_t> sent_number;
     std::vector<OwnedRequest> sent;
   };
   auto batch = std::make_shared<Batch>();
   batch->results.reserve(requests.size());
-  const Time now = clock_.now();
   for (size_t i = 0; i < requests.size(); ++i) {
     BreakerPass pass;
     if (auto here = DecideHere(requests[i], now, pass)) {
@@ -149,16 +171,35 @@ void ResilientStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, B
     batch->results.emplace_back(Status::Internal("not decided"));
     batch->sent_index.push_back(i);
     batch->sent_pass.push_back(pass);
-    batch->sent.emplace_back(ToBackend(requests[i], pass));
+    const CheckRequest to_backend = ToBackend(requests[i], pass);
+    batch->sent_number.push_back(Sending(to_backend));
+    batch->sent.emplace_back(to_backend);
   }
   if (batch->sent.empty()) return done(std::move(batch->results));
+  backend_.CheckBatchAsync(Views(batch->sent), [this, batch, now,
+                                                done = std::move(done)](auto answers) {
+    for (size_t k = 0; k < answers.size(); ++k) {
+      batch->results[batch->sent_index[k]] = Settle(batch->sent[k].View(), batch->sent_pass[k], now,
+                                                    batch->sent_number[k], std::move(answers[k]));
+    }
+    done(std::move(batch->results));
+  });
+}
+
+// A batch of one, the most common, with no more than the request's copy and the callback's.
+void ResilientStore::CheckOne(const CheckRequest& request, Time now, BatchCallback done) {
+  BreakerPass pass;
+  if (auto here = DecideHere(request, now, pass)) {
+    std::vector<Result<Decision>> results;
+    results.emplace_back(*here);
+    return done(std::move(results));
+  }
+  const CheckRequest sent = ToBackend(request, pass);
   backend_.CheckBatchAsync(
-      Views(batch->sent), [this, batch, now, done = std::move(done)](auto answers) {
-        for (size_t k = 0; k < answers.size(); ++k) {
-          batch->results[batch->sent_index[k]] =
-              Settle(batch->sent[k].View(), batch->sent_pass[k], now, std::move(answers[k]));
-        }
-        done(std::move(batch->results));
+      {&sent, 1}, [this, owned = OwnedRequest(sent), pass, now, number = Sending(sent),
+                   done = std::move(done)](std::vector<Result<Decision>> answers) {
+        answers.front() = Settle(owned.View(), pass, now, number, std::move(answers.front()));
+        done(std::move(answers));
       });
 }
 
@@ -222,11 +263,6 @@ void ResilientStore::ForgetHere(std::string_view scope, std::string_view key) {
   policies_->Forget(scope, key);
 }
 
-Status ResilientStore::DoReset(std::string_view scope, std::string_view key) {
-  ForgetHere(scope, key);
-  return backend_.Reset(scope, key);
-}
-
 void ResilientStore::DoResetAsync(std::string_view scope, std::string_view key,
                                   StatusCallback done) {
   ForgetHere(scope, key);
@@ -234,15 +270,20 @@ void ResilientStore::DoResetAsync(std::string_view scope, std::string_view key,
 }
 
 void ResilientStore::DoGiveBackAsync(std::string_view scope, const Limit& limit,
-                                     std::string_view key, int64_t units, StatusCallback done) {
-  if (!hot_keys_) return backend_.GiveBackAsync(scope, limit, key, units, std::move(done));
+                                     std::string_view key, int64_t units, Time apply_by,
+                                     StatusCallback done) {
+  if (!hot_keys_) {
+    return backend_.GiveBackAsync(scope, limit, key, units, std::move(done), apply_by);
+  }
   // Dropped once the units are back: a denial remembered before then may be stale.
-  backend_.GiveBackAsync(scope, limit, key, units,
-                         [this, scope = std::string(scope), key = std::string(key),
-                          done = std::move(done)](Status status) {
-                           hot_keys_->Forget(scope, key);
-                           done(std::move(status));
-                         });
+  backend_.GiveBackAsync(
+      scope, limit, key, units,
+      [this, scope = std::string(scope), key = std::string(key),
+       done = std::move(done)](Status status) {
+        hot_keys_->Forget(scope, key);
+        done(std::move(status));
+      },
+      apply_by);
 }
 
 uint32_t ResilientStore::FailureDomain(std::string_view scope, std::string_view key) const {

@@ -68,9 +68,9 @@ class CountingStore final : public Store {
     inner_.ResetAsync(scope, key, std::move(done));
   }
   void DoGiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
-                       int64_t units, StatusCallback done) override {
+                       int64_t units, Time apply_by, StatusCallback done) override {
     ++give_backs;
-    inner_.GiveBackAsync(scope, limit, key, units, std::move(done));
+    inner_.GiveBackAsync(scope, limit, key, units, std::move(done), apply_by);
   }
 
  private:

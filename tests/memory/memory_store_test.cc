@@ -348,6 +348,23 @@ TEST(MemoryStoreGiveBack, ReturnsUnitsAndKeepsTheKeyAsLongAsItsState) {
   }
 }
 
+// A give-back applied after its apply_by returns a unit less per emission interval, or part of
+// one, past it, and nothing once that is all of it.
+TEST(MemoryStoreGiveBack, AppliedLateReturnsLess) {
+  ManualClock clock;
+  MemoryStore store(MemoryStoreOptions{.clock = &clock});
+  const Limit limit = MakeLimit(Algorithm::kGcra, 100, seconds(10));  // a unit per 100 ms
+  const CheckRequest take{.scope = "api", .limit = &limit, .key = "k", .cost = 60};
+  const CheckRequest peek{.scope = "api", .limit = &limit, .key = "k", .cost = 0};
+  ASSERT_TRUE(store.Check(take)->allowed);
+  ASSERT_TRUE(store.GiveBack("api", limit, "k", 10, clock.now()).ok());  // on time: all of it
+  EXPECT_EQ(store.Check(peek)->remaining, 50);
+  ASSERT_TRUE(store.GiveBack("api", limit, "k", 10, clock.now() - milliseconds(250)).ok());
+  EXPECT_EQ(store.Check(peek)->remaining, 57) << "250 ms late: 3 units less";
+  ASSERT_TRUE(store.GiveBack("api", limit, "k", 10, clock.now() - seconds(2)).ok());
+  EXPECT_EQ(store.Check(peek)->remaining, 57) << "2 s late: nothing";
+}
+
 // No state, or another algorithm's under the key: nothing changes, and the answer is ok.
 TEST(MemoryStoreGiveBack, LeavesAbsentKeysAndOtherAlgorithmsStatesAsTheyAre) {
   ManualClock clock;

@@ -410,6 +410,38 @@ TEST(BeastAsync, VerdictsArePostedToTheSessionExecutor) {
   EXPECT_EQ(rejection["RateLimit-Policy"], "\"async\";q=2;w=10");
 }
 
+// The asynchronous path behind a ResilientStore on a real Redis, as an application would build
+// it: checks made together share script calls (fewer calls than decisions, counted by Redis).
+TEST(RateLimiterAsync, ConcurrentChecksShareScriptCallsBehindAResilientStore) {
+  auto redis = testing::RedisServer::Start();
+  ASSERT_NE(redis, nullptr);
+  auto backend = RedisStore::Create({.url = redis->url(), .timeout = 5s, .connect_timeout = 5s});
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  ResilientStore store(**backend);
+  Limiter limiter(store, "async", *Limit::Create(Algorithm::kGcra, 1'000'000, 1s));
+  const RateLimiter per_ip = Make(limiter, ClientIp(), "async");
+  redis->Cli({"CONFIG", "RESETSTAT"});
+
+  constexpr int kRequests = 2000;
+  std::atomic<int> allowed{0}, answered{0};
+  for (int i = 0; i < kRequests; ++i) {
+    const std::string peer = "10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250);
+    per_ip.CheckAsync(FakeRequest(peer, "/"), [&](Verdict v) {
+      if (v.allowed && !v.degraded) ++allowed;
+      ++answered;
+    });
+  }
+  for (int i = 0; i < 3000 && answered.load() < kRequests; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(answered.load(), kRequests);
+  EXPECT_EQ(allowed.load(), kRequests);
+  const std::string stats = redis->Cli({"INFO", "commandstats"});
+  const std::string field = "cmdstat_evalsha:calls=";
+  const size_t at = stats.find(field);
+  ASSERT_NE(at, std::string::npos) << stats;
+  const int64_t calls = std::stoll(stats.substr(at + field.size()));
+  EXPECT_LT(calls * 2, kRequests) << calls << " script calls for " << kRequests << " decisions";
+}
+
 // The advertised quota is what `remaining` counts down from: on a bucket, its burst, over the
 // time the burst takes to refill; so r never exceeds q, and t never exceeds w.
 TEST_F(RateLimiterTest, BucketPolicyAdvertisesTheBurstThatRemainingCounts) {

@@ -1,5 +1,6 @@
 // A batch of script calls for the clients' one-write-per-batch tests: what RedisStore::CheckBatch
-// sends, with replies that say which call they answer. Thread safety: call from one thread.
+// sends with coalesce_max 1, with replies that say which call they answer. Thread safety: call
+// from one thread.
 #pragma once
 
 #include <cstdint>

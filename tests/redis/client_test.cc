@@ -391,7 +391,8 @@ TEST_F(ClientTest, CallsMeetingNoscriptShareOneScriptLoad) {
   EXPECT_EQ(Run(*c, {"GET", "loaded"})->str, std::to_string(kCalls));
 }
 
-// EvalShaBatch, what RedisStore::CheckBatch sends: on a quiet connection, one write.
+// EvalShaBatch, what RedisStore::CheckBatch sends with coalesce_max 1: on a quiet connection,
+// one write.
 TEST_F(ClientTest, ABatchLeavesInOneWriteAndComesBackInOrder) {
   ClientOptions options;
   options.timeout = 5s;

@@ -173,14 +173,6 @@ class ObservedStore final : public Store {
           done(std::move(results));
         });
   }
-  void DoCheckAsync(const CheckRequest& request, DecisionCallback done) override {
-    RaiseTo(max_outstanding_, ++outstanding_);
-    backend_.CheckAsync(request, [this, policy = PolicyOfScope(request.scope),
-                                  done = std::move(done)](Result<Decision> result) {
-      Answered(policy, result.status());
-      done(std::move(result));
-    });
-  }
   void DoResetAsync(std::string_view scope, std::string_view key, StatusCallback done) override {
     backend_.ResetAsync(scope, key, std::move(done));
   }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <boost/asio.hpp>
 #include <condition_variable>
 #include <cstdio>
 #include <future>
@@ -13,10 +14,13 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/algorithms.h"
+#include "sluice/leasing_store.h"
 #include "sluice/memory_store.h"
+#include "sluice/timers.h"
 #include "store_test_support.h"
 
 namespace sluice::testing {
@@ -246,6 +250,88 @@ TEST_F(RedisStoreBasics, GiveBackOnRedisTime) {
     EXPECT_TRUE(all_back.get_future().get().ok()) << scope;
     EXPECT_EQ(Command({"EXISTS", name}).integer, 0) << scope;
   }
+}
+
+// A give-back sent while Redis is stopped (SIGSTOP) and applied when it resumes, long after its
+// apply_by: Redis gives back a unit less per emission interval past apply_by, by its own TIME,
+// so what the meter refilled meanwhile is not returned on top.
+TEST(RedisStoreGiveBack, AppliedLateByAStoppedRedisReturnsLess) {
+  auto server = RedisServer::Start();
+  ASSERT_NE(server, nullptr);
+  auto store = RedisStore::Create({.url = server->url(), .timeout = 10s, .connect_timeout = 5s});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  const Limit limit = MakeLimit(Algorithm::kGcra, 100, 10s);  // one unit every 100 ms
+  const CheckRequest take{.scope = "late", .limit = &limit, .key = "k", .cost = 60};
+  ASSERT_TRUE((*store)->Check(take)->allowed);  // 40 left
+  server->Pause();
+  const auto stopped = std::chrono::steady_clock::now();
+  std::promise<Status> given;
+  (*store)->GiveBackAsync(
+      "late", limit, "k", 40, [&](Status s) { given.set_value(std::move(s)); },
+      SystemClock::Instance().now() + 50ms);
+  std::this_thread::sleep_for(1s);
+  server->Resume();
+  ASSERT_TRUE(given.get_future().get().ok());
+  const auto resumed = std::chrono::steady_clock::now() - stopped;
+  const Result<Decision> after =
+      (*store)->Check({.scope = "late", .limit = &limit, .key = "k", .cost = 0});
+  ASSERT_TRUE(after.ok());
+  // 40 + 40 given back, plus the refill since the take (at least 10 units: a second stopped),
+  // less a unit per 100 ms past apply_by: what was refilled since the give-back was due. Some
+  // slack for the time between the take and the give-back's send, and until the peek.
+  EXPECT_GE(resumed, 1s);
+  EXPECT_LE(after->remaining, 80 + 3) << "a late give-back returned the refill on top";
+  EXPECT_GE(after->remaining, 80 - 1);
+}
+
+// The same through a LeasingStore, as `sluice serve` gives back a lease: it ends while Redis is
+// stopped, and the give-back, sent then, is applied a second later. What Redis holds after is
+// what the lease's give-back may return (leasing_store.h): its unused units less a unit per
+// emission interval of its age up to when Redis applied it, not up to store_timeout after sending.
+TEST(RedisStoreGiveBack, ALeaseGivenBackLateByAStoppedRedisReturnsLess) {
+  auto server = RedisServer::Start();
+  ASSERT_NE(server, nullptr);
+  auto store = RedisStore::Create({.url = server->url(), .timeout = 10s, .connect_timeout = 5s});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  boost::asio::io_context io;
+  auto work = boost::asio::make_work_guard(io);
+  std::thread runner([&] { io.run(); });
+  int64_t remaining = -1;
+  {
+    AsioTimers timers(io);
+    LeasingStore leasing(**store, timers, LeasingStoreOptions{.store_timeout = 50ms});
+    const Limit limit = MakeLimit(Algorithm::kGcra, 100, 10s);  // one unit every 100 ms
+    // 40 taken without a lease, 50 by the lease: 10 left, far from full when the units return.
+    ASSERT_TRUE(
+        (*store)->Check({.scope = "lease", .limit = &limit, .key = "k", .cost = 40})->allowed);
+    const auto taken = std::chrono::steady_clock::now();
+    ASSERT_TRUE(leasing
+                    .Check({.scope = "lease",
+                            .limit = &limit,
+                            .key = "k",
+                            .lease = {.units = 50, .lifetime = 100ms}})
+                    ->allowed);
+    server->Pause();
+    std::this_thread::sleep_for(1s);  // the lease ends, its give-back waits for Redis
+    server->Resume();
+    for (int i = 0; i < 500 && leasing.lease_stats().units_returned == 0; ++i) {
+      std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_GT(leasing.lease_stats().units_returned, 0u);
+    const Result<Decision> after =
+        (*store)->Check({.scope = "lease", .limit = &limit, .key = "k", .cost = 0});
+    ASSERT_TRUE(after.ok());
+    remaining = after->remaining;
+    // 10 left, the refill since the take, and 49 unused less a unit per 100 ms from the take to
+    // when Redis applied the give-back: about 10 + 49 - 1, give or take the time from the
+    // give-back's application to the peek.
+    const auto peeked = std::chrono::steady_clock::now() - taken;
+    EXPECT_GE(peeked, 1s);
+    EXPECT_LE(remaining, 10 + 49 + 2) << "the give-back returned what was refilled while late";
+    EXPECT_GE(remaining, 10 + 49 - 3);
+  }
+  work.reset();
+  runner.join();
 }
 
 // What GiveBack refuses is refused before Redis, with INVALID_ARGUMENT, changing nothing.

@@ -82,13 +82,18 @@ TEST(ScriptWords, ABatchOutgrowingTheInlineSpaceKeepsEveryWord) {
   }
 }
 
-TEST(ScriptWords, AGiveBackIsTheStateKeyThenFiveArguments) {
+TEST(ScriptWords, AGiveBackIsTheStateKeyThenSixArguments) {
   ScriptWords words;
-  words.AddGiveBack({.prefix = "x:", .now = 5, .margin_ms = 2}, "b", kBucket, "k{1}", 3);
+  words.AddGiveBack({.prefix = "x:", .now = 5, .margin_ms = 2}, "b", kBucket, "k{1}", 3,
+                    kNoApplyBy);
   EXPECT_EQ(Words(words), (std::vector<std::string>{
                               "x:b:{k%7B1%7D}", "5", "2", "3", std::to_string(kBucket.capacity()),
-                              std::to_string(kBucket.emission_interval().count())}));
+                              std::to_string(kBucket.emission_interval().count()), ""}));
   EXPECT_EQ(words.size(), 1 + kGiveBackArgs);
+  ScriptWords due;
+  due.AddGiveBack({.prefix = "x:", .now = 5, .margin_ms = 2}, "b", kBucket, "k{1}", 3,
+                  Time(Duration(7)));
+  EXPECT_EQ(Words(due).back(), "7");
 }
 
 TEST(ParseGiveBackReply, ZeroOrOneIsOkAnythingElseAnError) {

@@ -82,10 +82,10 @@ class FailingStore final : public Store {
     memory_.ResetAsync(scope, key, std::move(done));
   }
   void DoGiveBackAsync(std::string_view scope, const Limit& limit, std::string_view key,
-                       int64_t units, StatusCallback done) override {
+                       int64_t units, Time apply_by, StatusCallback done) override {
     calls.fetch_add(1);
     if (!failure.ok()) return done(failure);
-    memory_.GiveBackAsync(scope, limit, key, units, std::move(done));
+    memory_.GiveBackAsync(scope, limit, key, units, std::move(done), apply_by);
   }
   void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override {
     calls.fetch_add(static_cast<int>(requests.size()));
@@ -700,6 +700,42 @@ TEST_F(ResilientStoreTest, AProbeIsNeverAnsweredFromALease) {
   EXPECT_TRUE(probe->degraded()) << "the store is down: the policy decided";
   EXPECT_EQ(backend_.calls.load(), calls + 1) << "the probe reached the store";
   EXPECT_EQ(store.breaker_state(), BreakerState::kOpen) << "its failure opened the breaker again";
+  backend_.failure = Status::Ok();
+}
+
+// A lease take that fails answers every check that waited on it: one failed call of the store,
+// one failure for the breaker, however many checks it fails.
+TEST_F(ResilientStoreTest, AFailedLeaseTakeIsOneFailureHoweverManyChecksWaitedOnIt) {
+  ManualTimers timers(clock_);
+  LeasingStore leasing(backend_, timers);
+  ResilientStore store(leasing, options_);
+  const Limit limit = MakeLimit(100);
+  const CheckRequest hot{.scope = "api",
+                         .limit = &limit,
+                         .key = "hot",
+                         .cost = 1,
+                         .lease = {.units = 10, .lifetime = 10s}};
+  backend_.failure = Status::Unavailable("redis down");
+  backend_.hold = true;
+  std::vector<Result<Decision>> answers;
+  constexpr int kWaiting = 5;
+  for (int i = 0; i < kWaiting; ++i) {
+    store.CheckAsync(hot, [&](Result<Decision> d) { answers.push_back(std::move(d)); });
+  }
+  ASSERT_EQ(backend_.calls.load(), 1) << "one take for every check";
+  backend_.ReleaseHeld();
+  ASSERT_EQ(answers.size(), static_cast<size_t>(kWaiting));
+  for (const auto& d : answers) EXPECT_EQ(d->source, DecisionSource::kFailOpen);
+  EXPECT_EQ(store.breaker_state(), BreakerState::kClosed) << "one failed call";
+  EXPECT_EQ(store.stats().store_errors, static_cast<uint64_t>(kWaiting));
+
+  // The next takes fail as calls of their own: the breaker opens at failures_to_open of them.
+  backend_.hold = false;
+  for (int i = 1; i < options_.failures_to_open; ++i) {
+    EXPECT_EQ(store.breaker_state(), BreakerState::kClosed) << i << " failed call(s)";
+    EXPECT_TRUE(store.Check(hot)->degraded());
+  }
+  EXPECT_EQ(store.breaker_state(), BreakerState::kOpen);
   backend_.failure = Status::Ok();
 }
 

@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -43,15 +45,17 @@ class ServeRls : public ::testing::Test {
   // `sluice serve` with the rate limit service on a free gRPC port, its directory holding
   // api.yaml with `requests_per_day` (days: on the real clock, no window starts mid-test, but at
   // midnight UTC).
-  void Start(int requests_per_day, const std::string& extra_rls_fields = "watch: false") {
+  void Start(int requests_per_day, const std::string& extra_rls_fields = "watch: false",
+             const std::string& store_url = "memory://") {
     ASSERT_TRUE(dir_.ok());
     std::filesystem::create_directory(dir_.File("rls"));
     WriteFile(dir_.File("rls/api.yaml"), Domain(requests_per_day));
     grpc_port_ = FreeLoopbackPort();
     service_ = std::make_unique<Service>(
-        "rls: { config_dir: \"" + dir_.File("rls") +
-        "\", grpc_listen: \"127.0.0.1:" + std::to_string(grpc_port_) + "\", " + extra_rls_fields +
-        " }\nrules:\n  - { name: api, algorithm: gcra, limit: 10, period: 1s }\n");
+        "rls: { config_dir: \"" + dir_.File("rls") + "\", grpc_listen: \"127.0.0.1:" +
+            std::to_string(grpc_port_) + "\", " + extra_rls_fields +
+            " }\nrules:\n  - { name: api, algorithm: gcra, limit: 10, period: 1s }\n",
+        store_url);
     ASSERT_TRUE(service_->up()) << service_->process().Log();
     stub_ = pb::RateLimitService::NewStub(grpc::CreateChannel(
         "127.0.0.1:" + std::to_string(grpc_port_), grpc::InsecureChannelCredentials()));
@@ -298,6 +302,38 @@ TEST_F(ServeRls, ReloadsUnderLoadAnswerEveryCall) {
   load.join();
   EXPECT_GT(answered.load(), 0);
   EXPECT_EQ(failed.load(), 0);
+}
+
+// On a real Redis, with `sluice serve` as shipped: calls from many clients at once share script
+// calls (fewer than half as many calls as decisions, counted by Redis).
+TEST_F(ServeRls, OnRedisConcurrentCallsShareScriptCalls) {
+  auto redis = RedisServer::Start();
+  ASSERT_NE(redis, nullptr);
+  Start(1'000'000, "watch: false", redis->url());
+  redis->Cli({"CONFIG", "RESETSTAT"});
+  constexpr int kClients = 32, kCallsEach = 150;
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < kCallsEach; ++i) {
+        pb::RateLimitResponse response;
+        const std::string user = std::to_string(c) + "-" + std::to_string(i);
+        if (Call(user, response).ok() && response.overall_code() == pb::RateLimitResponse::OK) {
+          ++ok;
+        }
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  ASSERT_EQ(ok.load(), kClients * kCallsEach) << service_->process().Log();
+  const std::string stats = redis->Cli({"INFO", "commandstats"});
+  const std::string field = "cmdstat_evalsha:calls=";
+  const size_t at = stats.find(field);
+  ASSERT_NE(at, std::string::npos) << stats;
+  const int64_t calls = std::stoll(stats.substr(at + field.size()));
+  EXPECT_LT(calls * 2, ok.load()) << calls << " script calls for " << ok.load() << " decisions";
+  std::printf("%lld script calls for %d decisions\n", static_cast<long long>(calls), ok.load());
 }
 
 }  // namespace
