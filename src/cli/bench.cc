@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "cli/bench_load.h"
 #include "cli/timer_thread.h"
 #include "config/duration.h"
-#include "core/mutex.h"
 #include "redis/url.h"
 #include "sluice/leasing_store.h"
 #include "sluice/limiter.h"
@@ -37,9 +37,9 @@ void RunAsyncChains(Limiter& limiter, const BenchFlags& flags, Steady::time_poin
   };
   struct Running {
     explicit Running(int n) : left(n) {}
-    core::Mutex mu;
+    base::Mutex mu;
     std::condition_variable none_left;
-    int left GUARDED_BY(mu);  // chains still running
+    int left SLUICE_GUARDED_BY(mu);  // chains still running
   } running(flags.concurrency);
   std::vector<std::unique_ptr<Chain>> chains;
   for (int c = 0; c < flags.concurrency; ++c) {
@@ -56,11 +56,11 @@ void RunAsyncChains(Limiter& limiter, const BenchFlags& flags, Steady::time_poin
       });
       if (chain.phase.exchange(2) != 1) return;  // the callback will continue the chain
     }
-    core::MutexLock lock(running.mu);
+    base::MutexLock lock(running.mu);
     if (--running.left == 0) running.none_left.notify_one();
   };
   for (auto& chain : chains) drive(*chain);
-  core::MutexLock lock(running.mu);
+  base::MutexLock lock(running.mu);
   while (running.left != 0) lock.Wait(running.none_left);
 }
 

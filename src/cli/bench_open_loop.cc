@@ -4,17 +4,17 @@
 #include <condition_variable>
 #include <thread>
 
+#include "base/mutex.h"
 #include "cli/bench_load.h"
-#include "core/mutex.h"
 
 namespace sluice::cli {
 
 uint64_t RunOpenLoop(Limiter& limiter, const BenchFlags& flags, Steady::time_point start,
                      Steady::time_point end, Tally& tally) {
   struct InFlight {
-    core::Mutex mu;
+    base::Mutex mu;
     std::condition_variable changed;
-    int count GUARDED_BY(mu) = 0;
+    int count SLUICE_GUARDED_BY(mu) = 0;
   } in_flight;
   KeyPicker keys(flags.key_prefix, flags.keys, 1);
   const std::chrono::duration<double> interval(1.0 / flags.rate);
@@ -25,7 +25,7 @@ uint64_t RunOpenLoop(Limiter& limiter, const BenchFlags& flags, Steady::time_poi
     if (due >= end) break;
     std::this_thread::sleep_until(due);  // at once when behind: the missed checks catch up
     {
-      core::MutexLock lock(in_flight.mu);
+      base::MutexLock lock(in_flight.mu);
       if (in_flight.count >= flags.concurrency) {
         ++late;
         while (in_flight.count >= flags.concurrency) lock.Wait(in_flight.changed);
@@ -33,18 +33,18 @@ uint64_t RunOpenLoop(Limiter& limiter, const BenchFlags& flags, Steady::time_poi
       ++in_flight.count;
     }
     if (Steady::now() >= end) {  // waited for a slot past the end: this check is not started
-      core::MutexLock lock(in_flight.mu);
+      base::MutexLock lock(in_flight.mu);
       --in_flight.count;
       break;
     }
     limiter.CheckAsync(keys.Next(), 1, [&tally, &in_flight, due](Result<Decision> d) {
       tally.Add(d, due);
-      core::MutexLock lock(in_flight.mu);
+      base::MutexLock lock(in_flight.mu);
       --in_flight.count;
       in_flight.changed.notify_one();
     });
   }
-  core::MutexLock lock(in_flight.mu);
+  base::MutexLock lock(in_flight.mu);
   while (in_flight.count != 0) lock.Wait(in_flight.changed);
   return late;
 }

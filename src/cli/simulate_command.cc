@@ -5,8 +5,8 @@
 #include <iterator>
 #include <vector>
 
-#include "cli/simulate.h"
 #include "config/duration.h"
+#include "simulate/simulate.h"
 #include "sluice/limit.h"
 
 namespace sluice::cli {
@@ -87,14 +87,14 @@ int RunSimulate(const SimulateFlags& flags) {
   }
   std::istream& trace = flags.trace_path == "-" ? std::cin : trace_file;
   if (flags.svg_path.empty()) {
-    return Simulate(limits.front(), trace, std::cout, std::cerr, *max_wait);
+    return simulate::Simulate(limits.front(), trace, std::cout, std::cerr, *max_wait);
   }
 
   const std::string title = !flags.title.empty()      ? flags.title
                             : flags.trace_path == "-" ? "Trace from stdin"
                                                       : "Trace " + flags.trace_path;
   std::string svg;
-  if (const int code = SimulatePicture(limits, trace, title, svg, std::cerr, *max_wait)) {
+  if (const int code = simulate::SimulatePicture(limits, trace, title, svg, std::cerr, *max_wait)) {
     return code;
   }
   if (flags.svg_path == "-") {

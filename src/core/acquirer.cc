@@ -5,16 +5,16 @@
 #include <utility>
 #include <vector>
 
-#include "core/acquire_lines.h"
-#include "core/await.h"
-#include "core/mutex.h"
-#include "core/names.h"
+#include "base/await.h"
+#include "base/mutex.h"
+#include "base/names.h"
+#include "core/waiting_lines.h"
 
 namespace sluice {
 
 namespace {
 
-constexpr core::EnumName<AcquireOutcome> kAcquireOutcomeNames[] = {
+constexpr base::EnumName<AcquireOutcome> kAcquireOutcomeNames[] = {
     {AcquireOutcome::kAdmitted, "admitted"},
     {AcquireOutcome::kDenied, "denied"},
     {AcquireOutcome::kQueueFull, "queue_full"},
@@ -24,7 +24,7 @@ constexpr core::EnumName<AcquireOutcome> kAcquireOutcomeNames[] = {
 }  // namespace
 
 const char* AcquireOutcomeName(AcquireOutcome outcome) {
-  return core::NameOf(kAcquireOutcomeNames, outcome);
+  return base::NameOf(kAcquireOutcomeNames, outcome);
 }
 
 // The acquires' state machine: an acquire waits in its key's line (kInLine), checks the store
@@ -54,7 +54,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
       done(std::move(valid));
       return 0;
     }
-    core::MutexLock lock(mu_);
+    base::MutexLock lock(mu_);
     const WaiterPtr waiter = lines_.Join(key);
     if (!waiter) {
       ++stats_.queue_full;
@@ -85,7 +85,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
     Completions completions;
     std::vector<WaiterPtr> next;
     {
-      core::MutexLock lock(mu_);
+      base::MutexLock lock(mu_);
       const WaiterPtr w = lines_.Find(id);
       if (!w) return false;
       switch (w->phase) {
@@ -111,7 +111,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   void CancelAll() {
     std::vector<AcquireId> ids;
     {
-      core::MutexLock lock(mu_);
+      base::MutexLock lock(mu_);
       ids = lines_.ids();
     }
     for (AcquireId id : ids) Cancel(id);
@@ -120,7 +120,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   void Shutdown() {
     Completions completions;
     {
-      core::MutexLock lock(mu_);
+      base::MutexLock lock(mu_);
       shut_down_ = true;
       for (const WaiterPtr& w : lines_.RemoveAll()) {
         StopTimer(*w);
@@ -131,7 +131,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   }
 
   AcquirerStats stats() const {
-    core::MutexLock lock(mu_);
+    base::MutexLock lock(mu_);
     AcquirerStats s = stats_;
     s.in_progress = lines_.size();
     return s;
@@ -149,14 +149,14 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
 
   // The acquires of `key` whose turn it is to check the store, if it is their turn: on a meter
   // the whole line books in one batch, decided in order; otherwise the head alone checks.
-  std::vector<WaiterPtr> TakeTurn(const std::string& key) REQUIRES(mu_) {
+  std::vector<WaiterPtr> TakeTurn(const std::string& key) SLUICE_REQUIRES(mu_) {
     if (shut_down_) return {};
     std::vector<WaiterPtr> turn = lines_.TakeTurn(key, books_slots_);
     for (const WaiterPtr& w : turn) StopTimer(*w);
     return turn;
   }
 
-  void Send(std::vector<WaiterPtr> turn) EXCLUDES(mu_) {
+  void Send(std::vector<WaiterPtr> turn) SLUICE_EXCLUDES(mu_) {
     if (turn.empty()) return;
     const Time now = timers_.now();
     const Duration most = MaxDelayOf(limiter_.limit());
@@ -177,7 +177,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
     Completions completions;
     std::vector<WaiterPtr> next;
     {
-      core::MutexLock lock(mu_);
+      base::MutexLock lock(mu_);
       if (shut_down_) return;
       const std::string& key = turn.front()->key;
       const Time now = timers_.now();
@@ -223,7 +223,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   void OnSlotCame(AcquireId id) {
     Completions completions;
     {
-      core::MutexLock lock(mu_);
+      base::MutexLock lock(mu_);
       const WaiterPtr w = TimerFired(id, WaitPhase::kBooked);
       if (!w) return;
       Finish(w, AcquireOutcome::kAdmitted, w->last, completions);
@@ -234,7 +234,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   void OnRetry(AcquireId id) {
     std::vector<WaiterPtr> next;
     {
-      core::MutexLock lock(mu_);
+      base::MutexLock lock(mu_);
       const WaiterPtr w = TimerFired(id, WaitPhase::kSleeping);
       if (!w) return;
       lines_.ReturnToFront(w);  // still the head
@@ -246,7 +246,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   void OnDeadline(AcquireId id) {
     Completions completions;
     {
-      core::MutexLock lock(mu_);
+      base::MutexLock lock(mu_);
       const WaiterPtr w = TimerFired(id, WaitPhase::kInLine);
       if (!w) return;
       Finish(w, AcquireOutcome::kDenied, lines_.LastDenial(w->key), completions);
@@ -255,7 +255,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   }
 
   // The acquire `id`, if it is still in `phase`, with its timer spent; null otherwise.
-  WaiterPtr TimerFired(AcquireId id, WaitPhase phase) REQUIRES(mu_) {
+  WaiterPtr TimerFired(AcquireId id, WaitPhase phase) SLUICE_REQUIRES(mu_) {
     WaiterPtr w = lines_.Find(id);
     if (!w || w->phase != phase) return nullptr;
     w->timer.reset();
@@ -264,14 +264,14 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
 
   // Ends `w` with `outcome`.
   void Finish(const WaiterPtr& w, AcquireOutcome outcome, const Decision& decision,
-              Completions& completions) REQUIRES(mu_) {
+              Completions& completions) SLUICE_REQUIRES(mu_) {
     Complete(*w, outcome, decision, completions);
     Remove(w);
   }
 
   // Counts `outcome` and queues the callback that reports it.
   void Complete(core::Waiter& w, AcquireOutcome outcome, const Decision& decision,
-                Completions& completions) REQUIRES(mu_) {
+                Completions& completions) SLUICE_REQUIRES(mu_) {
     switch (outcome) {
       case AcquireOutcome::kAdmitted:
         ++stats_.admitted;
@@ -291,12 +291,12 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
          Acquisition{.outcome = outcome, .decision = decision, .waited = timers_.now() - w.start}});
   }
 
-  void Remove(const WaiterPtr& w) REQUIRES(mu_) {
+  void Remove(const WaiterPtr& w) SLUICE_REQUIRES(mu_) {
     StopTimer(*w);
     lines_.Remove(w);
   }
 
-  void StopTimer(core::Waiter& w) REQUIRES(mu_) {
+  void StopTimer(core::Waiter& w) SLUICE_REQUIRES(mu_) {
     if (!w.timer) return;
     timers_.Cancel(*w.timer);
     w.timer.reset();
@@ -312,10 +312,10 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
 
   // Also guards the Waiters but what is fixed when they start: their id, key, cost, start and
   // deadline.
-  mutable core::Mutex mu_;
-  bool shut_down_ GUARDED_BY(mu_) = false;
-  core::AcquireLines lines_ GUARDED_BY(mu_);
-  AcquirerStats stats_ GUARDED_BY(mu_);
+  mutable base::Mutex mu_;
+  bool shut_down_ SLUICE_GUARDED_BY(mu_) = false;
+  core::WaitingLines lines_ SLUICE_GUARDED_BY(mu_);
+  AcquirerStats stats_ SLUICE_GUARDED_BY(mu_);
 };
 
 Acquirer::Acquirer(Limiter& limiter, Timers& timers, AcquirerOptions options)
@@ -329,7 +329,7 @@ AcquireId Acquirer::AcquireAsync(std::string_view key, int64_t cost, Duration ma
 }
 
 Result<Acquisition> Acquirer::Acquire(std::string_view key, int64_t cost, Duration max_wait) {
-  return core::Await<Result<Acquisition>>(
+  return base::Await<Result<Acquisition>>(
       [&](auto done) { AcquireAsync(key, cost, max_wait, std::move(done)); });
 }
 

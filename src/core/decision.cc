@@ -1,11 +1,11 @@
 #include "sluice/decision.h"
 
-#include "core/names.h"
+#include "base/names.h"
 
 namespace sluice {
 namespace {
 
-constexpr core::EnumName<DecisionSource> kDecisionSourceNames[] = {
+constexpr base::EnumName<DecisionSource> kDecisionSourceNames[] = {
     {DecisionSource::kStore, "store"},
     {DecisionSource::kHotKeyCache, "hot_key_cache"},
     {DecisionSource::kFailOpen, "fail_open"},
@@ -16,7 +16,7 @@ constexpr core::EnumName<DecisionSource> kDecisionSourceNames[] = {
 }  // namespace
 
 const char* DecisionSourceName(DecisionSource source) {
-  return core::NameOf(kDecisionSourceNames, source);
+  return base::NameOf(kDecisionSourceNames, source);
 }
 
 }  // namespace sluice

@@ -2,12 +2,12 @@
 
 #include <string>
 
-#include "core/names.h"
+#include "base/names.h"
 
 namespace sluice {
 namespace {
 
-constexpr core::EnumName<Algorithm> kAlgorithmNames[] = {
+constexpr base::EnumName<Algorithm> kAlgorithmNames[] = {
     {Algorithm::kFixedWindow, "fixed_window"},     {Algorithm::kSlidingLog, "sliding_log"},
     {Algorithm::kSlidingWindow, "sliding_window"}, {Algorithm::kTokenBucket, "token_bucket"},
     {Algorithm::kLeakyBucket, "leaky_bucket"},     {Algorithm::kGcra, "gcra"},
@@ -18,13 +18,13 @@ std::string Num(int64_t v) { return std::to_string(v); }
 }  // namespace
 
 std::string_view AlgorithmName(Algorithm algorithm) {
-  return core::NameOf(kAlgorithmNames, algorithm);
+  return base::NameOf(kAlgorithmNames, algorithm);
 }
 
 Result<Algorithm> ParseAlgorithm(std::string_view name) {
-  if (auto algorithm = core::ParseName(kAlgorithmNames, name)) return *algorithm;
+  if (auto algorithm = base::ParseName(kAlgorithmNames, name)) return *algorithm;
   return Status::InvalidArgument("unknown algorithm '" + std::string(name) + "' (expected " +
-                                 core::NameList(kAlgorithmNames) + ")");
+                                 base::NameList(kAlgorithmNames) + ")");
 }
 
 bool IsMeter(Algorithm algorithm) {

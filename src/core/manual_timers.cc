@@ -3,7 +3,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "core/mutex.h"
+#include "base/mutex.h"
 #include "sluice/timers.h"
 
 namespace sluice {
@@ -11,11 +11,11 @@ namespace sluice {
 struct ManualTimers::Impl {
   explicit Impl(ManualClock& c) : clock(c) {}
   ManualClock& clock;
-  mutable core::Mutex mu;
-  Id next_id GUARDED_BY(mu) = 1;
+  mutable base::Mutex mu;
+  Id next_id SLUICE_GUARDED_BY(mu) = 1;
   // By deadline, then start order.
-  std::map<std::pair<Time, Id>, std::function<void()>> due GUARDED_BY(mu);
-  std::unordered_map<Id, Time> deadline_of GUARDED_BY(mu);
+  std::map<std::pair<Time, Id>, std::function<void()>> due SLUICE_GUARDED_BY(mu);
+  std::unordered_map<Id, Time> deadline_of SLUICE_GUARDED_BY(mu);
 };
 
 ManualTimers::ManualTimers(ManualClock& clock) : impl_(std::make_unique<Impl>(clock)) {}
@@ -24,7 +24,7 @@ ManualTimers::~ManualTimers() = default;
 Time ManualTimers::now() const { return impl_->clock.now(); }
 
 Timers::Id ManualTimers::Start(Duration after, std::function<void()> fire) {
-  core::MutexLock lock(impl_->mu);
+  base::MutexLock lock(impl_->mu);
   const Id id = impl_->next_id++;
   const Time at = impl_->clock.now() + std::max(after, Duration(0));
   impl_->due.emplace(std::make_pair(at, id), std::move(fire));
@@ -33,7 +33,7 @@ Timers::Id ManualTimers::Start(Duration after, std::function<void()> fire) {
 }
 
 void ManualTimers::Cancel(Id id) {
-  core::MutexLock lock(impl_->mu);
+  base::MutexLock lock(impl_->mu);
   auto it = impl_->deadline_of.find(id);
   if (it == impl_->deadline_of.end()) return;
   impl_->due.erase(std::make_pair(it->second, id));
@@ -45,7 +45,7 @@ void ManualTimers::Advance(Duration by) {
   while (true) {
     std::function<void()> fire;
     {
-      core::MutexLock lock(impl_->mu);
+      base::MutexLock lock(impl_->mu);
       if (impl_->due.empty() || impl_->due.begin()->first.first > target) break;
       auto first = impl_->due.begin();
       const auto [at, id] = first->first;
@@ -60,7 +60,7 @@ void ManualTimers::Advance(Duration by) {
 }
 
 size_t ManualTimers::pending() const {
-  core::MutexLock lock(impl_->mu);
+  base::MutexLock lock(impl_->mu);
   return impl_->due.size();
 }
 

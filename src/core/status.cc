@@ -1,12 +1,12 @@
 #include "sluice/status.h"
 
-#include "core/names.h"
+#include "base/names.h"
 
 namespace sluice {
 
 namespace {
 
-constexpr core::EnumName<StatusCode> kStatusCodeNames[] = {
+constexpr base::EnumName<StatusCode> kStatusCodeNames[] = {
     {StatusCode::kOk, "OK"},
     {StatusCode::kInvalidArgument, "INVALID_ARGUMENT"},
     {StatusCode::kCostExceedsLimit, "COST_EXCEEDS_LIMIT"},
@@ -19,7 +19,7 @@ constexpr core::EnumName<StatusCode> kStatusCodeNames[] = {
 }  // namespace
 
 const char* StatusCodeName(StatusCode code) {
-  return core::NameOf(kStatusCodeNames, code, "UNKNOWN");
+  return base::NameOf(kStatusCodeNames, code, "UNKNOWN");
 }
 
 std::string Status::ToString() const {

@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <string>
 
-#include "core/await.h"
+#include "base/await.h"
 #include "core/check_request.h"
 
 namespace sluice {
 
 Result<Decision> Store::Check(const CheckRequest& request) {
   if (Status s = ValidateCheck(request); !s.ok()) return s;
-  return std::move(core::Await<std::vector<Result<Decision>>>([&](auto done) {
+  return std::move(base::Await<std::vector<Result<Decision>>>([&](auto done) {
                      DoCheckBatchAsync({&request, 1}, std::move(done));
                    }).front());
 }
@@ -53,7 +53,7 @@ struct ValidatedBatch {
 }  // namespace
 
 std::vector<Result<Decision>> Store::CheckBatch(std::span<const CheckRequest> requests) {
-  return core::Await<std::vector<Result<Decision>>>(
+  return base::Await<std::vector<Result<Decision>>>(
       [&](auto done) { CheckBatchAsync(requests, std::move(done)); });
 }
 
@@ -71,7 +71,7 @@ void Store::CheckBatchAsync(std::span<const CheckRequest> requests, BatchCallbac
 }
 
 Result<std::vector<Decision>> Store::CheckAll(std::span<const CheckRequest> requests) {
-  return core::Await<Result<std::vector<Decision>>>(
+  return base::Await<Result<std::vector<Decision>>>(
       [&](auto done) { CheckAllAsync(requests, std::move(done)); });
 }
 
@@ -81,7 +81,7 @@ void Store::CheckAllAsync(std::span<const CheckRequest> requests, AllCallback do
 }
 
 Status Store::Reset(std::string_view scope, std::string_view key) {
-  return core::Await<Status>([&](auto done) { ResetAsync(scope, key, std::move(done)); });
+  return base::Await<Status>([&](auto done) { ResetAsync(scope, key, std::move(done)); });
 }
 
 void Store::ResetAsync(std::string_view scope, std::string_view key, StatusCallback done) {
@@ -119,7 +119,7 @@ Status ValidateGiveBack(std::string_view scope, const Limit& limit, std::string_
 
 Status Store::GiveBack(std::string_view scope, const Limit& limit, std::string_view key,
                        int64_t units, Time apply_by) {
-  return core::Await<Status>(
+  return base::Await<Status>(
       [&](auto done) { GiveBackAsync(scope, limit, key, units, std::move(done), apply_by); });
 }
 

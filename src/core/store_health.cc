@@ -1,11 +1,11 @@
 #include "sluice/store_health.h"
 
-#include "core/names.h"
+#include "base/names.h"
 
 namespace sluice {
 namespace {
 
-constexpr core::EnumName<BreakerState> kBreakerStateNames[] = {
+constexpr base::EnumName<BreakerState> kBreakerStateNames[] = {
     {BreakerState::kClosed, "closed"},
     {BreakerState::kOpen, "open"},
     {BreakerState::kHalfOpen, "half_open"},
@@ -13,6 +13,6 @@ constexpr core::EnumName<BreakerState> kBreakerStateNames[] = {
 
 }  // namespace
 
-const char* BreakerStateName(BreakerState state) { return core::NameOf(kBreakerStateNames, state); }
+const char* BreakerStateName(BreakerState state) { return base::NameOf(kBreakerStateNames, state); }
 
 }  // namespace sluice

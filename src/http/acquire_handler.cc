@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "base/mutex.h"
 #include "config/duration.h"
-#include "core/mutex.h"
 #include "http/api_json.h"
 #include "middleware/rate_limit_headers.h"
 
@@ -17,18 +17,18 @@ using nlohmann::json;
 
 // One acquire in progress, shared by its Exchange (for Abandon) and its callback.
 struct PendingAcquire {
-  explicit PendingAcquire(std::shared_ptr<AcquireLine> on) : line(std::move(on)) {}
+  explicit PendingAcquire(std::shared_ptr<RuleAcquirer> on) : line(std::move(on)) {}
 
-  core::Mutex mu;
+  base::Mutex mu;
   // Keeps the line alive; null once the acquire has ended.
-  std::shared_ptr<AcquireLine> line GUARDED_BY(mu);
-  AcquireId id GUARDED_BY(mu) = 0;  // set when AcquireAsync returns
+  std::shared_ptr<RuleAcquirer> line SLUICE_GUARDED_BY(mu);
+  AcquireId id SLUICE_GUARDED_BY(mu) = 0;  // set when AcquireAsync returns
 };
 
 AcquireHandler::AcquireHandler(Metrics& metrics, Answers& answers, Timers* timers)
     : metrics_(metrics),
       answers_(answers),
-      lines_(timers ? std::make_unique<AcquireLines>(*timers) : nullptr) {
+      lines_(timers ? std::make_unique<RuleAcquirers>(*timers) : nullptr) {
   if (lines_) metrics_.Watch(*lines_);
 }
 
@@ -71,7 +71,7 @@ bool AcquireHandler::Handle(const Request& request, std::shared_ptr<const RuleTa
     CheckInShadow(rule, check->request.cost, exchange);
     return false;
   }
-  const std::shared_ptr<AcquireLine> line = lines_->For(rule);
+  const std::shared_ptr<RuleAcquirer> line = lines_->For(rule);
   if (line == nullptr) {
     answers_.Fail(exchange, 503, "the service is stopping and takes no new acquires");
     return false;
@@ -87,16 +87,16 @@ bool AcquireHandler::Handle(const Request& request, std::shared_ptr<const RuleTa
   const AcquireId id = line->acquirer.AcquireAsync(
       check->request.key, check->request.cost, max_wait,
       [this, &exchange, pending](Result<Acquisition> acquired) {
-        std::shared_ptr<AcquireLine> ended;  // released after the answer, as it may be the last
+        std::shared_ptr<RuleAcquirer> ended;  // released after the answer, as it may be the last
         {
-          core::MutexLock lock(pending->mu);
+          base::MutexLock lock(pending->mu);
           ended = std::move(pending->line);
         }
         lines_->ReleasePlace(*ended);
         OnAcquired(exchange, std::move(acquired));
       });
   const auto still_waits = [&] {
-    core::MutexLock lock(pending->mu);
+    base::MutexLock lock(pending->mu);
     pending->id = id;
     return pending->line != nullptr;
   };
@@ -137,10 +137,10 @@ void AcquireHandler::OnAcquired(Exchange& exchange, Result<Acquisition> acquired
 void AcquireHandler::Abandon(Exchange& exchange) {
   const std::shared_ptr<PendingAcquire> pending = exchange.acquire_;
   if (pending == nullptr) return;
-  std::shared_ptr<AcquireLine> line;
+  std::shared_ptr<RuleAcquirer> line;
   AcquireId id = 0;
   {
-    core::MutexLock lock(pending->mu);
+    base::MutexLock lock(pending->mu);
     line = pending->line;
     id = pending->id;
   }

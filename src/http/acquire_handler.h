@@ -1,5 +1,5 @@
 // POST /v1/acquire: {"rule":"api","key":"user:42","cost":1,"max_wait_ms":5000}, answered when
-// the request's turn comes, on the rule's line (http/acquire_lines.h), within max_wait_ms (at
+// the request's turn comes, on the rule's line (http/rule_acquirers.h), within max_wait_ms (at
 // most kMaxAcquireWait), with its outcome, the wait and the decision (see http/api.h). Answered
 // "queue_full" at once beyond the bounds on the acquires in progress, and "cancelled" when the
 // service stops (CancelWaits) or the client leaves (Abandon). An acquire of a rule in shadow mode
@@ -14,10 +14,10 @@
 #include <cstdint>
 #include <memory>
 
-#include "http/acquire_lines.h"
 #include "http/answers.h"
 #include "http/exchange.h"
 #include "http/metrics.h"
+#include "http/rule_acquirers.h"
 #include "http/rule_table.h"
 #include "sluice/acquirer.h"
 #include "sluice/clock.h"
@@ -51,7 +51,7 @@ class AcquireHandler {
 
   Metrics& metrics_;
   Answers& answers_;
-  const std::unique_ptr<AcquireLines> lines_;  // null without timers
+  const std::unique_ptr<RuleAcquirers> lines_;  // null without timers
 };
 
 }  // namespace sluice::http

@@ -20,12 +20,12 @@ Api::Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules,
 
 void Api::SetRules(std::shared_ptr<const RuleTable> rules) {
   top_keys_.Retain([&](std::string_view rule) { return rules->Find(rule) != nullptr; });
-  core::MutexLock lock(rules_mu_);
+  base::MutexLock lock(rules_mu_);
   rules_.swap(rules);
 }
 
 std::shared_ptr<const RuleTable> Api::rules() const {
-  core::MutexLock lock(rules_mu_);
+  base::MutexLock lock(rules_mu_);
   return rules_;
 }
 

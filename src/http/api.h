@@ -59,7 +59,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/mutex.h"
+#include "base/mutex.h"
 #include "http/acquire_handler.h"
 #include "http/answers.h"
 #include "http/auth_handler.h"
@@ -131,8 +131,8 @@ class Api {
 
  private:
   Metrics& metrics_;
-  mutable core::Mutex rules_mu_;
-  std::shared_ptr<const RuleTable> rules_ GUARDED_BY(rules_mu_);
+  mutable base::Mutex rules_mu_;
+  std::shared_ptr<const RuleTable> rules_ SLUICE_GUARDED_BY(rules_mu_);
   TopKeys top_keys_{SystemClock::Instance()};
   Answers answers_{metrics_, top_keys_};
   CheckHandler checks_;

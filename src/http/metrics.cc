@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <iterator>
 
-#include "metrics/prometheus_label.h"
+#include "base/prometheus_label.h"
 
 namespace sluice::http {
 namespace {
@@ -22,7 +22,7 @@ uint64_t Load(const std::atomic<uint64_t>& v) { return v.load(std::memory_order_
 }  // namespace
 
 RuleCounters& Metrics::ForRule(std::string_view name) {
-  core::MutexLock lock(rules_mu_);
+  base::MutexLock lock(rules_mu_);
   auto it = rules_.find(name);
   if (it == rules_.end()) {
     it = rules_.emplace(std::string(name), std::make_unique<RuleCounters>()).first;
@@ -31,12 +31,12 @@ RuleCounters& Metrics::ForRule(std::string_view name) {
 }
 
 void Metrics::Watch(const WaiterCounts& waiters) {
-  core::MutexLock lock(rules_mu_);
+  base::MutexLock lock(rules_mu_);
   waiters_.push_back(&waiters);
 }
 
 void Metrics::StopWatching(const WaiterCounts& waiters) {
-  core::MutexLock lock(rules_mu_);
+  base::MutexLock lock(rules_mu_);
   std::erase(waiters_, &waiters);
 }
 
@@ -70,7 +70,7 @@ std::string Metrics::Exposition() const {
                  "# HELP sluice_checks_total Checks decided, by rule and result.\n"
                  "# TYPE sluice_checks_total counter\n");
   {
-    core::MutexLock lock(rules_mu_);
+    base::MutexLock lock(rules_mu_);
     for (const auto& [name, counters] : rules_) {
       fmt::format_to(put, "sluice_checks_total{{rule=\"{}\",result=\"allowed\"}} {}\n", name,
                      Load(counters->allowed));
@@ -256,7 +256,7 @@ std::string Metrics::Exposition() const {
     for (const DomainBreakerStats& b : stats.breakers) {
       for (auto state : {BreakerState::kClosed, BreakerState::kOpen, BreakerState::kHalfOpen}) {
         fmt::format_to(put, "sluice_node_breaker_state{{node=\"{}\",state=\"{}\"}} {}\n",
-                       metrics::PrometheusLabelValue(b.domain), BreakerStateName(state),
+                       base::PrometheusLabelValue(b.domain), BreakerStateName(state),
                        b.state == state ? 1 : 0);
       }
     }
@@ -266,7 +266,7 @@ std::string Metrics::Exposition() const {
                    "# TYPE sluice_node_breaker_opens_total counter\n");
     for (const DomainBreakerStats& b : stats.breakers) {
       fmt::format_to(put, "sluice_node_breaker_opens_total{{node=\"{}\"}} {}\n",
-                     metrics::PrometheusLabelValue(b.domain), b.opens);
+                     base::PrometheusLabelValue(b.domain), b.opens);
     }
   }
   return out;

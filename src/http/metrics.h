@@ -69,7 +69,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/mutex.h"
+#include "base/mutex.h"
 #include "sluice/acquirer.h"
 #include "sluice/decision.h"
 #include "sluice/lease_stats.h"
@@ -91,7 +91,7 @@ struct RuleCounters {
   std::atomic<bool> shadowed{false};  // set by a rule set with the rule in shadow mode
 };
 
-// Where the acquires in progress are counted (the acquire lines, http/acquire_lines.h): the
+// Where the acquires in progress are counted (the acquire lines, http/rule_acquirers.h): the
 // exposition reads them, as they are, each time. Thread safety: Waiters may be called from any
 // thread.
 class WaiterCounts {
@@ -161,9 +161,10 @@ class Metrics {
   std::string Exposition() const;
 
  private:
-  mutable core::Mutex rules_mu_;
-  std::map<std::string, std::unique_ptr<RuleCounters>, std::less<>> rules_ GUARDED_BY(rules_mu_);
-  std::vector<const WaiterCounts*> waiters_ GUARDED_BY(rules_mu_);
+  mutable base::Mutex rules_mu_;
+  std::map<std::string, std::unique_ptr<RuleCounters>, std::less<>> rules_
+      SLUICE_GUARDED_BY(rules_mu_);
+  std::vector<const WaiterCounts*> waiters_ SLUICE_GUARDED_BY(rules_mu_);
 
   const StoreHealth* health_ = nullptr;
   const StoreMemory* memory_ = nullptr;

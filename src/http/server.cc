@@ -354,7 +354,7 @@ void Server::Admit(tcp::socket socket) {
   std::shared_ptr<Session> reclaimed;
   bool admitted = false;
   {
-    core::MutexLock lock(mu_);
+    base::MutexLock lock(mu_);
     if (open_ >= reclaim_from_) reclaimed = ReclaimIdle();
     admitted = open_ < options_.max_connections;
     if (admitted) ++open_;
@@ -404,7 +404,7 @@ std::shared_ptr<Server::Session> Server::ReclaimIdle() {
 }
 
 void Server::Register(Session* session) {
-  core::MutexLock lock(mu_);
+  base::MutexLock lock(mu_);
   Standing& standing = sessions_[session];
   // Idle from the start: what an attacker opens and leaves silent is reclaimed first.
   standing.idle = &fresh_idle_;
@@ -412,7 +412,7 @@ void Server::Register(Session* session) {
 }
 
 void Server::Unregister(Session* session) {
-  core::MutexLock lock(mu_);
+  base::MutexLock lock(mu_);
   const auto it = sessions_.find(session);
   const Standing& standing = it->second;
   if (standing.idle != nullptr) standing.idle->erase(standing.idle_at);
@@ -423,7 +423,7 @@ void Server::Unregister(Session* session) {
 }
 
 void Server::EnterIdle(Session* session) {
-  core::MutexLock lock(mu_);
+  base::MutexLock lock(mu_);
   Standing& standing = sessions_.at(session);
   if (standing.idle != nullptr) return;  // not yet used since Register
   standing.idle = &kept_idle_;
@@ -431,7 +431,7 @@ void Server::EnterIdle(Session* session) {
 }
 
 bool Server::LeaveIdle(Session* session) {
-  core::MutexLock lock(mu_);
+  base::MutexLock lock(mu_);
   Standing& standing = sessions_.at(session);
   if (standing.idle != nullptr) {
     standing.idle->erase(standing.idle_at);
@@ -449,7 +449,7 @@ void Server::Start() {
 }
 
 void Server::Drain() {
-  core::MutexLock lock(mu_);
+  base::MutexLock lock(mu_);
   spdlog::info("stopping: draining {} connection(s)", sessions_.size());
   // Sessions registering from now on see draining_ and close at once.
   draining_ = true;

@@ -46,7 +46,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/mutex.h"
+#include "base/mutex.h"
 #include "http/api.h"
 #include "sluice/clock.h"
 #include "sluice/status.h"
@@ -127,7 +127,7 @@ class Server {
   void Refuse(boost::asio::ip::tcp::socket socket);
   // Takes the connection that has waited longest for a request out of the count, to be closed
   // (null if none waits). The caller drops what it returns only after unlocking mu_.
-  std::shared_ptr<Session> ReclaimIdle() REQUIRES(mu_);
+  std::shared_ptr<Session> ReclaimIdle() SLUICE_REQUIRES(mu_);
   // Ends the I/O threads, dropping whatever they still had to do.
   void Stop();
   // Counts `session` in, idle (waiting for its first request), on strand_ after Admit.
@@ -146,15 +146,15 @@ class Server {
   const std::string refusal_;
 
   // Declared before the io_context: sessions destroyed with it still unregister here.
-  core::Mutex mu_;
+  base::Mutex mu_;
   std::condition_variable cv_;
-  std::unordered_map<Session*, Standing> sessions_ GUARDED_BY(mu_);
+  std::unordered_map<Session*, Standing> sessions_ SLUICE_GUARDED_BY(mu_);
   // The connections counted against max_connections: accepted, not yet closed or reclaimed.
-  size_t open_ GUARDED_BY(mu_) = 0;
+  size_t open_ SLUICE_GUARDED_BY(mu_) = 0;
   // Connections waiting for a request, longest waiting first: those that never had one, and
   // those kept alive after an answer.
-  std::list<Session*> fresh_idle_ GUARDED_BY(mu_);
-  std::list<Session*> kept_idle_ GUARDED_BY(mu_);
+  std::list<Session*> fresh_idle_ SLUICE_GUARDED_BY(mu_);
+  std::list<Session*> kept_idle_ SLUICE_GUARDED_BY(mu_);
   std::atomic<bool> draining_{false};
   // Answers a store's thread is handing to their sessions (Session::OnExchangeDone): the
   // io_context must outlive the executor copies of each, which Stop waits for.

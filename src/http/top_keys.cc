@@ -6,7 +6,7 @@
 #include <span>
 #include <unordered_map>
 
-#include "core/mutex.h"
+#include "base/mutex.h"
 #include "sluice/store.h"
 
 namespace sluice::http {
@@ -150,7 +150,7 @@ class TopKeys::RuleSketch {
   }
 
   void Record(Time now, std::string_view key) {
-    core::MutexLock lock(mu_);
+    base::MutexLock lock(mu_);
     // A clock that steps back counts in the newest slot: time never runs backwards here.
     latest_ = std::max(latest_, SlotOf(now, options_.slot_length));
     Slot& slot = ring_[static_cast<size_t>(latest_ % static_cast<int64_t>(ring_.size()))];
@@ -168,7 +168,7 @@ class TopKeys::RuleSketch {
       uint64_t slots_holding = 0;  // bit i: slot i holds the key
     };
     TopKeysReport report;
-    core::MutexLock lock(mu_);
+    base::MutexLock lock(mu_);
     const auto slots = static_cast<int64_t>(ring_.size());
     const int64_t current = std::max(latest_, SlotOf(now, options_.slot_length));
     const int64_t oldest = current - slots + 1;
@@ -226,9 +226,9 @@ class TopKeys::RuleSketch {
   };
 
   const TopKeysOptions options_;
-  mutable core::Mutex mu_;
-  std::vector<Slot> ring_ GUARDED_BY(mu_);  // the slot of epoch e is ring_[e % slots]
-  int64_t latest_ GUARDED_BY(mu_) = kNone;
+  mutable base::Mutex mu_;
+  std::vector<Slot> ring_ SLUICE_GUARDED_BY(mu_);  // the slot of epoch e is ring_[e % slots]
+  int64_t latest_ SLUICE_GUARDED_BY(mu_) = kNone;
 };
 
 TopKeys::TopKeys(const Clock& clock, TopKeysOptions options) : clock_(clock), options_(options) {

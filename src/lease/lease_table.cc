@@ -40,7 +40,7 @@ bool LeaseTable::Decide(const CheckRequest& request, DecisionCallback& done) {
   Shard& shard = ShardOf(id);
   Outcome out;
   {
-    core::MutexLock lock(shard.mu);
+    base::MutexLock lock(shard.mu);
     auto it = shard.entries.find(id);
     if (it == shard.entries.end()) {
       if (size_.load(std::memory_order_relaxed) >= max_keys_) return false;
@@ -150,7 +150,7 @@ void LeaseTable::Taken(const std::string& id, int64_t units, Time sent, Result<D
   Shard& shard = ShardOf(id);
   Outcome out;
   {
-    core::MutexLock lock(shard.mu);
+    base::MutexLock lock(shard.mu);
     auto it = shard.entries.find(id);
     Entry& entry = it->second;  // an entry is never dropped while it is taking
     entry.taking = false;
@@ -234,7 +234,7 @@ void LeaseTable::Wake(const std::string& id, uint64_t generation) {
   Shard& shard = ShardOf(id);
   Outcome out;
   {
-    core::MutexLock lock(shard.mu);
+    base::MutexLock lock(shard.mu);
     auto it = shard.entries.find(id);
     if (it == shard.entries.end()) return;
     Entry& entry = it->second;
@@ -258,7 +258,7 @@ void LeaseTable::Overdue(const std::string& id, uint64_t take) {
   Shard& shard = ShardOf(id);
   Outcome out;
   {
-    core::MutexLock lock(shard.mu);
+    base::MutexLock lock(shard.mu);
     auto it = shard.entries.find(id);
     if (it == shard.entries.end()) return;
     Entry& entry = it->second;
@@ -282,7 +282,7 @@ void LeaseTable::Forget(std::string_view scope, std::string_view key) {
   std::string id;
   WriteEntryId(scope, key, id);
   Shard& shard = ShardOf(id);
-  core::MutexLock lock(shard.mu);
+  base::MutexLock lock(shard.mu);
   auto it = shard.entries.find(id);
   if (it == shard.entries.end()) return;
   if (it->second.taking) {
@@ -336,12 +336,12 @@ void LeaseTable::Finish(Outcome out) {
 }
 
 void LeaseTable::CallStarted() {
-  core::MutexLock lock(calls_mu_);
+  base::MutexLock lock(calls_mu_);
   ++calls_in_flight_;
 }
 
 void LeaseTable::CallEnded() {
-  core::MutexLock lock(calls_mu_);
+  base::MutexLock lock(calls_mu_);
   if (--calls_in_flight_ == 0) calls_done_.notify_all();
 }
 
@@ -350,7 +350,7 @@ void LeaseTable::Close() {
   for (Shard& shard : shards_) {
     std::vector<Outcome> outs;
     {
-      core::MutexLock lock(shard.mu);
+      base::MutexLock lock(shard.mu);
       for (auto& [id, entry] : shard.entries) {
         if (entry.taking) continue;  // Taken abandons it
         Outcome out;
@@ -360,7 +360,7 @@ void LeaseTable::Close() {
     }
     for (Outcome& out : outs) Finish(std::move(out));
   }
-  core::MutexLock lock(calls_mu_);
+  base::MutexLock lock(calls_mu_);
   while (calls_in_flight_ > 0) lock.Wait(calls_done_);
 }
 

@@ -25,8 +25,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/mutex.h"
-#include "core/thread_annotations.h"
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "sluice/lease_stats.h"
 #include "sluice/store.h"
 #include "sluice/timers.h"
@@ -79,8 +79,8 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
     int64_t waiting_cost = 0;         // their costs, at most a lease's units
   };
   struct Shard {
-    mutable core::Mutex mu;
-    std::unordered_map<std::string, Entry> entries GUARDED_BY(mu);
+    mutable base::Mutex mu;
+    std::unordered_map<std::string, Entry> entries SLUICE_GUARDED_BY(mu);
   };
   // A call to make once the shard's mutex is given up.
   struct GiveBack {
@@ -124,7 +124,7 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
   // Answers `waiters` DEADLINE_EXCEEDED: their deadline passed before a lease could serve them.
   void Overdue(std::span<Waiter> waiters, Outcome& out);
   // Runs `out` with no mutex held.
-  void Finish(Outcome out) EXCLUDES(calls_mu_);
+  void Finish(Outcome out) SLUICE_EXCLUDES(calls_mu_);
   void CallStarted();
   void CallEnded();
 
@@ -136,9 +136,9 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
   std::array<Shard, kShards> shards_;
   std::atomic<size_t> size_{0};
 
-  core::Mutex calls_mu_;
+  base::Mutex calls_mu_;
   std::condition_variable calls_done_;
-  size_t calls_in_flight_ GUARDED_BY(calls_mu_) = 0;
+  size_t calls_in_flight_ SLUICE_GUARDED_BY(calls_mu_) = 0;
   std::atomic<bool> closed_{false};
 
   std::atomic<uint64_t> taken_{0}, units_taken_{0}, units_used_{0}, units_returned_{0},

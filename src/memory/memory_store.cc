@@ -5,20 +5,20 @@
 #include <string>
 #include <vector>
 
-#include "core/adaptive_mutex.h"
+#include "base/adaptive_mutex.h"
+#include "base/scoped_key.h"
+#include "base/sharded_table.h"
+#include "base/swept_table.h"
 #include "core/algorithms.h"
-#include "core/composite_key.h"
-#include "memory/sharded_table.h"
 #include "memory/stored_state.h"
-#include "memory/swept_table.h"
 
 namespace sluice {
 namespace {
 
-using core::ScopedKey;
+using base::ScopedKey;
 using memory::StoredState;
 using Traits = memory::StoredStateTraits;
-using Table = memory::SweptTable<StoredState, Traits>;
+using Table = base::SweptTable<StoredState, Traits>;
 
 constexpr size_t kMinMaxMemory = size_t{64} << 10;
 constexpr size_t kMinShardBytes = size_t{1} << 20;
@@ -56,7 +56,7 @@ Decision DecideHeld(Table& table, Table::Slot& slot, const ScopedKey& key, const
 
 }  // namespace
 
-struct MemoryStore::Tables : memory::ShardedTable<Table> {
+struct MemoryStore::Tables : base::ShardedTable<Table> {
   using ShardedTable::ShardedTable;
 };
 
@@ -78,7 +78,7 @@ Result<Decision> MemoryStore::Decide(const CheckRequest& request) {
   Tables::Prefetch(shard, key.hash);
   const int64_t now = Ticks(clock_.now());
 
-  core::AdaptiveMutexLock lock(shard.mu);
+  base::AdaptiveMutexLock lock(shard.mu);
   Table& table = shard.table;
   if (Table::Slot* slot = table.Find(key)) {
     return DecideHeld(table, *slot, key, limit, now, request.cost, request.max_delay.count());
@@ -103,7 +103,7 @@ Status MemoryStore::Full() const {
 // The analysis cannot follow a set of locks taken in a loop: every shard in `shards` is locked
 // from the first loop to the scope's end.
 Result<std::vector<Decision>> MemoryStore::DecideAll(std::span<const CheckRequest> requests)
-    NO_THREAD_SAFETY_ANALYSIS {
+    SLUICE_NO_THREAD_SAFETY_ANALYSIS {
   struct Item {
     Tables::Shard* shard;
     core::State state;  // a copy, decided on
@@ -126,13 +126,14 @@ Result<std::vector<Decision>> MemoryStore::DecideAll(std::span<const CheckReques
   for (Tables::Shard* shard : shards) shard->mu.Lock();
   struct Unlock {
     std::vector<Tables::Shard*>& shards;
-    ~Unlock() NO_THREAD_SAFETY_ANALYSIS {
+    ~Unlock() SLUICE_NO_THREAD_SAFETY_ANALYSIS {
       for (Tables::Shard* shard : shards) shard->mu.Unlock();
     }
   } unlock{shards};
 
-  const auto find = [&](size_t i)
-                        NO_THREAD_SAFETY_ANALYSIS { return items[i].shard->table.Find(keys[i]); };
+  const auto find = [&](size_t i) SLUICE_NO_THREAD_SAFETY_ANALYSIS {
+    return items[i].shard->table.Find(keys[i]);
+  };
   const auto state_or_fresh = [now](const Table::Slot* slot, const Limit& limit) {
     return slot ? memory::Load(slot->kind(), slot->value()) : core::FreshState(limit, now);
   };
@@ -223,7 +224,7 @@ void MemoryStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, Batc
 Status MemoryStore::Forget(std::string_view scope, std::string_view key) {
   const ScopedKey scoped(scope, key);
   Tables::Shard& shard = tables_->For(scoped.hash);
-  core::AdaptiveMutexLock lock(shard.mu);
+  base::AdaptiveMutexLock lock(shard.mu);
   if (Table::Slot* slot = shard.table.Find(scoped)) shard.table.Erase(slot);
   return Status::Ok();
 }
@@ -240,7 +241,7 @@ Status MemoryStore::Return(std::string_view scope, const Limit& limit, std::stri
   const int64_t now = Ticks(at);
   units = UnitsGivenBack(units, apply_by, at, limit.emission_interval());
   if (units == 0) return Status::Ok();
-  core::AdaptiveMutexLock lock(shard.mu);
+  base::AdaptiveMutexLock lock(shard.mu);
   Table::Slot* slot = shard.table.Find(scoped);
   // No state, or another algorithm's (or one out of range): nothing of this meter to give back
   // to. A meter's state holds no heap, so the table's bytes do not change.

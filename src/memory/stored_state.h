@@ -9,8 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/slot_memory.h"
 #include "core/algorithms.h"
-#include "memory/slot_memory.h"
 #include "sluice/decision.h"
 #include "sluice/limit.h"
 
@@ -34,7 +34,7 @@ inline uint8_t KindOf(Algorithm algorithm) { return static_cast<uint8_t>(algorit
 
 // What sliding_log's entries take on the heap.
 inline size_t LogBytes(const core::SlidingLogState& log) {
-  return ChunkBytes(log.entries.capacity() * sizeof(core::SlidingLogState::Entry));
+  return base::ChunkBytes(log.entries.capacity() * sizeof(core::SlidingLogState::Entry));
 }
 
 struct StoredStateTraits {

@@ -7,7 +7,7 @@
 #include <future>
 #include <thread>
 
-#include "core/await.h"
+#include "base/await.h"
 #include "redis/connection.h"
 #include "redis/io_threads.h"
 #include "redis/reply_gather.h"
@@ -246,13 +246,13 @@ Result<std::unique_ptr<Client>> Client::Create(ClientOptions options,
 }
 
 Result<Reply> Client::CommandSync(std::span<const std::string_view> argv) {
-  return core::Await<Result<Reply>>([&](auto done) { Command(argv, std::move(done)); });
+  return base::Await<Result<Reply>>([&](auto done) { Command(argv, std::move(done)); });
 }
 
 Result<Reply> Client::EvalShaSyncForTesting(const Script& script,
                                             std::span<const std::string_view> keys,
                                             std::span<const std::string_view> args) {
-  return core::Await<Result<Reply>>(
+  return base::Await<Result<Reply>>(
       [&](auto done) { EvalSha(script, keys, args, std::move(done)); });
 }
 

@@ -106,7 +106,7 @@ ClusterClient::ClusterClient(ClusterOptions options)
       node_ids_(std::make_unique<std::atomic<uint32_t>[]>(kClusterSlots)) {}
 
 ClusterClient::~ClusterClient() {
-  core::MutexLock lock(mu_);
+  base::MutexLock lock(mu_);
   stopping_ = true;
   wake_.notify_all();
   lock.Unlock();
@@ -121,7 +121,7 @@ ClusterClient::~ClusterClient() {
 }
 
 std::shared_ptr<const ClusterClient::SlotMap> ClusterClient::Map() const {
-  core::MutexLock lock(mu_);
+  base::MutexLock lock(mu_);
   return map_;
 }
 
@@ -313,7 +313,7 @@ void ClusterClient::SendAlone(const std::shared_ptr<Call>& call) {
     return call->done(Status::DeadlineExceeded(
         "Redis Cluster refused a coalesced check's call after the check's deadline"));
   }
-  core::MutexLock lock(mu_);
+  base::MutexLock lock(mu_);
   if (stopping_) {
     lock.Unlock();
     return call->done(Status::Unavailable("Redis Cluster client shut down"));
@@ -330,7 +330,7 @@ void ClusterClient::Redirected(const std::shared_ptr<Call>& call, const Redirect
     return call->done(Status::DeadlineExceeded("Redis Cluster redirected a call to " +
                                                redirect.address + " after its deadline"));
   }
-  core::MutexLock lock(mu_);
+  base::MutexLock lock(mu_);
   if (stopping_) {
     lock.Unlock();
     return call->done(Status::Unavailable("Redis Cluster client shut down"));
@@ -356,7 +356,7 @@ void ClusterClient::Redirected(const std::shared_ptr<Call>& call, const Redirect
 }
 
 void ClusterClient::RequestRefresh() {
-  core::MutexLock lock(mu_);
+  base::MutexLock lock(mu_);
   if (refresh_requested_) return;
   refresh_requested_ = true;
   wake_.notify_all();
@@ -371,7 +371,7 @@ bool ClusterClient::connected_for_testing() const {
 ClientStats ClusterClient::stats_for_testing() const {
   ClientStats total;
   {
-    core::MutexLock lock(stats_mu_);
+    base::MutexLock lock(stats_mu_);
     total = retired_stats_;
   }
   const auto map = Map();

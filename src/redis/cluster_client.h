@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/mutex.h"
+#include "base/mutex.h"
 #include "redis/client.h"
 #include "redis/cluster_slots.h"
 #include "redis/io_threads.h"
@@ -139,27 +139,27 @@ class ClusterClient final : public Client {
   // The nodes' clients' I/O threads (node.io_threads of them), shared; destroyed after the nodes.
   const std::shared_ptr<IoThreads> io_threads_;
 
-  mutable core::Mutex mu_;
-  std::shared_ptr<const SlotMap> map_ GUARDED_BY(mu_);
+  mutable base::Mutex mu_;
+  std::shared_ptr<const SlotMap> map_ SLUICE_GUARDED_BY(mu_);
   // Addresses named by redirections, to connect to.
-  std::vector<std::string> wanted_ GUARDED_BY(mu_);
-  bool refresh_requested_ GUARDED_BY(mu_) = false;
-  bool stopping_ GUARDED_BY(mu_) = false;
+  std::vector<std::string> wanted_ SLUICE_GUARDED_BY(mu_);
+  bool refresh_requested_ SLUICE_GUARDED_BY(mu_) = false;
+  bool stopping_ SLUICE_GUARDED_BY(mu_) = false;
   std::condition_variable wake_;
   // Redirections in progress; the destructor waits for them before closing the nodes.
-  int redirecting_ GUARDED_BY(mu_) = 0;
+  int redirecting_ SLUICE_GUARDED_BY(mu_) = 0;
   std::condition_variable redirected_;
 
   std::atomic<uint64_t> refreshes_{0}, moved_{0}, asked_{0};
-  mutable core::Mutex stats_mu_;
-  ClientStats retired_stats_ GUARDED_BY(stats_mu_);  // of nodes' clients closed since
+  mutable base::Mutex stats_mu_;
+  ClientStats retired_stats_ SLUICE_GUARDED_BY(stats_mu_);  // of nodes' clients closed since
 
   std::vector<std::shared_ptr<Node>> retired_;  // refresh thread only: left the map, not closed
 
   // NodeIdOf's answers, written after each new map is published.
   std::unique_ptr<std::atomic<uint32_t>[]> node_ids_;
-  mutable core::Mutex ids_mu_;
-  std::vector<std::string> addresses_ GUARDED_BY(ids_mu_);  // id - 1 -> address
+  mutable base::Mutex ids_mu_;
+  std::vector<std::string> addresses_ SLUICE_GUARDED_BY(ids_mu_);  // id - 1 -> address
 
   std::thread refresher_;
 };

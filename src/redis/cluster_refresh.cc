@@ -36,12 +36,12 @@ uint32_t ClusterClient::NodeIdOf(uint16_t slot) const {
 }
 
 std::string ClusterClient::AddressOf(uint32_t id) const {
-  core::MutexLock lock(ids_mu_);
+  base::MutexLock lock(ids_mu_);
   return id == 0 || id > addresses_.size() ? std::string() : addresses_[id - 1];
 }
 
 uint32_t ClusterClient::IdOf(const std::string& address) {
-  core::MutexLock lock(ids_mu_);
+  base::MutexLock lock(ids_mu_);
   const auto known = std::find(addresses_.begin(), addresses_.end(), address);
   if (known != addresses_.end()) return static_cast<uint32_t>(known - addresses_.begin()) + 1;
   addresses_.push_back(address);
@@ -50,7 +50,7 @@ uint32_t ClusterClient::IdOf(const std::string& address) {
 
 void ClusterClient::RefreshLoop() {
   auto last = Steady::now();
-  core::MutexLock lock(mu_);
+  base::MutexLock lock(mu_);
   while (!stopping_) {
     const auto due =
         last + (refresh_requested_ ? options_.refresh_min_gap : options_.refresh_interval);
@@ -73,7 +73,7 @@ Status ClusterClient::Refresh() {
   const auto current = Map();
   std::vector<std::string> wanted;
   {
-    core::MutexLock lock(mu_);
+    base::MutexLock lock(mu_);
     wanted.swap(wanted_);
   }
   // Ask the nodes known, then the seeds; keep what was connected for the new map.
@@ -130,7 +130,7 @@ Status ClusterClient::Refresh() {
   }
   std::shared_ptr<const SlotMap> previous = next;
   {
-    core::MutexLock lock(mu_);
+    base::MutexLock lock(mu_);
     map_.swap(previous);
   }
   std::vector<uint32_t> ids;
@@ -152,7 +152,7 @@ void ClusterClient::CloseUnused() {
   std::erase_if(retired_, [this](const std::shared_ptr<Node>& node) {
     if (node.use_count() > 1) return false;
     const ClientStats s = node->client->stats_for_testing();
-    core::MutexLock lock(stats_mu_);
+    base::MutexLock lock(stats_mu_);
     retired_stats_ += s;
     return true;
   });

@@ -69,7 +69,7 @@ void Connection::Start() {
 void Connection::Submit(std::string bytes, std::vector<Pending> entries) {
   Refusal refusal;
   {
-    core::MutexLock lock(mu_);
+    base::MutexLock lock(mu_);
     refusal = Admit(entries.size());
     if (refusal == Refusal::kNone) EnqueueLocked(bytes, entries);
   }
@@ -81,7 +81,7 @@ void Connection::Submit(std::string bytes, std::vector<Pending> entries) {
 void Connection::SubmitCoalesced(std::span<CoalescedCheck> checks) {
   Refusal refusal;
   {
-    core::MutexLock lock(mu_);
+    base::MutexLock lock(mu_);
     refusal = Admit(checks.size());
     if (refusal == Refusal::kNone) {
       for (CoalescedCheck& check : checks) JoinGroupLocked(check);
@@ -92,7 +92,7 @@ void Connection::SubmitCoalesced(std::span<CoalescedCheck> checks) {
   for (CoalescedCheck& check : checks) check.done(status);
 }
 
-void Connection::JoinGroupLocked(CoalescedCheck& check) REQUIRES(mu_) {
+void Connection::JoinGroupLocked(CoalescedCheck& check) SLUICE_REQUIRES(mu_) {
   if (!group_.members.empty() &&
       (group_.many != check.many || group_.across_slots != check.across_slots ||
        group_.members.size() >= check.max)) {
@@ -125,7 +125,7 @@ void Connection::JoinGroupLocked(CoalescedCheck& check) REQUIRES(mu_) {
   group_.members.push_back({.done = std::move(check.done), .deadline = check.deadline});
 }
 
-void Connection::CloseGroupLocked() REQUIRES(mu_) {
+void Connection::CloseGroupLocked() SLUICE_REQUIRES(mu_) {
   if (group_.members.empty()) return;
   // Even a check alone goes by `many`: after NOSCRIPT a call is sent again behind the calls
   // queued since, which a call of the other script, loaded, would overtake on the same key.
@@ -173,7 +173,7 @@ void Connection::Shutdown() {
   Drop(Status::Unavailable("Redis client shut down"));
 }
 
-Connection::Refusal Connection::Admit(size_t n) REQUIRES(mu_) {
+Connection::Refusal Connection::Admit(size_t n) SLUICE_REQUIRES(mu_) {
   if (!ready()) return Refusal::kNotConnected;
   if (pending_.fetch_add(n, std::memory_order_relaxed) + n > options_.max_pending_per_connection) {
     pending_.fetch_sub(n, std::memory_order_relaxed);
@@ -194,8 +194,9 @@ Status Connection::Refuse(Refusal refusal) const {
                              (why.empty() ? "" : ": " + why));
 }
 
-void Connection::Enqueue(const std::string& bytes, std::vector<Pending>& entries) EXCLUDES(mu_) {
-  core::MutexLock lock(mu_);
+void Connection::Enqueue(const std::string& bytes, std::vector<Pending>& entries)
+    SLUICE_EXCLUDES(mu_) {
+  base::MutexLock lock(mu_);
   EnqueueLocked(bytes, entries);
 }
 
@@ -203,14 +204,14 @@ void Connection::Enqueue(const std::string& bytes, std::vector<Pending>& entries
 // ExpireCalls assumes: an entry stamped earlier than one already queued (its caller was
 // preempted between stamping and queueing) is marked.
 void Connection::EnqueueLocked(const std::string& bytes, std::vector<Pending>& entries)
-    REQUIRES(mu_) {
+    SLUICE_REQUIRES(mu_) {
   CloseGroupLocked();  // it goes first: checks keep their order
   outgoing_.append(bytes);
   for (auto& e : entries) AddEntryLocked(std::move(e));
   PostFlushLocked();
 }
 
-void Connection::AddEntryLocked(Pending e) REQUIRES(mu_) {
+void Connection::AddEntryLocked(Pending e) SLUICE_REQUIRES(mu_) {
   if (!e.out_of_order && !e.finished) {
     if (e.deadline < last_in_order_deadline_) {
       e.out_of_order = true;
@@ -221,14 +222,14 @@ void Connection::AddEntryLocked(Pending e) REQUIRES(mu_) {
   incoming_.push_back(std::move(e));
 }
 
-void Connection::PostFlushLocked() REQUIRES(mu_) {
+void Connection::PostFlushLocked() SLUICE_REQUIRES(mu_) {
   if (flush_posted_) return;
   flush_posted_ = true;
   asio::post(io_, [this, self = shared_from_this()] { Flush(); });
 }
 
 std::string Connection::LastError() const {
-  core::MutexLock lock(error_mu_);
+  base::MutexLock lock(error_mu_);
   return last_error_;
 }
 
@@ -242,7 +243,7 @@ void Connection::Flush(bool close_group) {
   bool connected = false;
   Steady::time_point group_deadline = Steady::time_point::max();
   {
-    core::MutexLock lock(mu_);
+    base::MutexLock lock(mu_);
     flush_posted_ = false;
     connected = connected_;
     if (close_group || !connected || !writing_active_) CloseGroupLocked();
@@ -420,7 +421,7 @@ void Connection::ExpireCalls() {
   const auto now = Steady::now();
   bool group_due = false;
   {
-    core::MutexLock lock(mu_);
+    base::MutexLock lock(mu_);
     group_due = !group_.members.empty() && group_.deadline <= now;
   }
   if (group_due) Flush(/*close_group=*/true);  // into inflight_, where its checks expire
@@ -496,7 +497,7 @@ void Connection::Connected() {
     setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
   {
-    core::MutexLock lock(mu_);
+    base::MutexLock lock(mu_);
     connected_ = true;
   }
   last_read_ = Steady::now();
@@ -541,7 +542,7 @@ void Connection::Handshake() {
       if (last) {
         backoff_ = options_.reconnect_min;
         connects_.fetch_add(1, std::memory_order_relaxed);
-        core::MutexLock lock(mu_);  // see Submit
+        base::MutexLock lock(mu_);  // see Submit
         ready_.store(true, std::memory_order_release);
       }
     };
@@ -576,7 +577,7 @@ void Connection::Drop(const Status& status) {
   loading_.clear();
   std::vector<Pending> taken;
   {
-    core::MutexLock lock(mu_);
+    base::MutexLock lock(mu_);
     ready_.store(false, std::memory_order_release);  // see Submit
     connected_ = false;
     CloseGroupLocked();
@@ -616,7 +617,7 @@ void Connection::ScheduleReconnect() {
 }
 
 void Connection::SetError(const std::string& why) {
-  core::MutexLock lock(error_mu_);
+  base::MutexLock lock(error_mu_);
   last_error_ = why;
 }
 ClientStats Connection::stats() const {

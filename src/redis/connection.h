@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/mutex.h"
+#include "base/mutex.h"
 #include "redis/client.h"
 #include "redis/resp.h"
 
@@ -110,20 +110,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
   using Socket = asio::generic::stream_protocol::socket;
   using Endpoint = asio::generic::stream_protocol::endpoint;
   enum class Refusal { kNone, kNotConnected, kTooManyPending };
-  Refusal Admit(size_t n) REQUIRES(mu_);
+  Refusal Admit(size_t n) SLUICE_REQUIRES(mu_);
   Status Refuse(Refusal refusal) const;
-  void Enqueue(const std::string& bytes, std::vector<Pending>& entries) EXCLUDES(mu_);
+  void Enqueue(const std::string& bytes, std::vector<Pending>& entries) SLUICE_EXCLUDES(mu_);
 
   // Keeps the deadlines of the entries not marked out_of_order nondecreasing along the FIFO, as
   // ExpireCalls assumes: an entry stamped earlier than one already queued (its caller was
   // preempted between stamping and queueing) is marked.
-  void EnqueueLocked(const std::string& bytes, std::vector<Pending>& entries) REQUIRES(mu_);
-  void AddEntryLocked(Pending entry) REQUIRES(mu_);
-  void PostFlushLocked() REQUIRES(mu_);
+  void EnqueueLocked(const std::string& bytes, std::vector<Pending>& entries) SLUICE_REQUIRES(mu_);
+  void AddEntryLocked(Pending entry) SLUICE_REQUIRES(mu_);
+  void PostFlushLocked() SLUICE_REQUIRES(mu_);
   // Adds the check to the coalescing call, or starts one with it.
-  void JoinGroupLocked(CoalescedCheck& check) REQUIRES(mu_);
+  void JoinGroupLocked(CoalescedCheck& check) SLUICE_REQUIRES(mu_);
   // Queues the coalescing call, if any, as an entry and its bytes.
-  void CloseGroupLocked() REQUIRES(mu_);
+  void CloseGroupLocked() SLUICE_REQUIRES(mu_);
   std::string Address() const { return ServerAddress(options_); }
 
   std::string LastError() const;
@@ -170,7 +170,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ScheduleReconnect();
 
   // Only the I/O thread writes connected_, so there it reads it without the lock.
-  bool ConnectedOnIoThread() const NO_THREAD_SAFETY_ANALYSIS { return connected_; }
+  bool ConnectedOnIoThread() const SLUICE_NO_THREAD_SAFETY_ANALYSIS { return connected_; }
 
   void SetError(const std::string& why);
   asio::io_context& io_;
@@ -180,10 +180,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::steady_timer deadline_timer_, reconnect_timer_, connect_timer_;
   std::unique_ptr<ReplyReader> reader_;
   std::array<char, 16 * 1024> read_buffer_;
-  core::Mutex mu_;
-  std::string outgoing_ GUARDED_BY(mu_);
-  std::vector<Pending> incoming_ GUARDED_BY(mu_);
-  bool flush_posted_ GUARDED_BY(mu_) = false;
+  base::Mutex mu_;
+  std::string outgoing_ SLUICE_GUARDED_BY(mu_);
+  std::vector<Pending> incoming_ SLUICE_GUARDED_BY(mu_);
+  bool flush_posted_ SLUICE_GUARDED_BY(mu_) = false;
   // The call coalescing checks at the tail of the queue (none while `members` is empty): its
   // keys, its runs (each the index of its first check, then its shared args, the last run's from
   // last_shared_at on) and its checks' own args.
@@ -197,14 +197,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::vector<CoalescedMember> members;
     Steady::time_point deadline;  // the members' earliest
   };
-  Group group_ GUARDED_BY(mu_);
-  bool connected_ GUARDED_BY(mu_) = false;  // written on the I/O thread (ConnectedOnIoThread)
-  Steady::time_point last_in_order_deadline_ GUARDED_BY(mu_){};
+  Group group_ SLUICE_GUARDED_BY(mu_);
+  bool connected_ SLUICE_GUARDED_BY(mu_) =
+      false;  // written on the I/O thread (ConnectedOnIoThread)
+  Steady::time_point last_in_order_deadline_ SLUICE_GUARDED_BY(mu_){};
   std::atomic<uint64_t> commands_{0}, writes_{0}, connects_{0};
   std::atomic<bool> ready_{false};  // written under mu_ (see Submit)
   std::atomic<size_t> pending_{0};  // accepted and not yet answered or failed
-  mutable core::Mutex error_mu_;
-  std::string last_error_ GUARDED_BY(error_mu_);
+  mutable base::Mutex error_mu_;
+  std::string last_error_ SLUICE_GUARDED_BY(error_mu_);
 
   // I/O thread only.
   std::deque<Pending> inflight_;

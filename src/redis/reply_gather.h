@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/mutex.h"
+#include "base/mutex.h"
 #include "redis/client.h"
 
 namespace sluice::redis {
@@ -31,8 +31,8 @@ class ReplyGather {
   }
 
  private:
-  void Answer(size_t i, Result<Reply> reply) EXCLUDES(mu_) {
-    core::MutexLock lock(mu_);
+  void Answer(size_t i, Result<Reply> reply) SLUICE_EXCLUDES(mu_) {
+    base::MutexLock lock(mu_);
     results_[i] = std::move(reply);
     if (--left_ > 0) return;
     std::vector<Result<Reply>> results = std::move(results_);
@@ -41,9 +41,9 @@ class ReplyGather {
   }
 
   const BatchReplyCallback done_;
-  core::Mutex mu_;
-  std::vector<Result<Reply>> results_ GUARDED_BY(mu_);
-  size_t left_ GUARDED_BY(mu_);
+  base::Mutex mu_;
+  std::vector<Result<Reply>> results_ SLUICE_GUARDED_BY(mu_);
+  size_t left_ SLUICE_GUARDED_BY(mu_);
 };
 
 }  // namespace sluice::redis

@@ -28,7 +28,7 @@ BreakerPass Breaker::Allow(Time now, uint32_t domain) {
   if (phase_.load(std::memory_order_acquire) == Phase::kClosed) {
     return {.domain = domain, .allowed = true, .epoch = epoch};
   }
-  core::MutexLock lock(mu_);
+  base::MutexLock lock(mu_);
   const uint64_t current = opens_.load(std::memory_order_relaxed);
   if (phase_ == Phase::kUnused) {
     domain_ = domain;
@@ -50,7 +50,7 @@ void Breaker::Succeeded(const BreakerPass& pass) {
       failures_.load(std::memory_order_relaxed) == 0) {
     return;
   }
-  core::MutexLock lock(mu_);
+  base::MutexLock lock(mu_);
   if (!Current(pass)) return;
   // Only the probe closes an open breaker: a success of a call sent before it opened must not
   // skip the probe.
@@ -62,7 +62,7 @@ void Breaker::Succeeded(const BreakerPass& pass) {
 }
 
 void Breaker::Failed(const BreakerPass& pass, Time now) {
-  core::MutexLock lock(mu_);
+  base::MutexLock lock(mu_);
   if (!Current(pass)) return;
   const bool probe_failed = phase_ == Phase::kHalfOpen && pass.probe;
   const bool too_many =
@@ -79,12 +79,12 @@ void Breaker::Failed(const BreakerPass& pass, Time now) {
 
 void Breaker::Released(const BreakerPass& pass) {
   if (!pass.probe) return;
-  core::MutexLock lock(mu_);
+  base::MutexLock lock(mu_);
   if (Current(pass) && phase_ == Phase::kHalfOpen) probing_ = false;
 }
 
 uint32_t Breaker::domain() const {
-  core::MutexLock lock(mu_);
+  base::MutexLock lock(mu_);
   return domain_;
 }
 

@@ -21,7 +21,7 @@
 #include <functional>
 #include <string>
 
-#include "core/mutex.h"
+#include "base/mutex.h"
 #include "sluice/clock.h"
 #include "sluice/store_health.h"
 
@@ -70,19 +70,19 @@ class Breaker {
   enum class Phase : uint8_t { kUnused, kClosed, kOpen, kHalfOpen };
 
   // Whether the call was let through since the breaker last opened.
-  bool Current(const BreakerPass& pass) const REQUIRES(mu_) {
+  bool Current(const BreakerPass& pass) const SLUICE_REQUIRES(mu_) {
     return pass.epoch == opens_.load(std::memory_order_relaxed);
   }
 
   const BreakerOptions options_;
   // The atomics are read without the lock on the fast paths, and written under it.
-  mutable core::Mutex mu_;
+  mutable base::Mutex mu_;
   std::atomic<Phase> phase_{Phase::kUnused};
   std::atomic<int> failures_{0};
   std::atomic<uint64_t> opens_{0};
-  Time opened_at_ GUARDED_BY(mu_);
-  bool probing_ GUARDED_BY(mu_) = false;
-  uint32_t domain_ GUARDED_BY(mu_) = 0;
+  Time opened_at_ SLUICE_GUARDED_BY(mu_);
+  bool probing_ SLUICE_GUARDED_BY(mu_) = false;
+  uint32_t domain_ SLUICE_GUARDED_BY(mu_) = 0;
 };
 
 class DomainBreakers {

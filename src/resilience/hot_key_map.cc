@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <new>
 
-#include "core/adaptive_mutex.h"
-#include "core/composite_key.h"
-#include "memory/slot_memory.h"
+#include "base/adaptive_mutex.h"
+#include "base/scoped_key.h"
+#include "base/slot_memory.h"
 
 namespace sluice::resilience {
 namespace {
@@ -13,7 +13,7 @@ namespace {
 int64_t Ticks(Time t) { return t.time_since_epoch().count(); }
 
 // Each shard needs room for its first array (a page) and the next (two).
-constexpr size_t kMinShardBytes = 3 * memory::kPageBytes;
+constexpr size_t kMinShardBytes = 3 * base::kPageBytes;
 
 }  // namespace
 
@@ -23,9 +23,9 @@ HotKeyMap::HotKeyMap(size_t capacity)
 
 std::optional<HotKeyEntry> HotKeyMap::Find(std::string_view scope, std::string_view key, Time now,
                                            const Limit& limit) {
-  const core::ScopedKey scoped(scope, key);
+  const base::ScopedKey scoped(scope, key);
   auto& shard = shards_.For(scoped.hash);
-  core::AdaptiveMutexLock lock(shard.mu);
+  base::AdaptiveMutexLock lock(shard.mu);
   Table::Slot* slot = shard.table.Find(scoped);
   if (slot == nullptr) return std::nullopt;
   if (slot->value().denied_until <= now || slot->value().limit != limit) {
@@ -37,9 +37,9 @@ std::optional<HotKeyEntry> HotKeyMap::Find(std::string_view scope, std::string_v
 
 void HotKeyMap::Put(std::string_view scope, std::string_view key, const HotKeyEntry& entry,
                     Time now) {
-  const core::ScopedKey scoped(scope, key);
+  const base::ScopedKey scoped(scope, key);
   auto& shard = shards_.For(scoped.hash);
-  core::AdaptiveMutexLock lock(shard.mu);
+  base::AdaptiveMutexLock lock(shard.mu);
   Table::Slot* slot = shard.table.Find(scoped);
   if (slot == nullptr) {
     slot = shard.table.Insert(scoped, 0, Ticks(entry.denied_until), 0, Ticks(now), {});
@@ -50,9 +50,9 @@ void HotKeyMap::Put(std::string_view scope, std::string_view key, const HotKeyEn
 }
 
 void HotKeyMap::Erase(std::string_view scope, std::string_view key) {
-  const core::ScopedKey scoped(scope, key);
+  const base::ScopedKey scoped(scope, key);
   auto& shard = shards_.For(scoped.hash);
-  core::AdaptiveMutexLock lock(shard.mu);
+  base::AdaptiveMutexLock lock(shard.mu);
   if (Table::Slot* slot = shard.table.Find(scoped)) shard.table.Erase(slot);
 }
 

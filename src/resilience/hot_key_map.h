@@ -1,6 +1,6 @@
 // The hot-key cache's storage: what the cache remembers of a denial (HotKeyEntry) for each
-// (scope, key) pair. It is the table MemoryStore keeps its states in (memory::ShardedTable of
-// memory::SweptTable, a lock per shard), with a slot of 128 bytes to hold an entry, so that both
+// (scope, key) pair. It is the table MemoryStore keeps its states in (base::ShardedTable of
+// base::SweptTable, a lock per shard), with a slot of 128 bytes to hold an entry, so that both
 // maps are one implementation with one set of bounds: at most `capacity` keys and
 // capacity × kBytesPerKey bytes, split evenly over the shards. A new key in a full shard first
 // drops the entries that expired, then evicts those not looked up lately (SweptTable's hand);
@@ -14,8 +14,8 @@
 #include <optional>
 #include <string_view>
 
-#include "memory/sharded_table.h"
-#include "memory/swept_table.h"
+#include "base/sharded_table.h"
+#include "base/swept_table.h"
 #include "sluice/clock.h"
 #include "sluice/limit.h"
 
@@ -55,9 +55,9 @@ class HotKeyMap {
   uint64_t evicted() const { return shards_.stats().evicted_lru; }
 
  private:
-  using Table = memory::SweptTable<HotKeyEntry, memory::PlainValueTraits<HotKeyEntry>, 128>;
+  using Table = base::SweptTable<HotKeyEntry, base::PlainValueTraits<HotKeyEntry>, 128>;
 
-  memory::ShardedTable<Table> shards_;
+  base::ShardedTable<Table> shards_;
 };
 
 }  // namespace sluice::resilience

@@ -86,7 +86,7 @@ class Service {
  private:
   Store& store_;
   Stats& stats_;
-  // Not core::Mutex: its annotation macros clash with those of the abseil gRPC includes.
+  // Not base::Mutex: its annotation macros clash with those of the abseil gRPC includes.
   mutable std::mutex mu_;
   std::shared_ptr<const ServiceConfig> config_;  // guarded by mu_
 };

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "metrics/prometheus_label.h"
+#include "base/prometheus_label.h"
 
 namespace sluice::rls {
 namespace {
@@ -105,7 +105,7 @@ std::string Stats::Exposition() const {
     fmt::format_to(std::back_inserter(out), "# TYPE sluice_rls_{} counter\n", name);
     for (const auto& [key, counters] : keys_) {
       fmt::format_to(std::back_inserter(out), "sluice_rls_{}{{key=\"{}\"}} {}\n", name,
-                     metrics::PrometheusLabelValue(key),
+                     base::PrometheusLabelValue(key),
                      ((*counters).*field).load(std::memory_order_relaxed));
     }
   }

@@ -73,7 +73,7 @@ class Stats {
   std::string Exposition() const;
 
  private:
-  // Not core::Mutex: its annotation macros clash with those of the abseil gRPC includes.
+  // Not base::Mutex: its annotation macros clash with those of the abseil gRPC includes.
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<DescriptorCounters>, std::less<>> keys_;  // guarded by mu_
 };

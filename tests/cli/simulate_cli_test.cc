@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "cli/xml_document.h"
+#include "simulate/xml_document.h"
 #include "sluice/limit.h"
 
 namespace sluice::testing {

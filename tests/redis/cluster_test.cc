@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/await.h"
 #include "batch_test_support.h"
 #include "cluster_target.h"
-#include "core/await.h"
 #include "redis/cluster_client.h"
 #include "redis/cluster_slots.h"
 #include "redis/scripts.h"
@@ -976,7 +976,7 @@ TEST_F(ClusterUnderChange, CheckAllAcrossSlotsDoesNotFollowAsk) {
   ASSERT_NE(target, nullptr);
   const std::string staying_key = store->KeysOf("s", staying)[0];
   const std::string_view exists[] = {"EXISTS", staying_key};
-  const auto there = core::Await<Result<redis::Reply>>([&](auto done) {
+  const auto there = base::Await<Result<redis::Reply>>([&](auto done) {
     target->Command(exists, redis::CallOptions{.asking = true}, std::move(done));
   });
   ASSERT_TRUE(there.ok()) << there.status().ToString();

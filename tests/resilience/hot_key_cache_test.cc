@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/composite_key.h"
+#include "base/scoped_key.h"
 #include "resilience/hot_key_map.h"
 
 namespace sluice::resilience {
@@ -83,7 +83,7 @@ TEST(HotKeyMap, AFullShardDropsExpiredEntriesThenThoseNotLookedUpLately) {
   size_t shard = 0;
   for (int i = 0; i < 10'000 && keys.size() < 3; ++i) {
     const std::string key = "k" + std::to_string(i);
-    const size_t s = core::ShardIndex(core::ScopedKey("api", key).hash, HotKeyMap::kShards);
+    const size_t s = base::ShardIndex(base::ScopedKey("api", key).hash, HotKeyMap::kShards);
     if (keys.empty()) shard = s;
     if (s == shard) keys.push_back(key);
   }
