@@ -2,7 +2,7 @@
 // MemoryStore's state and ResilientStore's hot-key cache). The lookup on every decision allocates
 // nothing: a ScopedKey is hashed from the two parts, and the hash both picks a shard and probes
 // the shard's table, which stores the composite form: the scope's length (one byte: at most
-// kMaxScopeBytes, 255), the scope, then the key, so that no two pairs collide.
+// kMaxScopedKeyScopeBytes, 255), the scope, then the key, so that no two pairs collide.
 //
 // The hash is keyed with a random seed drawn once per process, so that no one outside can
 // compute which keys share a slot of a table and send many of them to lengthen its probes.
@@ -14,9 +14,10 @@
 #include <random>
 #include <string_view>
 
-#include "sluice/store.h"
-
 namespace sluice::base {
+
+// The longest scope a ScopedKey takes: its length is written in one byte.
+inline constexpr size_t kMaxScopedKeyScopeBytes = 255;
 
 namespace hash_detail {
 
@@ -112,8 +113,6 @@ inline uint64_t HashComposite(std::string_view composite) {
 // A (scope, key) pair with its hash, as the in-process tables take it: looking it up composes
 // and copies nothing. A table stores the pair's composite form, whose HashComposite is `hash`.
 struct ScopedKey {
-  static_assert(kMaxScopeBytes <= 255, "the scope's length takes one byte");
-
   std::string_view scope;
   std::string_view key;
   size_t hash;

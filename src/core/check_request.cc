@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "base/scoped_key.h"
+
 namespace sluice {
 
 Duration MaxDelayOf(const Limit& limit) {
@@ -68,6 +70,9 @@ Status ValidateLeaseTerms(const Limit& limit, const LeaseTerms& terms) {
 }
 
 namespace core {
+
+// The in-process tables key by ScopedKey: every scope a store is given passed this check.
+static_assert(kMaxScopeBytes <= base::kMaxScopedKeyScopeBytes);
 
 Status ValidateScopeAndKey(std::string_view scope, std::string_view key) {
   if (scope.size() > kMaxScopeBytes) {
