@@ -1,12 +1,11 @@
 #include "sluice/middleware/middleware.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/network_v4.hpp>
 #include <boost/asio/ip/network_v6.hpp>
 
+#include "base/hashed_key.h"
 #include "middleware/forwarded_for.h"
 #include "middleware/rate_limit_headers.h"
 #include "middleware/refusal.h"
@@ -24,7 +23,6 @@ std::string_view Trim(std::string_view s) {
 }
 
 constexpr std::string_view kAnonymous = "-";
-constexpr std::string_view kHashedPrefix = "sha256:";
 constexpr std::string_view kDeniedBody = R"({"error":"rate limit exceeded"})";
 constexpr std::string_view kUnavailableBody = R"({"error":"rate limiter unavailable"})";
 constexpr std::string_view kFailedBody = R"({"error":"rate limiter failed"})";
@@ -37,22 +35,6 @@ std::string ClientKey(const ip::address& address, const ClientPrefixes& prefixes
   }
   if (prefixes.ipv6() == 128) return address.to_string();
   return ip::network_v6(address.to_v6(), prefixes.ipv6()).canonical().to_string();
-}
-
-// "sha256:" and the SHA-256 of `key` in hex.
-Result<std::string> Hashed(std::string_view key) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  if (EVP_Digest(key.data(), key.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
-    return Status::Internal("libcrypto could not compute a SHA-256");
-  }
-  constexpr char kHex[] = "0123456789abcdef";
-  std::string hashed(kHashedPrefix);
-  for (unsigned int i = 0; i < size; ++i) {
-    hashed += kHex[digest[i] >> 4];
-    hashed += kHex[digest[i] & 0xf];
-  }
-  return hashed;
 }
 
 // Appends one part of a composed key so that the parts can be told apart (see Compose).
@@ -207,9 +189,9 @@ RateLimiter::RateLimiter(Limiter& limiter, KeyExtractor key, std::string policy_
       on_shadow_decision_(std::move(options.on_shadow_decision)) {}
 
 Result<std::string> StoredKey(std::string key) {
-  // A key that looks hashed is hashed too, so that no key can pose as another's hash.
-  if (key.size() > kMaxKeyBytes || key.starts_with(kHashedPrefix)) return Hashed(key);
-  return key;
+  std::optional<std::string> stored = base::StoredKey(std::move(key), kMaxKeyBytes);
+  if (!stored) return Status::Internal("libcrypto could not compute a SHA-256");
+  return std::move(*stored);
 }
 
 Result<std::string> RateLimiter::KeyOf(const RequestView& request) const {

@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/hashed_key.h"
 #include "middleware/rate_limit_headers.h"
 #include "rls/stats.h"
 #include "sluice/limiter.h"
-#include "sluice/middleware/middleware.h"
 
 namespace sluice::rls {
 namespace {
@@ -154,8 +155,8 @@ Status Call::Match() {
       counter_keys_.emplace_back();
     } else {
       // A value of any length is counted: a long key is hashed, as the middleware's are.
-      Result<std::string> stored = middleware::StoredKey(keys.counter);
-      if (!stored.ok()) return stored.status();
+      std::optional<std::string> stored = base::StoredKey(keys.counter, kMaxKeyBytes);
+      if (!stored) return Status::Internal("libcrypto could not compute a SHA-256");
       counter_keys_.push_back(std::move(*stored));
     }
     // Bounded as the stats keep it: it also names the limit in the response's headers.
