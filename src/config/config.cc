@@ -685,10 +685,18 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
     config.rls = std::move(*parsed);
   }
 
+  // Either the rules or the rls section may be empty when the other is set: a replacement for
+  // envoyproxy/ratelimit has no sluice rules to write.
+  const bool serves_rls = !config.rls.config_dir.empty();
   const YAML::Node rules = top.Get("rules");
-  if (!rules.IsDefined()) return top.Missing("rules");
-  if (!rules.IsSequence() || rules.size() == 0) {
-    return report.At(rules, "rules", "expected a non-empty list of rules");
+  if (!rules.IsDefined()) {
+    if (serves_rls) return config;
+    return top.Missing("rules");
+  }
+  if (!rules.IsSequence() || (rules.size() == 0 && !serves_rls)) {
+    return report.At(rules, "rules",
+                     serves_rls ? "expected a list of rules"
+                                : "expected a non-empty list of rules, or an rls section");
   }
   for (size_t i = 0; i < rules.size(); ++i) {
     auto rule = ParseRule(report, rules[i], i, config);

@@ -108,6 +108,18 @@ TEST(ConfigTest, RateLimitServiceSection) {
   EXPECT_TRUE(config->rls.watch);
 }
 
+// A replacement for envoyproxy/ratelimit has no sluice rules to write: with an rls section, the
+// rules may be left out or empty.
+TEST(ConfigTest, RlsSectionNeedsNoRules) {
+  for (const char* text :
+       {"rls: {config_dir: /etc/ratelimit}\n", "rls: {config_dir: /etc/ratelimit}\nrules: []\n"}) {
+    auto config = ParseConfig(text, "x.yaml");
+    ASSERT_TRUE(config.ok()) << text << config.status().ToString();
+    EXPECT_TRUE(config->rules.empty());
+    EXPECT_EQ(config->rls.config_dir, "/etc/ratelimit");
+  }
+}
+
 // store.max_memory: bytes, or a whole number of binary units.
 // A rule's shadow_mode is its own, or else the server's.
 TEST(ConfigTest, ShadowModeIsPerRuleWithTheServersAsDefault) {
@@ -287,8 +299,10 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
        "0-9, '_', '.', ':' or '-'"},
       {"rules:\n  - 42\n", "bad.yaml:2: rules[0]: expected a mapping of fields"},
       {"listen: 127.0.0.1:8080\n", "bad.yaml:1: rules: missing required field"},
-      {"rules: []\n", "bad.yaml:1: rules: expected a non-empty list of rules"},
-      {"rules: {a: 1}\n", "bad.yaml:1: rules: expected a non-empty list of rules"},
+      {"rules: []\n", "bad.yaml:1: rules: expected a non-empty list of rules, or an rls section"},
+      {"rules: {a: 1}\n",
+       "bad.yaml:1: rules: expected a non-empty list of rules, or an rls section"},
+      {"rls: {config_dir: d}\nrules: {a: 1}\n", "bad.yaml:2: rules: expected a list of rules"},
       {"lissen: 127.0.0.1:80\n",
        "bad.yaml:1: lissen: unknown field (expected listen, max_sliding_log_limit, store, server, "
        "forward_auth, rules, rls)"},

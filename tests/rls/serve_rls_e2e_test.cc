@@ -336,5 +336,22 @@ TEST_F(ServeRls, OnRedisConcurrentCallsShareScriptCalls) {
   std::printf("%lld script calls for %d decisions\n", static_cast<long long>(calls), ok.load());
 }
 
+// Someone replacing envoyproxy/ratelimit writes its configuration and no sluice rules: serve
+// starts with an rls section alone and answers on gRPC.
+TEST_F(ServeRls, StartsWithAnRlsSectionAndNoRules) {
+  ASSERT_TRUE(dir_.ok());
+  std::filesystem::create_directory(dir_.File("rls"));
+  WriteFile(dir_.File("rls/api.yaml"), Domain(2));
+  grpc_port_ = FreeLoopbackPort();
+  service_ = std::make_unique<Service>(
+      "rls: { config_dir: \"" + dir_.File("rls") +
+      "\", grpc_listen: \"127.0.0.1:" + std::to_string(grpc_port_) + "\", watch: false }\n");
+  ASSERT_TRUE(service_->up()) << service_->process().Log();
+  stub_ = pb::RateLimitService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(grpc_port_), grpc::InsecureChannelCredentials()));
+  EXPECT_EQ(LimitOf("a"), 2u);
+  EXPECT_EQ(service_->process().Stop(seconds(10)), 0) << service_->process().Log();
+}
+
 }  // namespace
 }  // namespace sluice::testing
