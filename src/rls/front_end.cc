@@ -65,17 +65,20 @@ Status FrontEnd::Reload(SettledDirectory* settled) {
 }
 
 void FrontEnd::Watch() {
-  std::unique_lock lock(watch_mu_);
-  while (!watch_cv_.wait_for(lock, kWatchInterval, [this] { return stopping_; })) {
-    lock.unlock();
+  base::MutexLock lock(watch_mu_);
+  while (true) {
+    const auto next = std::chrono::steady_clock::now() + kWatchInterval;
+    while (!stopping_ && std::chrono::steady_clock::now() < next) lock.WaitUntil(watch_cv_, next);
+    if (stopping_) return;
+    lock.Unlock();
     if (settled_->ChangedAndSettled()) (void)Reload(settled_.get());  // logged either way
-    lock.lock();
+    lock.Lock();
   }
 }
 
 void FrontEnd::Shutdown(Duration grace) {
   {
-    std::lock_guard lock(watch_mu_);
+    base::MutexLock lock(watch_mu_);
     stopping_ = true;
   }
   watch_cv_.notify_all();

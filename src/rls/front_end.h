@@ -18,6 +18,7 @@
 #include <string_view>
 #include <thread>
 
+#include "base/mutex.h"
 #include "config/config.h"
 #include "rls/grpc_server.h"
 #include "rls/service.h"
@@ -59,9 +60,9 @@ class FrontEnd {
   std::unique_ptr<GrpcServer> grpc_;
   std::mutex reload_mu_;  // one reload at a time
 
-  std::mutex watch_mu_;
+  base::Mutex watch_mu_;
   std::condition_variable watch_cv_;
-  bool stopping_ = false;                      // guarded by watch_mu_
+  bool stopping_ SLUICE_GUARDED_BY(watch_mu_) = false;
   std::unique_ptr<SettledDirectory> settled_;  // the watcher's
   std::thread watcher_;
 };

@@ -465,12 +465,12 @@ Service::Service(Store& store, Stats& stats, std::shared_ptr<const ServiceConfig
     : store_(store), stats_(stats), config_(std::move(config)) {}
 
 void Service::SetConfig(std::shared_ptr<const ServiceConfig> config) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   config_.swap(config);
 }
 
 std::shared_ptr<const ServiceConfig> Service::config() const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   return config_;
 }
 

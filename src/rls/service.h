@@ -39,9 +39,9 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 
+#include "base/mutex.h"
 #include "envoy/service/ratelimit/v3/rls.pb.h"
 #include "rls/matcher.h"
 #include "sluice/store.h"
@@ -86,9 +86,8 @@ class Service {
  private:
   Store& store_;
   Stats& stats_;
-  // Not base::Mutex: its annotation macros clash with those of the abseil gRPC includes.
-  mutable std::mutex mu_;
-  std::shared_ptr<const ServiceConfig> config_;  // guarded by mu_
+  mutable base::Mutex mu_;
+  std::shared_ptr<const ServiceConfig> config_ SLUICE_GUARDED_BY(mu_);
 };
 
 }  // namespace sluice::rls

@@ -64,7 +64,7 @@ std::string Stats::KeyOf(std::string_view name) {
 
 DescriptorCounters& Stats::For(std::string_view name) {
   std::string key = KeyOf(name);
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   if (auto it = keys_.find(key); it != keys_.end()) return *it->second;
   if (keys_.size() >= kMaxKeys) key = kOverflowKey;
   auto& slot = keys_[std::move(key)];
@@ -99,7 +99,7 @@ std::string Stats::Exposition() const {
       {"within_limit", &DescriptorCounters::within_limit},
       {"shadow_mode", &DescriptorCounters::shadow_mode},
   };
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   std::string out;
   for (const auto& [name, field] : kCounters) {
     fmt::format_to(std::back_inserter(out), "# TYPE sluice_rls_{} counter\n", name);

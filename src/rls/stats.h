@@ -21,9 +21,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
+
+#include "base/mutex.h"
 
 namespace sluice::rls {
 
@@ -73,9 +74,9 @@ class Stats {
   std::string Exposition() const;
 
  private:
-  // Not base::Mutex: its annotation macros clash with those of the abseil gRPC includes.
-  mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<DescriptorCounters>, std::less<>> keys_;  // guarded by mu_
+  mutable base::Mutex mu_;
+  std::map<std::string, std::unique_ptr<DescriptorCounters>, std::less<>> keys_
+      SLUICE_GUARDED_BY(mu_);
 };
 
 }  // namespace sluice::rls
