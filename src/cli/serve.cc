@@ -25,10 +25,10 @@
 #include "rls/json_endpoint.h"
 #include "sluice/acquirer.h"
 #include "sluice/leasing_store.h"
+#include "sluice/memory_store.h"
 #include "sluice/open_store.h"
 #include "sluice/resilient_store.h"
 #include "sluice/store.h"
-#include "sluice/store_memory.h"
 
 namespace sluice::cli {
 namespace {
@@ -174,14 +174,15 @@ int RunServe(const ServeFlags& flags) {
   // cannot fail and decides every check in this process, leased or not: it takes no detour; its
   // memory is reported.
   http::Metrics metrics;
-  if (const auto* memory = dynamic_cast<const StoreMemory*>(backend->get())) metrics.Watch(*memory);
+  const auto* in_process = dynamic_cast<const MemoryStore*>(backend->get());
+  if (in_process) metrics.Watch(*in_process);
   // For /v1/acquire's waits and the ends of leases; declared before the LeasingStore and the Api,
   // which must not outlive it.
   TimerThread timers;
   std::unique_ptr<LeasingStore> leasing;
   std::unique_ptr<ResilientStore> resilient;
   const StoreHealth* health = nullptr;  // a plain store has no breaker to report
-  if (config->store.url != "memory://") {
+  if (!in_process) {
     leasing = std::make_unique<LeasingStore>(
         **backend, timers.timers(), LeasingStoreOptions{.store_timeout = config->store.timeout});
     metrics.Watch(*leasing);
