@@ -41,9 +41,10 @@
 //   POST /json       envoyproxy/ratelimit's endpoint, when a rate limit service is set
 //                    (SetJsonRoute; rls/json_endpoint.h), its metrics added to /metrics
 //
-// With callers (SetCallers, http/callers.h), every path but /healthz, /readyz and unknown ones
-// needs `Authorization: Bearer TOKEN` of a caller with the path's scope (check: /v1/check,
-// /v1/acquire, /v1/auth, POST /json; admin: /v1/top and the dashboard; metrics: /metrics) and,
+// With callers (SetCallers, http/callers.h), every path but /healthz, /readyz, the dashboard's
+// files (which hold no data) and unknown ones needs `Authorization: Bearer TOKEN` of a caller
+// with the path's scope (check: /v1/check, /v1/acquire, /v1/auth, POST /json; admin: /v1/top;
+// metrics: /metrics) and,
 // when the caller has a list of rules (or RLS domains), naming only those: 401 with
 // WWW-Authenticate: Bearer without a token or with an unknown one, 403 outside its scopes or
 // rules (a batch naming one rule it may not use is refused whole), and 429 while its address has
