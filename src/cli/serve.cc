@@ -92,6 +92,10 @@ std::string FieldsNeedingRestart(const ServeFlags& flags, const config::Config& 
   return list;
 }
 
+bool IsLoopback(std::string_view host) {
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
+}
+
 int IoThreads(const ServeFlags& flags, const config::Config& config) {
   if (flags.io_threads > 0) return flags.io_threads;
   if (config.server.io_threads > 0) return config.server.io_threads;
@@ -115,6 +119,7 @@ void Reload(const ServeFlags& flags, const config::Config& running, std::string_
   api.SetRules(http::RuleTable::Build(reloaded->rules, store, metrics));
   api.SetMaxWaiters(reloaded->server.max_waiters);
   api.SetExposeKeys(reloaded->server.expose_keys);
+  api.SetCallers(http::CallerTable::Build(reloaded->server.auth));
   spdlog::info("reloaded {} rule(s) from {}", reloaded->rules.size(), source);
   if (const std::string fields = FieldsNeedingRestart(flags, running, *reloaded); !fields.empty()) {
     spdlog::warn("changed in {} but only applied on restart, still running the old values: {}",
@@ -211,6 +216,7 @@ int RunServe(const ServeFlags& flags) {
                 &timers.timers());
   api.SetMaxWaiters(config->server.max_waiters);
   api.SetExposeKeys(config->server.expose_keys);
+  api.SetCallers(http::CallerTable::Build(config->server.auth));
   if (rls) {
     api.SetJsonRoute(
         [&rls](std::string_view body, http::Api::JsonDone done) {
@@ -236,6 +242,12 @@ int RunServe(const ServeFlags& flags) {
       config->listen.host, server.port(), config->rules.size(), source,
       redis::RedactedUrl(config->store.url), options.io_threads, options.max_connections);
 
+  if (!config->server.auth.enabled && !IsLoopback(config->listen.host)) {
+    spdlog::warn(
+        "listening on {} without server.auth: anyone who can reach it may spend any rule's "
+        "limits, read /metrics and /v1/top",
+        config->listen.host);
+  }
   server.Start();
   while (signals.Next() == ServiceSignal::kReload) {
     Reload(flags, *config, source, store, metrics, api);

@@ -7,7 +7,9 @@
 //            key_prefix: sluice, password_file: /run/secrets/redis }   # or password_env: NAME
 //   server: { io_threads: 2, read_timeout: 10s, idle_timeout: 60s,       # optional
 //             max_connections: 10000, max_waiters: 100000, max_waiters_per_key: 1000,
-//             expose_keys: false, shadow_mode: false }
+//             expose_keys: false, shadow_mode: false,
+//             auth: { callers: [ {name: checkout, token_sha256: <64 hex>,   # optional: who may
+//                                 scopes: [check], rules: [api]} ] } }   # call (http/callers.h)
 //   rls: { config_dir: /etc/ratelimit, grpc_listen: 127.0.0.1:8081,    # optional: Envoy's
 //          shadow_mode: false, quota_mode: false,                        # rate limit service
 //          x_ratelimit_headers: false, on_error: fail_open, watch: true } # (rls/front_end.h)
@@ -35,6 +37,7 @@
 // (store.password_file, store.password_env).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -142,6 +145,31 @@ inline constexpr size_t kMaxPasswordBytes = 4096;
 inline constexpr size_t kMinMaxMemory = size_t{1} << 20;
 inline constexpr size_t kMaxMaxMemory = size_t{1} << 40;
 
+// What a caller may do: the scopes of server.auth.callers, as bits.
+enum Scope : uint8_t {
+  kScopeCheck = 1,    // /v1/check, /v1/acquire, /v1/auth, POST /json
+  kScopeAdmin = 2,    // /v1/top, the dashboard
+  kScopeMetrics = 4,  // /metrics
+};
+
+// One entry of server.auth.callers: who presents the token whose SHA-256 is `token_sha256`.
+struct CallerConfig {
+  std::string name;  // for logs and metrics; [A-Za-z0-9_.:-], unique
+  std::array<uint8_t, 32> token_sha256{};
+  uint8_t scopes = 0;  // Scope bits, at least one
+  // The rules it may check (names of `rules`), and the RLS domains it may use on POST /json;
+  // unset: any.
+  std::optional<std::vector<std::string>> rules;
+  std::optional<std::vector<std::string>> domains;
+};
+
+// server.auth: when set (`enabled`), every endpoint but /healthz and /readyz needs a caller's
+// token.
+struct AuthConfig {
+  bool enabled = false;
+  std::vector<CallerConfig> callers;  // at least one when enabled; names and hashes unique
+};
+
 struct ServerConfig {
   // 0: one per hardware thread.
   int io_threads = 0;
@@ -160,6 +188,7 @@ struct ServerConfig {
   bool expose_keys = false;
   // The default of each rule's shadow_mode.
   bool shadow_mode = false;
+  AuthConfig auth;
 };
 
 // The forward_auth section: what every rule's ForwardAuth takes from it.

@@ -8,6 +8,77 @@
 #include "http/dashboard.h"
 
 namespace sluice::http {
+namespace {
+
+using nlohmann::json;
+
+// The scope a path needs; nullopt for those open to all (/healthz, /readyz, the dashboard's
+// files, unknown paths).
+std::optional<config::Scope> ScopeOf(std::string_view path) {
+  if (path == "/v1/check" || path == "/v1/acquire" || path.starts_with(kAuthPathPrefix) ||
+      path == "/json") {
+    return config::kScopeCheck;
+  }
+  if (path == "/metrics") return config::kScopeMetrics;
+  // The dashboard's files hold no data and a browser's navigation sends no Bearer header: they
+  // are open; the page reads /metrics and /v1/top with a token (docs/dashboard.md).
+  if (path == "/v1/top") return config::kScopeAdmin;
+  return std::nullopt;
+}
+
+std::string_view ScopeName(config::Scope scope) {
+  switch (scope) {
+    case config::kScopeCheck:
+      return "check";
+    case config::kScopeAdmin:
+      return "admin";
+    case config::kScopeMetrics:
+      return "metrics";
+  }
+  return "?";
+}
+
+// The rules a /v1/check or /v1/acquire body names, as their handlers read it (a check's "rule",
+// or each of a batch's). A body they cannot read names none here, and they refuse it (400).
+std::vector<std::string> RulesNamed(std::string_view body) {
+  std::vector<std::string> rules;
+  const json document = json::parse(body, nullptr, false);
+  const auto add = [&](const json& check) {
+    if (!check.is_object()) return;
+    if (auto rule = check.find("rule"); rule != check.end() && rule->is_string()) {
+      rules.push_back(rule->get<std::string>());
+    }
+  };
+  if (!document.is_object()) return rules;
+  add(document);
+  if (auto checks = document.find("checks"); checks != document.end() && checks->is_array()) {
+    for (const json& check : *checks) add(check);
+  }
+  return rules;
+}
+
+// Every value of a POST /json body's top-level "domain" field, including repeated ones (a
+// parser that kept the first would see another domain than one that kept the last); a value
+// that is not a string is named "" (no domain a caller may have).
+std::vector<std::string> DomainsNamed(std::string_view body) {
+  std::vector<std::string> domains;
+  bool domain_next = false;
+  [[maybe_unused]] const json document = json::parse(
+      body,
+      [&](int depth, json::parse_event_t event, json& parsed) {
+        if (depth == 1 && event == json::parse_event_t::key) {
+          domain_next = parsed == "domain";
+        } else if (domain_next && depth == 1 && event == json::parse_event_t::value) {
+          domains.push_back(parsed.is_string() ? parsed.get<std::string>() : "");
+          domain_next = false;
+        }
+        return true;
+      },
+      false);
+  return domains;
+}
+
+}  // namespace
 
 Api::Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules,
          const StoreHealth* health, Timers* timers)
@@ -29,10 +100,102 @@ std::shared_ptr<const RuleTable> Api::rules() const {
   return rules_;
 }
 
+void Api::SetCallers(std::shared_ptr<const CallerTable> callers) {
+  base::MutexLock lock(rules_mu_);
+  callers_.swap(callers);
+}
+
+void Api::RefuseCaller(AuthRefusal refusal, std::string_view message, Exchange& exchange) {
+  auth_refused_[static_cast<size_t>(refusal)].fetch_add(1, std::memory_order_relaxed);
+  int status = 403;
+  if (refusal == AuthRefusal::kMissing || refusal == AuthRefusal::kUnknown) {
+    status = 401;
+    exchange.response.AddHeader("WWW-Authenticate", "Bearer");
+  } else if (refusal == AuthRefusal::kThrottled) {
+    status = 429;
+    exchange.response.AddHeader("Retry-After", "1");
+  }
+  answers_.Fail(exchange, status, message);
+}
+
+bool Api::Authorize(const Request& request, std::string_view path, Exchange& exchange) {
+  std::shared_ptr<const CallerTable> callers;
+  {
+    base::MutexLock lock(rules_mu_);
+    callers = callers_;
+  }
+  if (!callers || !callers->enabled()) return true;
+  const std::optional<config::Scope> scope = ScopeOf(path);
+  if (!scope) return true;
+
+  const std::string_view peer = request.client ? request.client->peer_address() : "";
+  if (auth_failures_.Throttled(peer)) {
+    RefuseCaller(AuthRefusal::kThrottled, "too many failed authentications; retry later", exchange);
+    return false;
+  }
+  const auto authentication = callers->Authenticate(
+      request.client ? request.client->header("Authorization") : std::nullopt);
+  if (authentication.caller == nullptr) {
+    auth_failures_.Count(peer);
+    RefuseCaller(authentication.refusal,
+                 authentication.refusal == AuthRefusal::kMissing
+                     ? "this path needs Authorization: Bearer <token>"
+                     : "the bearer token is no caller's",
+                 exchange);
+    return false;
+  }
+  const Caller& caller = *authentication.caller;
+  if (!CallerTable::Allows(caller, *scope)) {
+    RefuseCaller(
+        AuthRefusal::kScope,
+        fmt::format("caller '{}' may not use {} (scope {})", caller.name, path, ScopeName(*scope)),
+        exchange);
+    return false;
+  }
+  if (*scope != config::kScopeCheck || (!caller.rules && !caller.domains)) return true;
+  if (path == "/json") {
+    if (!caller.domains) return true;
+    for (const std::string& domain : DomainsNamed(request.body)) {
+      if (!CallerTable::AllowsDomain(caller, domain)) {
+        RefuseCaller(AuthRefusal::kRule,
+                     fmt::format("caller '{}' may not use this domain", caller.name), exchange);
+        return false;
+      }
+    }
+    return true;
+  }
+  if (!caller.rules) return true;
+  const std::vector<std::string> named =
+      path.starts_with(kAuthPathPrefix)
+          ? std::vector<std::string>{std::string(path.substr(kAuthPathPrefix.size()))}
+          : RulesNamed(request.body);
+  for (const std::string& rule : named) {
+    if (!CallerTable::AllowsRule(caller, rule)) {
+      RefuseCaller(AuthRefusal::kRule,
+                   fmt::format("caller '{}' may not use this rule", caller.name), exchange);
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string Api::AuthExposition() const {
+  std::string text =
+      "# HELP sluice_auth_refused_total Requests refused before any handler, by reason.\n"
+      "# TYPE sluice_auth_refused_total counter\n";
+  for (size_t i = 0; i < auth_refused_.size(); ++i) {
+    text += fmt::format("sluice_auth_refused_total{{reason=\"{}\"}} {}\n",
+                        AuthRefusalName(static_cast<AuthRefusal>(i)),
+                        auth_refused_[i].load(std::memory_order_relaxed));
+  }
+  return text;
+}
+
 bool Api::Handle(const Request& request, Exchange& exchange) {
   exchange.response.Reset();
   exchange.acquire_.reset();
   const std::string_view path = request.target.substr(0, request.target.find('?'));
+  if (!Authorize(request, path, exchange)) return false;
   const auto route = [&](std::string_view method) {
     if (request.method == method) return true;
     exchange.response.AddHeader("Allow", method);
@@ -60,6 +223,7 @@ bool Api::Handle(const Request& request, Exchange& exchange) {
       exchange.response.content_type = "text/plain; version=0.0.4; charset=utf-8";
       exchange.response.body = metrics_.Exposition();
       if (json_route_metrics_) exchange.response.body += json_route_metrics_();
+      exchange.response.body += AuthExposition();
       answers_.Finish(exchange);
     }
   } else if (path == "/json" && json_route_) {

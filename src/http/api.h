@@ -41,6 +41,16 @@
 //   POST /json       envoyproxy/ratelimit's endpoint, when a rate limit service is set
 //                    (SetJsonRoute; rls/json_endpoint.h), its metrics added to /metrics
 //
+// With callers (SetCallers, http/callers.h), every path but /healthz, /readyz, the dashboard's
+// files (which hold no data) and unknown ones needs `Authorization: Bearer TOKEN` of a caller
+// with the path's scope (check: /v1/check, /v1/acquire, /v1/auth, POST /json; admin: /v1/top;
+// metrics: /metrics) and,
+// when the caller has a list of rules (or RLS domains), naming only those: 401 with
+// WWW-Authenticate: Bearer without a token or with an unknown one, 403 outside its scopes or
+// rules (a batch naming one rule it may not use is refused whole), and 429 while its address has
+// failed too often (http/auth_failures.h). A refused request reaches no handler and no store;
+// /metrics counts it in sluice_auth_refused_total{reason}.
+//
 // Errors are {"error":"..."}: 400 bad JSON or check, 404 unknown path, 405 wrong method (with
 // Allow), 413 body over kMaxBodyBytes; for a check or an acquire the store answered with an
 // error instead of a decision (see middleware/refusal.h), 503 with Retry-After when it is out (no
@@ -54,6 +64,8 @@
 // acquires waiting for a slot).
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -62,7 +74,9 @@
 #include "base/mutex.h"
 #include "http/acquire_handler.h"
 #include "http/answers.h"
+#include "http/auth_failures.h"
 #include "http/auth_handler.h"
+#include "http/callers.h"
 #include "http/check_handler.h"
 #include "http/exchange.h"
 #include "http/metrics.h"
@@ -117,6 +131,10 @@ class Api {
   // Whether GET /v1/top shows the keys denied most (default: no, it answers 403).
   void SetExposeKeys(bool expose) { top_.SetExposeKeys(expose); }
 
+  // Who may call, and what (http/callers.h); swapped atomically, as SetRules. Unset or not
+  // enabled: anyone may call anything.
+  void SetCallers(std::shared_ptr<const CallerTable> callers);
+
   // Where the service counts, for the HTTP layer's own counts (connections).
   Metrics& metrics() { return metrics_; }
   // A front end beside this API's own (the Envoy rate limit service): what answers POST /json,
@@ -130,9 +148,17 @@ class Api {
   }
 
  private:
+  // Whether the request may go on to its route; answers it (401, 403, 429) when not.
+  bool Authorize(const Request& request, std::string_view path, Exchange& exchange);
+  void RefuseCaller(AuthRefusal refusal, std::string_view message, Exchange& exchange);
+  std::string AuthExposition() const;
+
   Metrics& metrics_;
+  AuthFailures auth_failures_;
+  std::array<std::atomic<uint64_t>, kAuthRefusalCount> auth_refused_{};
   mutable base::Mutex rules_mu_;
   std::shared_ptr<const RuleTable> rules_ SLUICE_GUARDED_BY(rules_mu_);
+  std::shared_ptr<const CallerTable> callers_ SLUICE_GUARDED_BY(rules_mu_);
   TopKeys top_keys_{SystemClock::Instance()};
   Answers answers_{metrics_, top_keys_};
   CheckHandler checks_;

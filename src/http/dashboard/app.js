@@ -297,14 +297,39 @@ function recordPoll(current) {
   data.pollEnd = String(current.pollEnd);
 }
 
+// With server.auth, /metrics and /v1/top need a caller's token (scopes metrics and admin): the
+// page asks for it once, keeps it in this tab's sessionStorage (gone when the tab closes) and
+// sends it as a Bearer header. The page itself holds no data and is served to anyone.
+const TOKEN_KEY = 'sluice.token';
+let tokenAsked = false;
+
+function requestOptions() {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  const headers = token ? { Authorization: `Bearer ${token}` } : {};
+  return { cache: 'no-store', headers };
+}
+
+// Asks again only when the token entered was refused, not when the user declined to give one.
+function askForToken() {
+  const refused = sessionStorage.getItem(TOKEN_KEY) !== null;
+  sessionStorage.removeItem(TOKEN_KEY);
+  if (tokenAsked && !refused) throw new Error('the service needs a token: reload the page to enter one');
+  tokenAsked = true;
+  const token = window.prompt('This service needs a token whose caller has the admin and ' +
+                              'metrics scopes (kept in this tab only):');
+  if (token && token.trim()) sessionStorage.setItem(TOKEN_KEY, token.trim());
+  throw new Error('the service asked for a token');
+}
+
 async function poll() {
   const pollStart = Date.now();
   try {
-    const options = { cache: 'no-store' };
+    const options = requestOptions();
     const [metrics, top] = await Promise.all([
       fetch('/metrics', options),
       fetch(`/v1/top?n=${TOP_N}`, options),
     ]);
+    if (metrics.status === 401 || top.status === 401) askForToken();
     if (!metrics.ok) throw new Error(`/metrics answered ${metrics.status}`);
     const current = snapshot(await metrics.text(), pollStart, Date.now());
     const topKeys = await readTop(top);

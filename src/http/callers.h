@@ -1,0 +1,73 @@
+// Who may call the decision service: the callers of the config's server.auth, each known by the
+// SHA-256 of its token, and what each may do (its scopes, and the rules and RLS domains it may
+// spend). No HTTP here: the HTTP routing (api.h) asks it, and so can any other front end that
+// finds a caller's credential (a gRPC `authorization` metadata, a client certificate's SAN).
+//
+// Authenticate hashes the presented token once with SHA-256 and compares the digest with every
+// caller's, each in constant time (CRYPTO_memcmp) and without stopping at a match, so that the
+// time taken tells nothing of which digest or how much of it matched. The token is never kept.
+//
+// Thread safety: a CallerTable is immutable once built; share it as a
+// shared_ptr<const CallerTable> and swap the pointer to reload.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+
+namespace sluice::http {
+
+// Why a request was refused before it reached a handler.
+enum class AuthRefusal {
+  kMissing,    // no Authorization: Bearer token (401)
+  kUnknown,    // a token that is no caller's (401)
+  kScope,      // a caller outside its scopes (403)
+  kRule,       // a caller naming a rule or RLS domain it may not use (403)
+  kThrottled,  // too many failed authentications from its address (429)
+};
+inline constexpr int kAuthRefusalCount = 5;
+std::string_view AuthRefusalName(AuthRefusal refusal);  // "missing", "unknown", ...
+
+struct Caller {
+  std::string name;
+  uint8_t scopes = 0;  // config::Scope bits
+  std::optional<std::vector<std::string>> rules;
+  std::optional<std::vector<std::string>> domains;
+};
+
+class CallerTable {
+ public:
+  // Empty (enabled() false) when `auth` is not enabled: every request is admitted.
+  static std::shared_ptr<const CallerTable> Build(const config::AuthConfig& auth);
+
+  bool enabled() const { return enabled_; }
+
+  // The caller whose token an Authorization header value carries ("Bearer TOKEN", the scheme
+  // case-insensitive), or why none: kMissing without a header or a Bearer token, kUnknown for a
+  // token no caller has.
+  struct Authentication {
+    const Caller* caller = nullptr;
+    AuthRefusal refusal = AuthRefusal::kMissing;  // when caller is null
+  };
+  Authentication Authenticate(std::optional<std::string_view> authorization) const;
+
+  static bool Allows(const Caller& caller, config::Scope scope) {
+    return (caller.scopes & scope) != 0;
+  }
+  static bool AllowsRule(const Caller& caller, std::string_view rule);
+  static bool AllowsDomain(const Caller& caller, std::string_view domain);
+
+ private:
+  struct Entry {
+    std::array<uint8_t, 32> token_sha256;
+    Caller caller;
+  };
+  bool enabled_ = false;
+  std::vector<Entry> entries_;
+};
+
+}  // namespace sluice::http
