@@ -117,13 +117,19 @@ class Api {
   // Whether GET /v1/top shows the keys denied most (default: no, it answers 403).
   void SetExposeKeys(bool expose) { top_.SetExposeKeys(expose); }
 
+  // Admits the store work of /v1/check, /v1/auth, /v1/acquire and /json by caller
+  // (core/fair_admission.h); `admission` must outlive the Api. None by default. Set before
+  // serving.
+  void SetAdmission(core::FairAdmission* admission) { answers_.SetAdmission(admission); }
+
   // Where the service counts, for the HTTP layer's own counts (connections).
   Metrics& metrics() { return metrics_; }
   // A front end beside this API's own (the Envoy rate limit service): what answers POST /json,
   // calling `done` once with the status and the JSON body, and more /metrics lines. Set both
-  // before serving.
+  // before serving. `caller` is the request's (Request::caller), for the same admission.
   using JsonDone = std::function<void(int status, std::string body)>;
-  using JsonRoute = std::function<void(std::string_view body, JsonDone done)>;
+  using JsonRoute =
+      std::function<void(std::string_view body, core::FairAdmission::Caller caller, JsonDone done)>;
   void SetJsonRoute(JsonRoute route, std::function<std::string()> metrics) {
     json_route_ = std::move(route);
     json_route_metrics_ = std::move(metrics);

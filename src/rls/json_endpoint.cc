@@ -31,7 +31,8 @@ int HttpStatusOf(const Status& status) {
 }  // namespace
 
 void AnswerJson(Service& service, std::string_view body,
-                std::function<void(int status, std::string body)> done) {
+                std::function<void(int status, std::string body)> done,
+                core::FairAdmission::Caller caller) {
   struct Call {
     pb::RateLimitRequest request;
     pb::RateLimitResponse response;
@@ -43,7 +44,8 @@ void AnswerJson(Service& service, std::string_view body,
     return done(400, ErrorBody("not a RateLimitRequest: " + parsed.message().as_string()));
   }
   service.ShouldRateLimit(
-      call->request, call->response, [call, done = std::move(done)](Status status) {
+      call->request, call->response,
+      [call, done = std::move(done)](Status status) {
         if (!status.ok()) return done(HttpStatusOf(status), ErrorBody(status.message()));
         std::string json;
         if (const auto printed = google::protobuf::util::MessageToJsonString(call->response, &json);
@@ -53,7 +55,8 @@ void AnswerJson(Service& service, std::string_view body,
         }
         const bool over = call->response.overall_code() == pb::RateLimitResponse::OVER_LIMIT;
         done(over ? 429 : 200, std::move(json));
-      });
+      },
+      caller);
 }
 
 }  // namespace sluice::rls
