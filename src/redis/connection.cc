@@ -95,6 +95,8 @@ void Connection::SubmitCoalesced(CoalescedCheck check) {
         group_.first_key_count = check.key_count;
         group_.first_keys_size = check.keys_size;
         group_.deadline = check.deadline;
+        group_.ahead = pending_.load(std::memory_order_relaxed) - 1;  // Admit counted it
+        group_.answered_before = answered_.load(std::memory_order_relaxed);
         PostFlushLocked();
       }
       const std::string_view bytes = check.bytes;
@@ -129,6 +131,8 @@ void Connection::CloseGroupLocked() REQUIRES(mu_) {
   p.members = std::move(group_.members);
   p.out_of_order = true;  // its deadline moves to its next member's as they pass
   p.deadline = group_.deadline;
+  p.ahead = group_.ahead;
+  p.answered_before = group_.answered_before;
   const size_t checks = p.members.size();
   const std::string_view keys = group_.keys;
   // Across slots, the first check's keys are declared and the others follow the args.
@@ -205,6 +209,11 @@ void Connection::EnqueueLocked(const std::string& bytes, std::vector<Pending>& e
 }
 
 void Connection::AddEntryLocked(Pending e) REQUIRES(mu_) {
+  if (e.members.empty()) {  // a coalesced call's are its first check's (SubmitCoalesced)
+    const size_t pending = pending_.load(std::memory_order_relaxed);
+    e.ahead = pending > e.slots() ? pending - e.slots() : 0;
+    e.answered_before = answered_.load(std::memory_order_relaxed);
+  }
   if (!e.out_of_order && !e.finished) {
     if (e.deadline < last_in_order_deadline_) {
       e.out_of_order = true;
@@ -311,6 +320,7 @@ void Connection::HandleReply(Pending& entry, Reply reply) {
     return Resend(std::move(entry));
   }
   pending_.fetch_sub(entry.slots(), std::memory_order_relaxed);
+  answered_.fetch_add(entry.slots(), std::memory_order_relaxed);
   if (entry.kind == Pending::Kind::kScriptLoad) loading_.pop_front();  // loads answer in order
   if (entry.kind == Pending::Kind::kIgnoreReply || entry.finished) return;
   if (!entry.members.empty()) return AnswerMembers(entry, std::move(reply));
@@ -394,6 +404,17 @@ Status Connection::DeadlineStatus() const {
                                   std::to_string(options_.timeout.count() / 1000) + " ms");
 }
 
+Status Connection::ExpiredStatus(const Pending& call) const {
+  const uint64_t answered = answered_.load(std::memory_order_relaxed) - call.answered_before;
+  if (call.ahead < kBacklogSlots || answered == 0) return DeadlineStatus();
+  return Status::ResourceExhausted(
+      "Redis at " + Address() + " answered " + std::to_string(answered) + " of the " +
+      std::to_string(call.ahead) +
+      " checks this instance queued ahead of this one, but not it within " +
+      std::to_string(options_.timeout.count() / 1000) +
+      " ms: this instance sends more than Redis answers within the deadline; retry later");
+}
+
 void Connection::ExpireMembers(Pending& call, Steady::time_point now, Steady::time_point& next) {
   Steady::time_point earliest = Steady::time_point::max();
   for (auto& m : call.members) {
@@ -403,7 +424,7 @@ void Connection::ExpireMembers(Pending& call, Steady::time_point now, Steady::ti
       continue;
     }
     m.finished = true;
-    m.done(DeadlineStatus());
+    m.done(ExpiredStatus(call));
   }
   call.finished = earliest == Steady::time_point::max();
   if (!call.finished) call.deadline = earliest;
@@ -431,7 +452,7 @@ void Connection::ExpireCalls() {
       continue;
     }
     p.finished = true;
-    p.done(DeadlineStatus());
+    p.done(ExpiredStatus(p));
   }
   if (inflight_.empty()) return;
   // Hung: the oldest call is past its deadline and nothing was read for hang_timeout since.
