@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 
 #include "redis/backoff.h"
 
@@ -39,6 +40,20 @@ Pending IgnoredReply(Steady::time_point deadline, Pending::Kind kind) {
   p.deadline = deadline;
   p.finished = true;
   return p;
+}
+
+std::shared_ptr<Backlog> Backlog::Of(const std::string& address) {
+  static core::Mutex mu;
+  // Never destroyed: connections may outlive static destruction on their I/O threads.
+  static auto* const backlogs = new std::map<std::string, std::weak_ptr<Backlog>>();
+  core::MutexLock lock(mu);
+  std::weak_ptr<Backlog>& known = (*backlogs)[address];
+  std::shared_ptr<Backlog> backlog = known.lock();
+  if (backlog == nullptr) {
+    backlog = std::make_shared<Backlog>();
+    known = backlog;
+  }
+  return backlog;
 }
 
 std::string ServerAddress(const ClientOptions& options) {
@@ -55,6 +70,7 @@ Connection::Connection(asio::io_context& io, ClientOptions options, int index)
       reconnect_timer_(io),
       connect_timer_(io),
       reader_(std::make_unique<ReplyReader>()),
+      backlog_(Backlog::Of(ServerAddress(options_))),
       backoff_(options_.reconnect_min),
       jitter_(static_cast<uint32_t>(std::random_device{}() + index)) {}
 
@@ -95,8 +111,8 @@ void Connection::SubmitCoalesced(CoalescedCheck check) {
         group_.first_key_count = check.key_count;
         group_.first_keys_size = check.keys_size;
         group_.deadline = check.deadline;
-        group_.ahead = pending_.load(std::memory_order_relaxed) - 1;  // Admit counted it
-        group_.answered_before = answered_.load(std::memory_order_relaxed);
+        group_.ahead = backlog_->pending.load(std::memory_order_relaxed) - 1;  // Admit counted it
+        group_.answered_before = backlog_->answered.load(std::memory_order_relaxed);
         PostFlushLocked();
       }
       const std::string_view bytes = check.bytes;
@@ -177,6 +193,7 @@ Connection::Refusal Connection::Admit(size_t n) REQUIRES(mu_) {
     pending_.fetch_sub(n, std::memory_order_relaxed);
     return Refusal::kTooManyPending;
   }
+  backlog_->pending.fetch_add(n, std::memory_order_relaxed);
   return Refusal::kNone;
 }
 
@@ -210,9 +227,9 @@ void Connection::EnqueueLocked(const std::string& bytes, std::vector<Pending>& e
 
 void Connection::AddEntryLocked(Pending e) REQUIRES(mu_) {
   if (e.members.empty()) {  // a coalesced call's are its first check's (SubmitCoalesced)
-    const size_t pending = pending_.load(std::memory_order_relaxed);
+    const size_t pending = backlog_->pending.load(std::memory_order_relaxed);
     e.ahead = pending > e.slots() ? pending - e.slots() : 0;
-    e.answered_before = answered_.load(std::memory_order_relaxed);
+    e.answered_before = backlog_->answered.load(std::memory_order_relaxed);
   }
   if (!e.out_of_order && !e.finished) {
     if (e.deadline < last_in_order_deadline_) {
@@ -320,7 +337,8 @@ void Connection::HandleReply(Pending& entry, Reply reply) {
     return Resend(std::move(entry));
   }
   pending_.fetch_sub(entry.slots(), std::memory_order_relaxed);
-  answered_.fetch_add(entry.slots(), std::memory_order_relaxed);
+  backlog_->pending.fetch_sub(entry.slots(), std::memory_order_relaxed);
+  backlog_->answered.fetch_add(entry.slots(), std::memory_order_relaxed);
   if (entry.kind == Pending::Kind::kScriptLoad) loading_.pop_front();  // loads answer in order
   if (entry.kind == Pending::Kind::kIgnoreReply || entry.finished) return;
   if (!entry.members.empty()) return AnswerMembers(entry, std::move(reply));
@@ -381,6 +399,7 @@ void Connection::Resend(Pending entry) {
   entry.out_of_order = true;
   entries.push_back(std::move(entry));
   pending_.fetch_add(entries.size() - 1, std::memory_order_relaxed);
+  backlog_->pending.fetch_add(entries.size() - 1, std::memory_order_relaxed);
   Enqueue(bytes, entries);
 }
 
@@ -405,7 +424,8 @@ Status Connection::DeadlineStatus() const {
 }
 
 Status Connection::ExpiredStatus(const Pending& call) const {
-  const uint64_t answered = answered_.load(std::memory_order_relaxed) - call.answered_before;
+  const uint64_t answered =
+      backlog_->answered.load(std::memory_order_relaxed) - call.answered_before;
   if (call.ahead < kBacklogSlots || answered == 0) return DeadlineStatus();
   return Status::ResourceExhausted(
       "Redis at " + Address() + " answered " + std::to_string(answered) + " of the " +
@@ -562,6 +582,7 @@ void Connection::Handshake() {
     };
   }
   pending_.fetch_add(entries.size(), std::memory_order_relaxed);
+  backlog_->pending.fetch_add(entries.size(), std::memory_order_relaxed);
   Enqueue(bytes, entries);
 }
 
@@ -607,6 +628,7 @@ void Connection::FailAll(std::vector<Pending>& entries, const Status& status) {
   size_t slots = 0;
   for (const auto& p : entries) slots += p.slots();
   pending_.fetch_sub(slots, std::memory_order_relaxed);
+  backlog_->pending.fetch_sub(slots, std::memory_order_relaxed);
   for (auto& p : entries) {
     if (p.finished || p.kind == Pending::Kind::kIgnoreReply) continue;
     if (p.members.empty()) {

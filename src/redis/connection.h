@@ -51,8 +51,8 @@ struct Pending {
   // order, its deadline is its members' earliest not yet passed, and it is finished once they
   // all are.
   std::vector<CoalescedMember> members;
-  // When queued: the slots pending ahead of it on the connection, and the slots answered so far
-  // (Connection::ExpiredStatus).
+  // When queued: the slots this process had pending ahead of it on its server, and the slots
+  // answered there so far (Backlog; Connection::ExpiredStatus).
   size_t ahead = 0;
   uint64_t answered_before = 0;
 
@@ -73,6 +73,16 @@ struct CoalescedCheck {
 };
 
 inline constexpr std::string_view kAsking[] = {"ASKING"};
+
+// The calls this process has pending on one Redis server, over all its connections to it, and
+// those Redis answered: Redis serves its connections in turn, so a call waits behind them all.
+struct Backlog {
+  std::atomic<size_t> pending{0};
+  std::atomic<uint64_t> answered{0};
+
+  // The one of the server at `address` (ServerAddress), shared while any connection holds it.
+  static std::shared_ptr<Backlog> Of(const std::string& address);
+};
 
 // An entry whose reply no caller waits for.
 Pending IgnoredReply(Steady::time_point deadline, Pending::Kind kind = Pending::Kind::kIgnoreReply);
@@ -156,7 +166,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void AnswerMembers(Pending& call, Reply reply);
   Status DeadlineStatus() const;
   // What a call answers when its deadline passes: DEADLINE_EXCEEDED, unless it waited behind at
-  // least kBacklogSlots of this instance's own calls and Redis went on answering them meanwhile:
+  // least kBacklogSlots of this process's calls to its server (over all its connections there)
+  // and Redis went on answering them meanwhile:
   // then the deadline passed in this instance's queue, not because Redis is out, and the call is
   // refused as RESOURCE_EXHAUSTED (never an outage, so no failure policy admits it).
   Status ExpiredStatus(const Pending& call) const;
@@ -209,9 +220,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool connected_ GUARDED_BY(mu_) = false;  // written on the I/O thread (ConnectedOnIoThread)
   Steady::time_point last_in_order_deadline_ GUARDED_BY(mu_){};
   std::atomic<uint64_t> commands_{0}, writes_{0}, connects_{0};
-  std::atomic<bool> ready_{false};     // written under mu_ (see Submit)
-  std::atomic<size_t> pending_{0};     // accepted and not yet answered or failed
-  std::atomic<uint64_t> answered_{0};  // slots Redis answered, ever (written on the I/O thread)
+  std::atomic<bool> ready_{false};  // written under mu_ (see Submit)
+  std::atomic<size_t> pending_{0};  // accepted and not yet answered or failed
+  const std::shared_ptr<Backlog> backlog_;
   mutable core::Mutex error_mu_;
   std::string last_error_ GUARDED_BY(error_mu_);
 
