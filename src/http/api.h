@@ -46,7 +46,10 @@
 // error instead of a decision (see middleware/refusal.h), 503 with Retry-After when it is out (no
 // failure policy in front of it) or full, 500 for a fault (INTERNAL, e.g. a Lua script's error).
 // Such an error is never turned into an answer that admits; a batch item gets it as its
-// {"error":"..."}. Bad input changes no limiter state.
+// {"error":"..."}. Bad input changes no limiter state. With an admission (SetAdmission), a
+// request that would take its connection past its share of the store's work in flight is
+// answered 503 with Retry-After at once, and a batch is decided in parts as its share allows,
+// the rest of its items {"error":"the service is busy: ..."} (core/fair_admission.h).
 //
 // Thread safety: Handle may be called concurrently, each call with its own Exchange. The rule set
 // is an immutable snapshot; SetRules swaps it atomically and calls in flight keep the one they

@@ -174,7 +174,7 @@ TEST_P(ServeFairnessTest, AVictimIsAdmittedExactlyItsLimitWithinItsDeadline) {
   EXPECT_GT(decided.load(), 0) << "the attacker still gets its share";
   EXPECT_EQ(refused_without_retry_after.load(), 0) << "every 503 says when to retry";
   EXPECT_EQ(other.load(), 0) << "the attacker is answered 200 or 503";
-  EXPECT_GT(checks, 100);
+  EXPECT_GT(checks, 40);
 }
 
 INSTANTIATE_TEST_SUITE_P(Attackers, ServeFairnessTest,
