@@ -43,7 +43,8 @@ FairAdmission::Ticket FairAdmission::Admit(Caller caller, size_t units, bool par
   const size_t room = left(budget_, total_);
   const size_t share = std::min(left(budget_ / active, held), left(budget_ + budget_ / 4, total_));
   const size_t lone = held == 0 ? 1 : 0;
-  const size_t most = std::max({room, share, lone});
+  const size_t alone = !partial && total_ == 0 ? units : 0;
+  const size_t most = std::max({room, share, lone, alone});
   const size_t granted = partial ? std::min(units, most) : (units <= most ? units : 0);
   Ticket ticket;
   if (granted == 0) {

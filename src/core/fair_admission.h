@@ -8,13 +8,16 @@
 //   1. total + units <= budget: the instance has room; or
 //   2. held + units <= budget / active and total + units <= budget + budget / 4: the caller
 //      stays within an equal share, out of a reserve of a quarter of the budget; or
-//   3. units == 1 and held == 0: a single check of a caller holding nothing always goes.
+//   3. units == 1 and held == 0: a single check of a caller holding nothing always goes; or
+//   4. total == 0 and the request is whole (not `partial`, below): a request that cannot be
+//      split, such as a rate limit service call of up to 256 checks, goes to an idle instance
+//      even when the budget has shrunk below it.
 // Anything else is refused at once (the caller answers it 503 with Retry-After: it is never sent,
 // so never admitted, and never queued to miss its deadline). A request may instead ask for part
 // of its units (Admit's `partial`): it gets as many as the rules allow, for the caller to send
 // the rest once they are answered. So the work queued ahead of any check is at most 1.25 *
-// budget units, plus one check per other caller holding a single one; and a caller holding
-// nothing always gets a single check through.
+// budget units, or one request that came to an idle instance, plus one check per other caller
+// holding a single one; and a caller holding nothing always gets a single check through.
 //
 // The budget adapts to how fast the store answers (additive increase, multiplicative decrease):
 // a request answered later than `target` (half the store's deadline) cuts it by a quarter, once

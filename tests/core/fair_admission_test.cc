@@ -110,6 +110,18 @@ TEST(FairAdmissionTest, GivingBackFreesTheUnits) {
   EXPECT_TRUE(admission.Admit(4, 70));
 }
 
+TEST(FairAdmissionTest, AnIdleInstanceTakesARequestLargerThanTheBudget) {
+  FairAdmission admission = Fixed(10);
+  FairAdmission::Ticket whole = admission.Admit(1, 50);
+  EXPECT_EQ(whole.units(), 50u);
+  EXPECT_FALSE(admission.Admit(2, 50));
+  EXPECT_FALSE(admission.Admit(2, 2));
+  EXPECT_TRUE(admission.Admit(2, 1));
+  whole.Release();
+  // One that can go in parts gets its share only.
+  EXPECT_EQ(admission.Admit(3, 50, /*partial=*/true).units(), 10u);
+}
+
 TEST(FairAdmissionTest, ARefusalHoldsNothing) {
   FairAdmission admission = Fixed(10);
   FairAdmission::Ticket a = admission.Admit(1, 10);
