@@ -28,7 +28,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <map>
 
 #include "redis/backoff.h"
 
@@ -40,20 +39,6 @@ Pending IgnoredReply(Steady::time_point deadline, Pending::Kind kind) {
   p.deadline = deadline;
   p.finished = true;
   return p;
-}
-
-std::shared_ptr<Backlog> Backlog::Of(const std::string& address) {
-  static core::Mutex mu;
-  // Never destroyed: connections may outlive static destruction on their I/O threads.
-  static auto* const backlogs = new std::map<std::string, std::weak_ptr<Backlog>>();
-  core::MutexLock lock(mu);
-  std::weak_ptr<Backlog>& known = (*backlogs)[address];
-  std::shared_ptr<Backlog> backlog = known.lock();
-  if (backlog == nullptr) {
-    backlog = std::make_shared<Backlog>();
-    known = backlog;
-  }
-  return backlog;
 }
 
 std::string ServerAddress(const ClientOptions& options) {
@@ -70,7 +55,6 @@ Connection::Connection(asio::io_context& io, ClientOptions options, int index)
       reconnect_timer_(io),
       connect_timer_(io),
       reader_(std::make_unique<ReplyReader>()),
-      backlog_(Backlog::Of(ServerAddress(options_))),
       backoff_(options_.reconnect_min),
       jitter_(static_cast<uint32_t>(std::random_device{}() + index)) {}
 
@@ -111,8 +95,6 @@ void Connection::SubmitCoalesced(CoalescedCheck check) {
         group_.first_key_count = check.key_count;
         group_.first_keys_size = check.keys_size;
         group_.deadline = check.deadline;
-        group_.ahead = backlog_->pending.load(std::memory_order_relaxed) - 1;  // Admit counted it
-        group_.answered_before = backlog_->answered.load(std::memory_order_relaxed);
         PostFlushLocked();
       }
       const std::string_view bytes = check.bytes;
@@ -147,8 +129,6 @@ void Connection::CloseGroupLocked() REQUIRES(mu_) {
   p.members = std::move(group_.members);
   p.out_of_order = true;  // its deadline moves to its next member's as they pass
   p.deadline = group_.deadline;
-  p.ahead = group_.ahead;
-  p.answered_before = group_.answered_before;
   const size_t checks = p.members.size();
   const std::string_view keys = group_.keys;
   // Across slots, the first check's keys are declared and the others follow the args.
@@ -193,7 +173,6 @@ Connection::Refusal Connection::Admit(size_t n) REQUIRES(mu_) {
     pending_.fetch_sub(n, std::memory_order_relaxed);
     return Refusal::kTooManyPending;
   }
-  backlog_->pending.fetch_add(n, std::memory_order_relaxed);
   return Refusal::kNone;
 }
 
@@ -226,11 +205,6 @@ void Connection::EnqueueLocked(const std::string& bytes, std::vector<Pending>& e
 }
 
 void Connection::AddEntryLocked(Pending e) REQUIRES(mu_) {
-  if (e.members.empty()) {  // a coalesced call's are its first check's (SubmitCoalesced)
-    const size_t pending = backlog_->pending.load(std::memory_order_relaxed);
-    e.ahead = pending > e.slots() ? pending - e.slots() : 0;
-    e.answered_before = backlog_->answered.load(std::memory_order_relaxed);
-  }
   if (!e.out_of_order && !e.finished) {
     if (e.deadline < last_in_order_deadline_) {
       e.out_of_order = true;
@@ -337,8 +311,6 @@ void Connection::HandleReply(Pending& entry, Reply reply) {
     return Resend(std::move(entry));
   }
   pending_.fetch_sub(entry.slots(), std::memory_order_relaxed);
-  backlog_->pending.fetch_sub(entry.slots(), std::memory_order_relaxed);
-  backlog_->answered.fetch_add(entry.slots(), std::memory_order_relaxed);
   if (entry.kind == Pending::Kind::kScriptLoad) loading_.pop_front();  // loads answer in order
   if (entry.kind == Pending::Kind::kIgnoreReply || entry.finished) return;
   if (!entry.members.empty()) return AnswerMembers(entry, std::move(reply));
@@ -399,7 +371,6 @@ void Connection::Resend(Pending entry) {
   entry.out_of_order = true;
   entries.push_back(std::move(entry));
   pending_.fetch_add(entries.size() - 1, std::memory_order_relaxed);
-  backlog_->pending.fetch_add(entries.size() - 1, std::memory_order_relaxed);
   Enqueue(bytes, entries);
 }
 
@@ -423,18 +394,6 @@ Status Connection::DeadlineStatus() const {
                                   std::to_string(options_.timeout.count() / 1000) + " ms");
 }
 
-Status Connection::ExpiredStatus(const Pending& call) const {
-  const uint64_t answered =
-      backlog_->answered.load(std::memory_order_relaxed) - call.answered_before;
-  if (call.ahead < kBacklogSlots || answered == 0) return DeadlineStatus();
-  return Status::ResourceExhausted(
-      "Redis at " + Address() + " answered " + std::to_string(answered) + " of the " +
-      std::to_string(call.ahead) +
-      " checks this instance queued ahead of this one, but not it within " +
-      std::to_string(options_.timeout.count() / 1000) +
-      " ms: this instance sends more than Redis answers within the deadline; retry later");
-}
-
 void Connection::ExpireMembers(Pending& call, Steady::time_point now, Steady::time_point& next) {
   Steady::time_point earliest = Steady::time_point::max();
   for (auto& m : call.members) {
@@ -444,7 +403,7 @@ void Connection::ExpireMembers(Pending& call, Steady::time_point now, Steady::ti
       continue;
     }
     m.finished = true;
-    m.done(ExpiredStatus(call));
+    m.done(DeadlineStatus());
   }
   call.finished = earliest == Steady::time_point::max();
   if (!call.finished) call.deadline = earliest;
@@ -472,7 +431,7 @@ void Connection::ExpireCalls() {
       continue;
     }
     p.finished = true;
-    p.done(ExpiredStatus(p));
+    p.done(DeadlineStatus());
   }
   if (inflight_.empty()) return;
   // Hung: the oldest call is past its deadline and nothing was read for hang_timeout since.
@@ -582,7 +541,6 @@ void Connection::Handshake() {
     };
   }
   pending_.fetch_add(entries.size(), std::memory_order_relaxed);
-  backlog_->pending.fetch_add(entries.size(), std::memory_order_relaxed);
   Enqueue(bytes, entries);
 }
 
@@ -628,7 +586,6 @@ void Connection::FailAll(std::vector<Pending>& entries, const Status& status) {
   size_t slots = 0;
   for (const auto& p : entries) slots += p.slots();
   pending_.fetch_sub(slots, std::memory_order_relaxed);
-  backlog_->pending.fetch_sub(slots, std::memory_order_relaxed);
   for (auto& p : entries) {
     if (p.finished || p.kind == Pending::Kind::kIgnoreReply) continue;
     if (p.members.empty()) {

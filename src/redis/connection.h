@@ -51,10 +51,6 @@ struct Pending {
   // order, its deadline is its members' earliest not yet passed, and it is finished once they
   // all are.
   std::vector<CoalescedMember> members;
-  // When queued: the slots this process had pending ahead of it on its server, and the slots
-  // answered there so far (Backlog; Connection::ExpiredStatus).
-  size_t ahead = 0;
-  uint64_t answered_before = 0;
 
   size_t slots() const { return members.empty() ? 1 : members.size(); }
 };
@@ -73,16 +69,6 @@ struct CoalescedCheck {
 };
 
 inline constexpr std::string_view kAsking[] = {"ASKING"};
-
-// The calls this process has pending on one Redis server, over all its connections to it, and
-// those Redis answered: Redis serves its connections in turn, so a call waits behind them all.
-struct Backlog {
-  std::atomic<size_t> pending{0};
-  std::atomic<uint64_t> answered{0};
-
-  // The one of the server at `address` (ServerAddress), shared while any connection holds it.
-  static std::shared_ptr<Backlog> Of(const std::string& address);
-};
 
 // An entry whose reply no caller waits for.
 Pending IgnoredReply(Steady::time_point deadline, Pending::Kind kind = Pending::Kind::kIgnoreReply);
@@ -165,13 +151,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // and an error reply to the call to every one.
   void AnswerMembers(Pending& call, Reply reply);
   Status DeadlineStatus() const;
-  // What a call answers when its deadline passes: DEADLINE_EXCEEDED, unless it waited behind at
-  // least kBacklogSlots of this process's calls to its server (over all its connections there)
-  // and Redis went on answering them meanwhile:
-  // then the deadline passed in this instance's queue, not because Redis is out, and the call is
-  // refused as RESOURCE_EXHAUSTED (never an outage, so no failure policy admits it).
-  Status ExpiredStatus(const Pending& call) const;
-  static constexpr size_t kBacklogSlots = 16;
   void Connect();
   void ConnectTo(std::vector<Endpoint> endpoints, size_t next = 0);
   void Connected();
@@ -213,8 +192,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::vector<size_t> key_hashes;  // of each check's keys
     std::vector<CoalescedMember> members;
     Steady::time_point deadline;  // the members' earliest
-    size_t ahead = 0;             // as Pending's, when its first check came
-    uint64_t answered_before = 0;
   };
   Group group_ GUARDED_BY(mu_);
   bool connected_ GUARDED_BY(mu_) = false;  // written on the I/O thread (ConnectedOnIoThread)
@@ -222,7 +199,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::atomic<uint64_t> commands_{0}, writes_{0}, connects_{0};
   std::atomic<bool> ready_{false};  // written under mu_ (see Submit)
   std::atomic<size_t> pending_{0};  // accepted and not yet answered or failed
-  const std::shared_ptr<Backlog> backlog_;
   mutable core::Mutex error_mu_;
   std::string last_error_ GUARDED_BY(error_mu_);
 
