@@ -6,12 +6,13 @@
 //     never admit more than the limit;
 //   - a circuit breaker per failure domain of the backend (Store::FailureDomain: one for one
 //     Redis, one per master of a Redis Cluster): after `failures_to_open` consecutive failures in
-//     a domain it opens, and every decision on that domain goes straight to the failure policy,
-//     with no network, for `open_for`; then one probe goes through, and its success, and nothing
-//     else, closes it: the answer to a call sent before the breaker opened counts for nothing.
-//     The probe goes without its lease terms, so that a LeasingStore below cannot answer it
-//     from a lease without the store. The other domains go on deciding on the backend. Domain ids
-//     below kBreakerSlots get a breaker each; larger ones share one, by id modulo kBreakerSlots;
+//     a domain (a failed batch or CheckAll counts once, however many requests it carried) it opens,
+//     and every decision on that domain goes straight to the failure policy, with no network, for
+//     `open_for`; then one probe goes through, and its success, and nothing else, closes it: the
+//     answer to a call sent before the breaker opened counts for nothing. The probe goes without
+//     its lease terms, so that a LeasingStore below cannot answer it from a lease without the
+//     store. The other domains go on deciding on the backend. Domain ids below kBreakerSlots get a
+//     breaker each; larger ones share one, by id modulo kBreakerSlots;
 //   - the request's failure policy (CheckRequest::on_error) whenever the backend is out (an
 //     outage, IsStoreOutage: UNAVAILABLE or DEADLINE_EXCEEDED) or the breaker is open: fail
 //     open, fail closed, or decide on an in-process MemoryStore with the limit divided by
@@ -116,9 +117,11 @@ class ResilientStore final : public Store, public StoreHealth {
   resilience::BreakerPass Allow(std::string_view scope, std::string_view key, Time now);
   // Updates the call's breaker and the error count with the backend's answer to it; true if it
   // is an outage (IsStoreOutage), for the failure policy to decide. An outage that `counts` not
-  // (CountsAsFailure) only frees the pass.
+  // (CountsAsFailure) only frees the pass. `failed`, for the requests of one store call (a batch,
+  // a CheckAll): the domains whose breaker that call has already counted an outage against, so
+  // that one failed call counts once however many requests it carried.
   bool Observe(const resilience::BreakerPass& pass, const Result<Decision>& answer,
-               bool counts = true);
+               bool counts = true, std::vector<uint32_t>* failed = nullptr);
   // The number of a leased check (Leasable) sent to the backend now, from 1; 0 for the others.
   uint64_t Sending(const CheckRequest& request);
   // Whether an outage answered to `request`, sent as number `sent` (Sending), is a failed call
@@ -129,7 +132,8 @@ class ResilientStore final : public Store, public StoreHealth {
   // The backend's answer to one request sent at `sent`, with the breaker and the cache updated;
   // an outage becomes the request's failure policy, any other error is returned as it is.
   Result<Decision> Settle(const CheckRequest& request, const resilience::BreakerPass& pass,
-                          Time sent, uint64_t sent_number, Result<Decision> answer);
+                          Time sent, uint64_t sent_number, Result<Decision> answer,
+                          std::vector<uint32_t>* failed = nullptr);
   bool UsesCache(const CheckRequest& request) const;
   // Forgets the key in this process: the hot-key cache's denial and the local fallback's state.
   void ForgetHere(std::string_view scope, std::string_view key);

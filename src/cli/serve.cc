@@ -15,6 +15,7 @@
 #include "cli/timer_thread.h"
 #include "config/config.h"
 #include "config/example_config.h"
+#include "core/fair_admission.h"
 #include "http/api.h"
 #include "http/connection_limit.h"
 #include "http/metrics.h"
@@ -197,6 +198,9 @@ int RunServe(const ServeFlags& flags) {
     metrics.Watch(*health);
   }
   Store& store = resilient ? *resilient : **backend;
+  // Every front end's checks share the store's work in flight fairly between their callers:
+  // declared before the front ends, which must not outlive it.
+  core::FairAdmission admission({.target = config->store.timeout / 2});
   // Envoy's rate limit service, when configured; declared before the Api, whose /json uses it.
   std::unique_ptr<rls::FrontEnd> rls;
   if (!config->rls.config_dir.empty()) {
@@ -209,6 +213,7 @@ int RunServe(const ServeFlags& flags) {
       return 1;
     }
     rls = std::move(*started);
+    rls->service().SetAdmission(&admission);
     spdlog::info("rls: {} domain(s) from {}, gRPC on {}", rls->domains(), config->rls.config_dir,
                  rls->grpc_port() > 0 ? std::to_string(rls->grpc_port()) : "no port");
   }
@@ -217,10 +222,12 @@ int RunServe(const ServeFlags& flags) {
   api.SetMaxWaiters(config->server.max_waiters);
   api.SetExposeKeys(config->server.expose_keys);
   api.SetCallers(http::CallerTable::Build(config->server.auth));
+  api.SetAdmission(&admission);
   if (rls) {
     api.SetJsonRoute(
-        [&rls](std::string_view body, http::Api::JsonDone done) {
-          rls::AnswerJson(rls->service(), body, std::move(done));
+        [&rls](std::string_view body, core::FairAdmission::Caller caller,
+               http::Api::JsonDone done) {
+          rls::AnswerJson(rls->service(), body, std::move(done), caller);
         },
         [&rls] { return rls->Exposition(); });
   }

@@ -63,6 +63,9 @@ bool AcquireHandler::Handle(const Request& request, std::shared_ptr<const RuleTa
     answers_.Fail(exchange, 400, check.status().message());
     return false;
   }
+  // Admitted as one check: a waiting acquire holds no store work, its line sends its checks one
+  // at a time, and the line's waiters are bounded (max_waiters).
+  if (answers_.Admit(exchange, 1) == 0) return false;
   const ServedRule& rule = *check->rule;
   exchange.rules_ = std::move(rules);
   exchange.rule_ = &rule;
@@ -84,6 +87,7 @@ bool AcquireHandler::Handle(const Request& request, std::shared_ptr<const RuleTa
   }
   auto pending = std::make_shared<PendingAcquire>(line);
   exchange.acquire_ = pending;
+  exchange.ticket_.Release();  // see Admit above: the line paces what follows
   const AcquireId id = line->acquirer.AcquireAsync(
       check->request.key, check->request.cost, max_wait,
       [this, &exchange, pending](Result<Acquisition> acquired) {

@@ -10,7 +10,33 @@
 
 namespace sluice::http {
 
+size_t Answers::Admit(Exchange& exchange, size_t units, bool partial) {
+  if (const size_t admitted = AdmitMore(exchange, units, partial)) return admitted;
+  exchange.rules_.reset();
+  exchange.response.AddHeader("Retry-After",
+                              std::to_string(core::FairAdmission::kRetryAfterSeconds));
+  Fail(exchange, 503,
+       fmt::format("the service is busy: {} check(s) would take this connection past its share "
+                   "of the store's work in flight ({} checks); retry later",
+                   units, admission_->budget()));
+  return 0;
+}
+
+size_t Answers::AdmitMore(Exchange& exchange, size_t units, bool partial) {
+  if (admission_ == nullptr) return units;
+  exchange.ticket_ = admission_->Admit(exchange.caller_, units, partial);
+  exchange.admitted_at_ = std::chrono::steady_clock::now();
+  if (!exchange.ticket_) metrics_.CountAdmissionRefused();
+  return exchange.ticket_.units();
+}
+
+void Answers::StoreAnsweredAdmitted(Exchange& exchange) {
+  exchange.ticket_.Answered(std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() -
+                                                                 exchange.admitted_at_));
+}
+
 void Answers::Finish(Exchange& exchange) {
+  StoreAnsweredAdmitted(exchange);
   metrics_.CountHttpResponse(exchange.response.status);
   exchange.on_done_();
 }

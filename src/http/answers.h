@@ -25,7 +25,19 @@ class Answers {
   // `metrics` and `top_keys` must outlive this object.
   Answers(Metrics& metrics, TopKeys& top_keys) : metrics_(metrics), top_keys_(top_keys) {}
 
-  // Completes the exchange: counts its status and calls its on_done.
+  // Where the checks of every front end are admitted; none when null (the default).
+  void SetAdmission(core::FairAdmission* admission) { admission_ = admission; }
+  // Admits `units` checks of the exchange's caller to the store, held until Finish or
+  // StoreAnsweredAdmitted, and returns how many (all of them, or with `partial` as many as its
+  // share allows); or answers 503 with Retry-After at once (nothing sent, nothing admitted) and
+  // returns 0. Without an admission, admits everything.
+  size_t Admit(Exchange& exchange, size_t units, bool partial = false);
+  // The same for the rest of a batch: refused, returns 0 and answers nothing.
+  size_t AdmitMore(Exchange& exchange, size_t units, bool partial);
+  // The store answered what the exchange holds: gives it back, with the time it took.
+  void StoreAnsweredAdmitted(Exchange& exchange);
+  // Completes the exchange: gives back its admitted units, counts its status and calls its
+  // on_done.
   void Finish(Exchange& exchange);
   // Answers {"error": message} with `status`.
   void Fail(Exchange& exchange, int status, std::string_view message);
@@ -52,6 +64,7 @@ class Answers {
  private:
   Metrics& metrics_;
   TopKeys& top_keys_;
+  core::FairAdmission* admission_ = nullptr;
   std::atomic<bool> store_healthy_{true};
   std::atomic<uint64_t> refusals_{0};             // since the last warning of them
   std::atomic<int64_t> next_refusal_warning_{0};  // steady clock, ns

@@ -194,6 +194,7 @@ std::string Api::AuthExposition() const {
 bool Api::Handle(const Request& request, Exchange& exchange) {
   exchange.response.Reset();
   exchange.acquire_.reset();
+  exchange.caller_ = request.caller;
   const std::string_view path = request.target.substr(0, request.target.find('?'));
   if (!Authorize(request, path, exchange)) return false;
   const auto route = [&](std::string_view method) {
@@ -228,7 +229,7 @@ bool Api::Handle(const Request& request, Exchange& exchange) {
     }
   } else if (path == "/json" && json_route_) {
     if (route("POST")) {
-      json_route_(request.body, [this, &exchange](int status, std::string body) {
+      json_route_(request.body, request.caller, [this, &exchange](int status, std::string body) {
         exchange.response.status = status;
         exchange.response.body = std::move(body);
         answers_.Finish(exchange);

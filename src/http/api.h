@@ -56,7 +56,10 @@
 // error instead of a decision (see middleware/refusal.h), 503 with Retry-After when it is out (no
 // failure policy in front of it) or full, 500 for a fault (INTERNAL, e.g. a Lua script's error).
 // Such an error is never turned into an answer that admits; a batch item gets it as its
-// {"error":"..."}. Bad input changes no limiter state.
+// {"error":"..."}. Bad input changes no limiter state. With an admission (SetAdmission), a
+// request that would take its connection past its share of the store's work in flight is
+// answered 503 with Retry-After at once, and a batch is decided in parts as its share allows,
+// the rest of its items {"error":"the service is busy: ..."} (core/fair_admission.h).
 //
 // Thread safety: Handle may be called concurrently, each call with its own Exchange. The rule set
 // is an immutable snapshot; SetRules swaps it atomically and calls in flight keep the one they
@@ -135,13 +138,19 @@ class Api {
   // enabled: anyone may call anything.
   void SetCallers(std::shared_ptr<const CallerTable> callers);
 
+  // Admits the store work of /v1/check, /v1/auth, /v1/acquire and /json by caller
+  // (core/fair_admission.h); `admission` must outlive the Api. None by default. Set before
+  // serving.
+  void SetAdmission(core::FairAdmission* admission) { answers_.SetAdmission(admission); }
+
   // Where the service counts, for the HTTP layer's own counts (connections).
   Metrics& metrics() { return metrics_; }
   // A front end beside this API's own (the Envoy rate limit service): what answers POST /json,
   // calling `done` once with the status and the JSON body, and more /metrics lines. Set both
-  // before serving.
+  // before serving. `caller` is the request's (Request::caller), for the same admission.
   using JsonDone = std::function<void(int status, std::string body)>;
-  using JsonRoute = std::function<void(std::string_view body, JsonDone done)>;
+  using JsonRoute =
+      std::function<void(std::string_view body, core::FairAdmission::Caller caller, JsonDone done)>;
   void SetJsonRoute(JsonRoute route, std::function<std::string()> metrics) {
     json_route_ = std::move(route);
     json_route_metrics_ = std::move(metrics);

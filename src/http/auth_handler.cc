@@ -35,6 +35,7 @@ void AuthHandler::Handle(std::string_view rule_name, const middleware::RequestVi
   exchange.rules_ = std::move(rules);
   exchange.rule_ = rule;
   exchange.key_.assign(std::get<std::string>(key));
+  if (answers_.Admit(exchange, 1) == 0) return;
   exchange.started_ = Clock::now();
   store_.CheckAsync(
       rule->limiter.Request(exchange.key_, 1),

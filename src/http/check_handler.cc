@@ -27,6 +27,7 @@ void CheckHandler::Handle(const json& document, std::shared_ptr<const RuleTable>
   exchange.rules_ = std::move(rules);
   exchange.rule_ = check->rule;
   exchange.key_.assign(check->request.key);
+  if (answers_.Admit(exchange, 1) == 0) return;
   exchange.started_ = Clock::now();
   store_.CheckAsync(check->request, [this, &exchange](Result<Decision> decision) {
     OnDecision(exchange, std::move(decision));
@@ -68,12 +69,34 @@ void CheckHandler::HandleBatch(const json& checks, std::shared_ptr<const RuleTab
   }
   exchange.rules_ = std::move(rules);
   if (exchange.requests_.empty()) return OnBatch(exchange, {});
+  // A batch larger than its connection's share goes in parts, each admitted once the last is
+  // answered, so that it never queues more than its share ahead of the other callers' checks.
+  const size_t first = answers_.Admit(exchange, exchange.requests_.size(), /*partial=*/true);
+  if (first == 0) return;
+  exchange.results_.clear();
   exchange.started_ = Clock::now();
-  store_.CheckBatchAsync(exchange.requests_,
-                         [this, &exchange](std::vector<Result<Decision>> results) {
-                           metrics_.ObserveCheckDuration(Clock::now() - exchange.started_);
-                           OnBatch(exchange, std::move(results));
-                         });
+  SendBatch(exchange, first);
+}
+
+void CheckHandler::SendBatch(Exchange& exchange, size_t n) {
+  const std::span<const CheckRequest> part(exchange.requests_.data() + exchange.results_.size(), n);
+  store_.CheckBatchAsync(part, [this, &exchange](std::vector<Result<Decision>> results) {
+    answers_.StoreAnsweredAdmitted(exchange);
+    for (Result<Decision>& result : results) exchange.results_.push_back(std::move(result));
+    const size_t left = exchange.requests_.size() - exchange.results_.size();
+    if (left > 0) {
+      if (const size_t next = answers_.AdmitMore(exchange, left, /*partial=*/true)) {
+        return SendBatch(exchange, next);
+      }
+      for (size_t i = 0; i < left; ++i) {
+        exchange.results_.push_back(Status::ResourceExhausted(
+            "the service is busy: the rest of this batch would take its connection past its "
+            "share of the store's work in flight; retry later"));
+      }
+    }
+    metrics_.ObserveCheckDuration(Clock::now() - exchange.started_);
+    OnBatch(exchange, std::move(exchange.results_));
+  });
 }
 
 void CheckHandler::OnBatch(Exchange& exchange, std::vector<Result<Decision>> results) {

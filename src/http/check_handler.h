@@ -37,6 +37,9 @@ class CheckHandler {
   void HandleBatch(const nlohmann::json& checks, std::shared_ptr<const RuleTable> rules,
                    Exchange& exchange);
   void OnDecision(Exchange& exchange, Result<Decision> decision);
+  // Sends the batch's next `n` checks; once answered, the next part, as far as admitted, or the
+  // answer.
+  void SendBatch(Exchange& exchange, size_t n);
   void OnBatch(Exchange& exchange, std::vector<Result<Decision>> results);
 
   Store& store_;

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/fair_admission.h"
 #include "sluice/store.h"
 
 namespace sluice::middleware {
@@ -31,6 +32,8 @@ struct Request {
   std::string_view body;
   // The peer and the headers, for /v1/auth; null when the caller has none to show.
   const middleware::RequestView* client = nullptr;
+  // Who sends it, for the store's admission (core/fair_admission.h): the HTTP connection.
+  core::FairAdmission::Caller caller = 0;
 };
 
 struct Header {
@@ -87,6 +90,10 @@ class Exchange {
   std::vector<BatchItem> batch_;
   std::vector<CheckRequest> requests_;
   std::shared_ptr<PendingAcquire> acquire_;  // the last /v1/acquire, for Abandon
+  core::FairAdmission::Caller caller_ = 0;
+  core::FairAdmission::Ticket ticket_;  // the store work admitted, held until the answer
+  std::chrono::steady_clock::time_point admitted_at_;
+  std::vector<Result<Decision>> results_;  // a batch's, as its parts are answered
 };
 
 }  // namespace sluice::http

@@ -129,6 +129,12 @@ std::string Metrics::Exposition() const {
                  "# TYPE sluice_store_errors_total counter\n"
                  "sluice_store_errors_total {}\n",
                  store_errors());
+  fmt::format_to(put,
+                 "# HELP sluice_admission_refused_total Requests refused 503 because they would "
+                 "take their connection past its share of the store's work in flight.\n"
+                 "# TYPE sluice_admission_refused_total counter\n"
+                 "sluice_admission_refused_total {}\n",
+                 admission_refused_.load(std::memory_order_relaxed));
 
   fmt::format_to(put,
                  "# HELP sluice_check_duration_seconds Time from a parsed check request to its "

@@ -128,6 +128,8 @@ class Metrics {
     rule.acquires[static_cast<size_t>(outcome)].fetch_add(1, std::memory_order_relaxed);
   }
   void CountStoreError() { store_errors_.fetch_add(1, std::memory_order_relaxed); }
+  // A request refused by the store's admission (core/fair_admission.h), answered 503.
+  void CountAdmissionRefused() { admission_refused_.fetch_add(1, std::memory_order_relaxed); }
   // The HTTP server's connections (http/server.h).
   void SetOpenConnections(size_t open) { connections_.open.store(open, std::memory_order_relaxed); }
   void CountConnectionRefused() { connections_.refused.fetch_add(1, std::memory_order_relaxed); }
@@ -170,6 +172,7 @@ class Metrics {
   const StoreMemory* memory_ = nullptr;
   const LeaseReport* leases_ = nullptr;
   std::atomic<uint64_t> store_errors_{0};
+  std::atomic<uint64_t> admission_refused_{0};
   std::array<std::atomic<uint64_t>, kBucketBoundsNs.size() + 1> buckets_{};  // last: +Inf
   std::atomic<uint64_t> duration_sum_ns_{0};
   std::array<std::atomic<uint64_t>, kHttpCodes.size() + 1> http_{};  // last: other codes

@@ -48,6 +48,11 @@ bool IsHttpSyntaxError(const beast::error_code& ec) {
          ec != bhttp::error::partial_message;
 }
 
+core::FairAdmission::Caller NextCaller() {
+  static std::atomic<core::FairAdmission::Caller> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 // The client's address; unspecified when the socket cannot tell (the client has gone).
 tcp::endpoint PeerOf(const tcp::socket& socket) {
   beast::error_code ignored;
@@ -170,8 +175,9 @@ class Server::Session : public std::enable_shared_from_this<Session> {
     stream_.expires_never();
     in_flight_ = shared_from_this();
     const middleware::BeastRequest client(request, peer_);
-    if (server_.api_.Handle({request.method_string(), request.target(), request.body(), &client},
-                            exchange_)) {
+    if (server_.api_.Handle(
+            {request.method_string(), request.target(), request.body(), &client, caller_},
+            exchange_)) {
       WatchClient();
     }
   }
@@ -275,6 +281,8 @@ class Server::Session : public std::enable_shared_from_this<Session> {
   }
 
   Server& server_;
+  // The connection, as the store's admission knows it: its share is its own.
+  const core::FairAdmission::Caller caller_ = NextCaller();
   tcp::endpoint peer_;
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;

@@ -1,6 +1,8 @@
 #include "sluice/resilient_store.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "resilience/breaker.h"
 #include "resilience/failure_policy.h"
@@ -71,7 +73,8 @@ BreakerPass ResilientStore::Allow(std::string_view scope, std::string_view key, 
   return breakers_->For(domain).Allow(now, domain);
 }
 
-bool ResilientStore::Observe(const BreakerPass& pass, const Result<Decision>& answer, bool counts) {
+bool ResilientStore::Observe(const BreakerPass& pass, const Result<Decision>& answer, bool counts,
+                             std::vector<uint32_t>* failed) {
   resilience::Breaker& breaker = breakers_->For(pass.domain);
   if (answer.ok()) {
     breaker.Succeeded(pass);
@@ -82,11 +85,18 @@ bool ResilientStore::Observe(const BreakerPass& pass, const Result<Decision>& an
     return false;
   }
   store_errors_.fetch_add(1, std::memory_order_relaxed);
-  if (counts) {
-    breaker.Failed(pass, clock_.now());
-  } else {
+  if (!counts) {
     breaker.Released(pass);
+    return true;
   }
+  if (failed != nullptr) {
+    if (std::find(failed->begin(), failed->end(), pass.domain) != failed->end()) {
+      breaker.Released(pass);
+      return true;
+    }
+    failed->push_back(pass.domain);
+  }
+  breaker.Failed(pass, clock_.now());
   return true;
 }
 
@@ -127,11 +137,12 @@ std::optional<Decision> ResilientStore::DecideHere(const CheckRequest& request, 
 }
 
 Result<Decision> ResilientStore::Settle(const CheckRequest& request, const BreakerPass& pass,
-                                        Time sent, uint64_t sent_number, Result<Decision> answer) {
+                                        Time sent, uint64_t sent_number, Result<Decision> answer,
+                                        std::vector<uint32_t>* failed) {
   Result<Decision> result = std::move(answer);
   const bool counts =
       result.ok() || !IsStoreOutage(result.status()) || CountsAsFailure(request, sent_number);
-  if (Observe(pass, result, counts)) {
+  if (Observe(pass, result, counts, failed)) {
     result = policies_->Decide(request);
   } else if (result.ok() && !result->allowed && UsesCache(request)) {
     // Counted from when the request was sent, no later than when the backend decided: the cache
@@ -176,14 +187,16 @@ void ResilientStore::DoCheckBatchAsync(std::span<const CheckRequest> requests, B
     batch->sent.emplace_back(to_backend);
   }
   if (batch->sent.empty()) return done(std::move(batch->results));
-  backend_.CheckBatchAsync(Views(batch->sent), [this, batch, now,
-                                                done = std::move(done)](auto answers) {
-    for (size_t k = 0; k < answers.size(); ++k) {
-      batch->results[batch->sent_index[k]] = Settle(batch->sent[k].View(), batch->sent_pass[k], now,
-                                                    batch->sent_number[k], std::move(answers[k]));
-    }
-    done(std::move(batch->results));
-  });
+  backend_.CheckBatchAsync(Views(batch->sent),
+                           [this, batch, now, done = std::move(done)](auto answers) {
+                             std::vector<uint32_t> failed;  // one store call: one outage per domain
+                             for (size_t k = 0; k < answers.size(); ++k) {
+                               batch->results[batch->sent_index[k]] =
+                                   Settle(batch->sent[k].View(), batch->sent_pass[k], now,
+                                          batch->sent_number[k], std::move(answers[k]), &failed);
+                             }
+                             done(std::move(batch->results));
+                           });
 }
 
 // A batch of one, the most common, with no more than the request's copy and the callback's.
@@ -234,7 +247,10 @@ void ResilientStore::DoCheckAllAsync(std::span<const CheckRequest> requests, All
         const Result<Decision> outcome =
             answer.ok() ? Result<Decision>(Decision{}) : Result<Decision>(answer.status());
         bool outage = false;
-        for (const BreakerPass& pass : call->passes) outage = Observe(pass, outcome) || outage;
+        std::vector<uint32_t> failed;  // one store call: one outage per domain
+        for (const BreakerPass& pass : call->passes) {
+          outage = Observe(pass, outcome, /*counts=*/true, &failed) || outage;
+        }
         if (outage) return done(by_policy());
         if (answer.ok()) {
           for (const Decision& d : *answer) Count(d);

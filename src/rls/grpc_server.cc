@@ -4,6 +4,9 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <functional>
+#include <string>
+
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 
 namespace sluice::rls {
@@ -35,8 +38,10 @@ class GrpcServer::Handler final : public pb::RateLimitService::CallbackService {
                                             const pb::RateLimitRequest* request,
                                             pb::RateLimitResponse* response) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    service_.ShouldRateLimit(*request, *response,
-                             [reactor](Status status) { reactor->Finish(ToGrpcStatus(status)); });
+    // The peer ("ipv4:10.0.0.7:51234"): one Envoy's connection, whose calls share one share.
+    service_.ShouldRateLimit(
+        *request, *response, [reactor](Status status) { reactor->Finish(ToGrpcStatus(status)); },
+        std::hash<std::string>{}(context->peer()));
     return reactor;
   }
 

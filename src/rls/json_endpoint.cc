@@ -8,7 +8,6 @@
 #include <string>
 
 #include "json/client_json.h"
-
 #include "rls/json_request.h"
 
 namespace sluice::rls {
@@ -63,7 +62,8 @@ int HttpStatusOf(const Status& status) {
 }  // namespace
 
 void AnswerJson(Service& service, std::string_view body,
-                std::function<void(int status, std::string body)> done) {
+                std::function<void(int status, std::string body)> done,
+                core::FairAdmission::Caller caller) {
   struct Call {
     pb::RateLimitRequest request;
     pb::RateLimitResponse response;
@@ -79,7 +79,8 @@ void AnswerJson(Service& service, std::string_view body,
     return done(400, ErrorBody(parsed.message()));
   }
   service.ShouldRateLimit(
-      call->request, call->response, [call, done = std::move(done)](Status status) {
+      call->request, call->response,
+      [call, done = std::move(done)](Status status) {
         if (!status.ok()) return done(HttpStatusOf(status), ErrorBody(status.message()));
         std::string json;
         if (const auto printed = google::protobuf::util::MessageToJsonString(call->response, &json);
@@ -89,7 +90,8 @@ void AnswerJson(Service& service, std::string_view body,
         }
         const bool over = call->response.overall_code() == pb::RateLimitResponse::OVER_LIMIT;
         done(over ? 429 : 200, std::move(json));
-      });
+      },
+      caller);
 }
 
 }  // namespace sluice::rls

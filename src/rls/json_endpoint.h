@@ -16,7 +16,9 @@
 namespace sluice::rls {
 
 // Calls `done` once, on this thread or a store thread, with the status code and the body.
+// `caller`: the HTTP connection, for the service's admission. Refused there: 429, as OVER_LIMIT.
 void AnswerJson(Service& service, std::string_view body,
-                std::function<void(int status, std::string body)> done);
+                std::function<void(int status, std::string body)> done,
+                core::FairAdmission::Caller caller = 0);
 
 }  // namespace sluice::rls

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <limits>
 #include <optional>
 #include <string>
@@ -72,6 +73,10 @@ class Call : public std::enable_shared_from_this<Call> {
         done_(std::move(done)) {}
 
   Status Match();
+  // Admits the call's checks for `caller`, held until the call ends; else answers the call
+  // OVER_LIMIT with Retry-After at once (never an error: Envoy's failure_mode_deny, false by
+  // default, would let the request through) and returns false.
+  bool Admit(core::FairAdmission& admission, core::FairAdmission::Caller caller);
   void Decide();
   void Fail(const Status& error) { done_(error); }
 
@@ -116,7 +121,25 @@ class Call : public std::enable_shared_from_this<Call> {
   size_t enforced_ = kNone;  // the group deciding the enforced descriptors' checks
   bool retried_ = false;     // enforced_ was sent again without the quotas over
   std::atomic<int> pending_{0};
+  core::FairAdmission::Ticket ticket_;
+  std::chrono::steady_clock::time_point admitted_at_;
 };
+
+bool Call::Admit(core::FairAdmission& admission, core::FairAdmission::Caller caller) {
+  size_t units = 0;
+  for (const CheckGroup& group : groups_) units += group.requests.size();
+  if (units == 0) return true;
+  ticket_ = admission.Admit(caller, units);
+  admitted_at_ = std::chrono::steady_clock::now();
+  if (ticket_) return true;
+  response_.set_overall_code(pb::RateLimitResponse::OVER_LIMIT);
+  for (int d = 0; d < request_.descriptors_size(); ++d) {
+    response_.add_statuses()->set_code(pb::RateLimitResponse::OVER_LIMIT);
+  }
+  AddHeader(response_, "Retry-After", std::to_string(core::FairAdmission::kRetryAfterSeconds));
+  done_(Status::Ok());
+  return false;
+}
 
 Status Call::Match() {
   if (request_.domain().empty()) {
@@ -378,6 +401,8 @@ Verdict Call::VerdictOf(size_t descriptor) const {
 }
 
 void Call::Finish() {
+  ticket_.Answered(
+      std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - admitted_at_));
   for (const CheckGroup& group : groups_) {
     if (!group.decisions.ok()) return done_(group.decisions.status());
   }
@@ -475,9 +500,12 @@ std::shared_ptr<const ServiceConfig> Service::config() const {
 }
 
 void Service::ShouldRateLimit(const pb::RateLimitRequest& request, pb::RateLimitResponse& response,
-                              std::function<void(Status)> done) {
+                              std::function<void(Status)> done,
+                              core::FairAdmission::Caller caller) {
   auto call = std::make_shared<Call>(store_, config(), stats_, request, response, std::move(done));
   if (Status s = call->Match(); !s.ok()) return call->Fail(s);
+  core::FairAdmission* admission = admission_.load();
+  if (admission != nullptr && !call->Admit(*admission, caller)) return;
   call->Decide();
 }
 

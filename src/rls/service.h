@@ -37,11 +37,13 @@
 // atomically and calls in flight keep the one they started with.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
 
 #include "base/mutex.h"
+#include "core/fair_admission.h"
 #include "envoy/service/ratelimit/v3/rls.pb.h"
 #include "rls/matcher.h"
 #include "sluice/store.h"
@@ -79,13 +81,19 @@ class Service {
 
   // Decides `request` into `response`, then calls `done` once, on this thread or a store thread,
   // with OK or the error to answer instead (INVALID_ARGUMENT for a bad request, the store's
-  // errors). `request` and `response` must live until then.
+  // errors). `request` and `response` must live until then. With an admission set, the call's
+  // checks are admitted for `caller` (core/fair_admission.h); a call refused is answered
+  // OVER_LIMIT with Retry-After, its store untouched.
   void ShouldRateLimit(const pb::RateLimitRequest& request, pb::RateLimitResponse& response,
-                       std::function<void(Status)> done);
+                       std::function<void(Status)> done, core::FairAdmission::Caller caller = 0);
+
+  // Where the calls' checks are admitted; `admission` must outlive the service. None by default.
+  void SetAdmission(core::FairAdmission* admission) { admission_.store(admission); }
 
  private:
   Store& store_;
   Stats& stats_;
+  std::atomic<core::FairAdmission*> admission_{nullptr};
   mutable base::Mutex mu_;
   std::shared_ptr<const ServiceConfig> config_ SLUICE_GUARDED_BY(mu_);
 };
