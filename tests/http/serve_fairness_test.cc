@@ -141,20 +141,29 @@ TEST_P(ServeFairnessTest, AVictimIsAdmittedExactlyItsLimitWithinItsDeadline) {
   int64_t slowest_us = 0;
   std::string first_failure;
   httplib::Client victim = service.Client();
-  // A fixed window of an hour starts on the hour: a key in use across it is admitted afresh.
+  // A fixed window of an hour starts on the hour: a key in use across it is admitted afresh, up to
+  // its limit once more.
   const auto hour_of = [] {
     return std::chrono::duration_cast<std::chrono::hours>(
                std::chrono::system_clock::now().time_since_epoch())
         .count();
   };
-  const auto start_hour = hour_of();
+  int keys_across_the_hour = 0;
+  int64_t key_hour = 0;
+  bool key_across_the_hour = false;
   const auto start = Steady::now();
   while (Steady::now() - start < kAttack && checks < 1000) {
+    if (checks % kChecksPerKey == 0) {
+      keys_across_the_hour += key_across_the_hour ? 1 : 0;
+      key_across_the_hour = false;
+      key_hour = hour_of();
+    }
     const auto sent = Steady::now();
     const std::string key = "me-" + std::to_string(checks / kChecksPerKey);
     auto r =
         victim.Post("/v1/check", R"({"rule":"victim","key":")" + key + R"("})", "application/json");
     slowest_us = std::max(slowest_us, Micros(Steady::now() - sent));
+    key_across_the_hour = key_across_the_hour || hour_of() != key_hour;
     ++checks;
     const json d = r && r->status == 200 ? json::parse(r->body, nullptr, false) : json();
     if (r && r->status == 503 && !r->get_header_value("Retry-After").empty()) {
@@ -172,8 +181,11 @@ TEST_P(ServeFairnessTest, AVictimIsAdmittedExactlyItsLimitWithinItsDeadline) {
     std::this_thread::sleep_for(10ms);
   }
   const auto attacked = Steady::now() - start;
+  keys_across_the_hour += key_across_the_hour ? 1 : 0;
   const int expected =
       checks / kChecksPerKey * kVictimLimit + std::min(checks % kChecksPerKey, kVictimLimit);
+  // The most a key in use across the hour may be admitted beyond `expected`.
+  const int across_the_hour = keys_across_the_hour * kVictimLimit;
   stop = true;
   for (auto& t : attackers) t.join();
 
@@ -197,11 +209,10 @@ TEST_P(ServeFairnessTest, AVictimIsAdmittedExactlyItsLimitWithinItsDeadline) {
       static_cast<long long>(opens), static_cast<double>(Micros(stalls.worst())) / 1000,
       static_cast<double>(Micros(redis_stalls.worst())) / 1000);
 
-  if (hour_of() != start_hour) GTEST_SKIP() << "the victim's windows started afresh on the hour";
   // Redis decides exactly; a check refused 503 after it was sent may still be applied by Redis,
   // later, which can only leave the victim with less: every check it is short of its limit is
   // one refused 503, never admitted.
-  EXPECT_LE(admitted - by_policy, expected);
+  EXPECT_LE(admitted - by_policy, expected + across_the_hour);
   EXPECT_GE(admitted + busy, expected);
   EXPECT_EQ(not_decided, 0) << "the victim is answered a decision or 503; first failure: "
                             << first_failure;
@@ -212,7 +223,8 @@ TEST_P(ServeFairnessTest, AVictimIsAdmittedExactlyItsLimitWithinItsDeadline) {
   if (stalled < kDeadline) {
     EXPECT_EQ(opens, 0) << "the breaker never opened";
     EXPECT_EQ(by_policy, 0) << "no failure policy decided: Redis was never taken for out";
-    EXPECT_LE(admitted, expected) << "the victim is never admitted more than its limit";
+    EXPECT_LE(admitted, expected + across_the_hour)
+        << "the victim is never admitted more than its limit";
   }
   if (stalled < kDeadline / 2) {
     EXPECT_LE(slowest_us, Micros(kDeadline + kHttpMargin + stalled));
