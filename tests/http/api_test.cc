@@ -547,7 +547,7 @@ rules:
   - { name: local, algorithm: fixed_window, limit: 4, period: 1m, on_error: local_fallback }
 )";
 
-// A rule in shadow mode (issue 13) is decided and counted as usual and always admits: its answer
+// A rule in shadow mode is decided and counted as usual and always admits: its answer
 // says allowed, carries the would-be verdict, and sends no Retry-After; the verdicts are counted
 // in sluice_shadow_checks_total, the answers in sluice_checks_total.
 constexpr std::string_view kShadowRules = R"(

@@ -1,4 +1,4 @@
-// `sluice serve` flooded with connections, as an attacker would flood it (issue 16): the real
+// `sluice serve` flooded with connections, as an attacker would flood it: the real
 // binary with server.max_connections 200 and five times that many connections from loopback.
 // Silent connections only churn among themselves while a legitimate client is answered within
 // 50 ms; connections holding half a request fill the bound, and the rest are refused 503 at once

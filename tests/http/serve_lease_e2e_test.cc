@@ -1,4 +1,4 @@
-// A rule's `lease` in `sluice serve` as a user runs it (issue 14.3): the real binary (its path is
+// A rule's `lease` in `sluice serve` as a user runs it: the real binary (its path is
 // the first argument of this test program) on a real redis-server, spoken to over HTTP. Leases
 // of 10 decide a hot key's checks with a tenth of the Redis calls and never admit more than the
 // limit; memory:// accepts the lease and decides as it always does; --check-config refuses bad

@@ -1,4 +1,4 @@
-// A flood of distinct keys on `sluice serve` with the memory:// store (issue 16): the real binary
+// A flood of distinct keys on `sluice serve` with the memory:// store: the real binary
 // (its path is the first argument of this test program), store.max_memory set small, several
 // times that bound's worth of new keys sent through /v1/check batches. The process's memory stays
 // within the bound and a documented slack, the store evicts, and a key in use keeps its exact

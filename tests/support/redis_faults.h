@@ -1,4 +1,4 @@
-// The faults of a Redis that the fault tests inject (issue 5), shared by the library's
+// The faults of a Redis that the fault tests inject, shared by the library's
 // (tests/redis/fault_test.cc) and `sluice serve`'s (tests/http/serve_fault_test.cc), so both prove
 // the same five: the server killed, hung, slowed, its scripts flushed and its clients killed, and
 // full. A FaultInjector wraps one RedisServer: the client under test connects to its port() (a
