@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "config/duration.h"
-#include "config/yaml_reporter.h"
+#include "config/yaml_fields.h"
 
 namespace sluice::config {
 namespace {
@@ -31,70 +31,10 @@ bool IsRuleNameChar(char c) {
 
 using Reporter = YamlReporter;
 
-// One mapping's fields, each checked to be known and given once.
-class Fields {
+// One mapping's fields, with the reads of this file's own kinds of value.
+class Fields : public YamlFields {
  public:
-  Fields(const Reporter& report, const YAML::Node& map, std::string path)
-      : report_(report), map_(map), path_(std::move(path)) {}
-
-  std::string Path(std::string_view field) const {
-    return path_.empty() ? std::string(field) : path_ + "." + std::string(field);
-  }
-
-  // Checks that `map` is a mapping whose keys are all in `known`, none repeated.
-  Status Check(std::initializer_list<std::string_view> known) const {
-    if (!map_.IsMap())
-      return report_.At(map_, path_.empty() ? "(top level)" : path_,
-                        "expected a mapping of fields");
-    std::set<std::string, std::less<>> seen;
-    for (const auto& kv : map_) {
-      const YAML::Node& key = kv.first;
-      if (!key.IsScalar()) return report_.At(key, path_, "field names must be plain strings");
-      const std::string& name = key.Scalar();
-      if (std::find(known.begin(), known.end(), name) == known.end()) {
-        std::string expected;
-        for (auto k : known) expected += (expected.empty() ? "" : ", ") + std::string(k);
-        return report_.At(key, Path(name), "unknown field (expected " + expected + ")");
-      }
-      if (!seen.insert(name).second) return report_.At(key, Path(name), "field given twice");
-    }
-    return Status::Ok();
-  }
-
-  // The value of a field, or an undefined node when it is absent.
-  YAML::Node Get(std::string_view field) const {
-    for (const auto& kv : map_) {
-      if (kv.first.Scalar() == field) return kv.second;
-    }
-    return YAML::Node(YAML::NodeType::Undefined);
-  }
-
-  Status Missing(std::string_view field) const {
-    return report_.At(map_, Path(field), "missing required field");
-  }
-
-  Result<std::string> ReadString(const YAML::Node& node, std::string_view field) const {
-    if (!node.IsScalar()) return report_.At(node, Path(field), "expected a string");
-    return node.Scalar();
-  }
-
-  Result<int64_t> ReadInteger(const YAML::Node& node, std::string_view field) const {
-    if (!node.IsScalar()) return report_.At(node, Path(field), "expected an integer");
-    const std::string& text = node.Scalar();
-    int64_t value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
-      return report_.At(node, Path(field), "expected an integer, got '" + text + "'");
-    }
-    return value;
-  }
-
-  Result<bool> ReadBool(const YAML::Node& node, std::string_view field) const {
-    if (node.IsScalar() && (node.Scalar() == "true" || node.Scalar() == "false")) {
-      return node.Scalar() == "true";
-    }
-    return report_.At(node, Path(field), "expected true or false");
-  }
+  using YamlFields::YamlFields;
 
   // A size in bytes: a whole number of bytes, KiB, MiB, GiB or TiB, from kMinMaxMemory to
   // kMaxMaxMemory.
@@ -103,10 +43,10 @@ class Fields {
         {"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40}};
     const std::string text = node.IsScalar() ? node.Scalar() : std::string();
     const auto bad = [&](std::string_view why) {
-      return report_.At(node, Path(field),
-                        "bad size '" + text + "': " + std::string(why) +
-                            " (expected bytes, or a whole number of KiB, MiB, GiB or TiB, "
-                            "e.g. 256MiB)");
+      return report().At(node, Path(field),
+                         "bad size '" + text + "': " + std::string(why) +
+                             " (expected bytes, or a whole number of KiB, MiB, GiB or TiB, "
+                             "e.g. 256MiB)");
     };
     if (!node.IsScalar()) return bad("not a single value");
     std::string_view digits = text;
@@ -134,8 +74,8 @@ class Fields {
     auto n = ReadInteger(node, field);
     if (!n.ok()) return n.status();
     if (*n < 1 || static_cast<uint64_t>(*n) > kMaxWaitersBound) {
-      return report_.At(node, Path(field),
-                        "must be between 1 and " + std::to_string(kMaxWaitersBound));
+      return report().At(node, Path(field),
+                         "must be between 1 and " + std::to_string(kMaxWaitersBound));
     }
     return static_cast<size_t>(*n);
   }
@@ -153,19 +93,6 @@ class Fields {
     }
     return Status::Ok();
   }
-
-  Result<sluice::Duration> ReadDuration(const YAML::Node& node, std::string_view field) const {
-    auto text = ReadString(node, field);
-    if (!text.ok()) return text.status();
-    auto duration = ParseDuration(*text);
-    if (!duration.ok()) return report_.At(node, Path(field), duration.status().message());
-    return *duration;
-  }
-
- private:
-  const Reporter& report_;
-  const YAML::Node& map_;
-  std::string path_;
 };
 
 // RFC 9110 section 5.1: a field name is a token.
@@ -896,31 +823,22 @@ Result<ListenAddress> ParseListenAddress(std::string_view text) {
 
 Result<Config> ParseConfig(std::string_view yaml, std::string_view file_name) {
   const Reporter report(file_name);
+  auto root = ParseYaml(yaml, report);
+  if (!root.ok()) return root.status();
+  if (!root->IsDefined() || root->IsNull()) {
+    return report.At(YAML::Mark(), "(top level)", "the file is empty");
+  }
   try {
-    const YAML::Node root = YAML::Load(std::string(yaml));
-    if (!root.IsDefined() || root.IsNull()) {
-      return report.At(YAML::Mark(), "(top level)", "the file is empty");
-    }
-    return ParseDocument(report, root);
+    return ParseDocument(report, *root);
   } catch (const YAML::Exception& e) {
     return report.At(e.mark, "(syntax)", e.msg);
   }
 }
 
 Result<Config> LoadConfigFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Status::InvalidArgument("cannot open config file '" + path +
-                                   "': " + std::strerror(errno));
-  }
-  std::string text(kMaxConfigBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) return Status::InvalidArgument("cannot read config file '" + path + "'");
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxConfigBytes) {
-    return Status::InvalidArgument("config file '" + path + "' is larger than 1 MiB");
-  }
-  return ParseConfig(text, path);
+  auto text = ReadYamlFile(path, "config file", kMaxConfigBytes);
+  if (!text.ok()) return text.status();
+  return ParseConfig(*text, path);
 }
 
 }  // namespace sluice::config

@@ -5,16 +5,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <set>
 #include <utility>
 
-#include "config/yaml_reporter.h"
+#include "config/yaml_fields.h"
 
 namespace sluice::rls {
 namespace {
@@ -25,100 +22,46 @@ std::string Quoted(std::string_view text) { return "'" + std::string(text) + "'"
 
 using Reporter = config::YamlReporter;
 
-// One YAML mapping whose field names were checked against those its level allows. A field given
-// as null reads as absent, as in that service (its YAML library leaves the zero value).
-class Mapping {
+// One YAML mapping whose field names were checked against those its level allows, read as that
+// service's YAML library reads: a field given as null reads as absent, it leaving the zero value.
+class Mapping : public config::YamlFields {
  public:
   static Result<Mapping> Read(const Reporter& report, const YAML::Node& node, std::string path,
                               std::initializer_list<std::string_view> known) {
-    if (!node.IsMap()) {
-      return report.At(node, path.empty() ? "(top level)" : path, "expected a mapping of fields");
-    }
-    std::set<std::string, std::less<>> seen;
     Mapping mapping(report, node, std::move(path));
-    for (const auto& kv : node) {
-      const YAML::Node& key = kv.first;
-      if (!key.IsScalar()) {
-        return report.At(key, mapping.path_, "field names must be plain strings");
-      }
-      const std::string& name = key.Scalar();
-      if (std::find(known.begin(), known.end(), name) == known.end()) {
-        std::string expected;
-        for (std::string_view k : known)
-          expected += (expected.empty() ? "" : ", ") + std::string(k);
-        return report.At(key, mapping.Path(name), "unknown field (expected " + expected + ")");
-      }
-      if (!seen.insert(name).second) return report.At(key, mapping.Path(name), "field given twice");
-    }
+    if (Status s = mapping.Check(known); !s.ok()) return s;
     return mapping;
-  }
-
-  std::string Path(std::string_view field) const {
-    return path_.empty() ? std::string(field) : path_ + "." + std::string(field);
-  }
-  const Reporter& report() const { return *report_; }
-
-  // The field's value; undefined when it is absent or null.
-  YAML::Node Get(std::string_view field) const {
-    for (const auto& kv : node_) {
-      if (kv.first.Scalar() == field) {
-        return kv.second.IsNull() ? YAML::Node(YAML::NodeType::Undefined) : kv.second;
-      }
-    }
-    return YAML::Node(YAML::NodeType::Undefined);
-  }
-  bool Has(std::string_view field) const { return Get(field).IsDefined(); }
-
-  Status Error(std::string_view field, std::string_view message) const {
-    const YAML::Node value = Get(field);
-    return report_->At(value.IsDefined() ? value.Mark() : node_.Mark(), Path(field), message);
   }
 
   // Any scalar reads as its text ("value: 500" is "500"), as in that service. "" when absent.
   Result<std::string> String(std::string_view field) const {
     const YAML::Node value = Get(field);
     if (!value.IsDefined()) return std::string();
-    if (!value.IsScalar()) return Error(field, "expected a string");
-    return value.Scalar();
+    return ReadString(value, field);
   }
 
   // true/false, yes/no, on/off; false when absent.
   Result<bool> Bool(std::string_view field) const {
     const YAML::Node value = Get(field);
     if (!value.IsDefined()) return false;
-    bool b = false;
-    if (!value.IsScalar() || !YAML::convert<bool>::decode(value, b)) {
-      return Error(field, "expected true or false");
-    }
-    return b;
+    return ReadBool(value, field);
   }
 
   // A decimal integer from `min` to `max`; nullopt when absent.
   Result<std::optional<int64_t>> Integer(std::string_view field, int64_t min, int64_t max) const {
     const YAML::Node value = Get(field);
     if (!value.IsDefined()) return std::optional<int64_t>();
-    const std::string text = value.IsScalar() ? value.Scalar() : std::string();
-    const char* begin = text.data() + (text.starts_with('+') ? 1 : 0);
-    int64_t n = 0;
-    const auto [end, ec] = std::from_chars(begin, text.data() + text.size(), n);
-    // A quoted number is a string, as YAML (and that service) has it.
-    if (!value.IsScalar() || value.Tag() == "!" || text.empty() || ec != std::errc() ||
-        end != text.data() + text.size()) {
-      return Error(field, "expected an integer, got " + Quoted(text));
-    }
-    if (n < min || n > max) {
+    auto n = ReadInteger(value, field);
+    if (!n.ok()) return n.status();
+    if (*n < min || *n > max) {
       return Error(field, "must be between " + std::to_string(min) + " and " + std::to_string(max));
     }
-    return std::optional<int64_t>(n);
+    return std::optional<int64_t>(*n);
   }
 
  private:
   Mapping(const Reporter& report, const YAML::Node& node, std::string path)
-      : report_(&report), node_(node), path_(std::move(path)) {}
-
-  const Reporter* report_;
-  YAML::Node node_;
-  std::string path_;
+      : YamlFields(report, node, std::move(path), config::YamlDialect::kYaml11) {}
 };
 
 // Converts a plain YAML scalar as YAML 1.1 (and so that service) types it.
@@ -398,36 +341,16 @@ Status ParseDescriptors(const Mapping& parent, const std::string& parent_key, si
   });
 }
 
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Status::InvalidArgument("cannot open rate limit config '" + path +
-                                   "': " + std::strerror(errno));
-  }
-  std::string text(kMaxFileBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) return Status::InvalidArgument("cannot read rate limit config '" + path + "'");
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxFileBytes) {
-    return Status::InvalidArgument("rate limit config '" + path + "' is larger than 16 MiB");
-  }
-  return text;
-}
-
 }  // namespace
 
 Result<DomainConfig> ParseDomainConfig(std::string_view yaml, std::string_view file_name) {
   const Reporter report(file_name);
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return report.At(e.mark, "(syntax)", e.msg);
-  }
-  if (!root.IsDefined() || root.IsNull()) {
+  auto root = config::ParseYaml(yaml, report);
+  if (!root.ok()) return root.status();
+  if (!root->IsDefined() || root->IsNull()) {
     return report.At(YAML::Mark::null_mark(), "domain", "the file is empty; it needs a domain");
   }
-  auto top = Mapping::Read(report, root, "", {"domain", "descriptors"});
+  auto top = Mapping::Read(report, *root, "", {"domain", "descriptors"});
   if (!top.ok()) return top.status();
   DomainConfig config;
   config.file = std::string(file_name);
@@ -456,7 +379,7 @@ Result<Config> CombineDomains(std::vector<DomainConfig> domains) {
 Result<Config> LoadConfigFiles(const std::vector<std::string>& paths) {
   std::vector<DomainConfig> domains;
   for (const std::string& path : paths) {
-    auto text = ReadFile(path);
+    auto text = config::ReadYamlFile(path, "rate limit config", kMaxFileBytes);
     if (!text.ok()) return text.status();
     auto domain = ParseDomainConfig(*text, path);
     if (!domain.ok()) return domain.status();

@@ -1,7 +1,8 @@
 // The Envoy rate limit service's decision, ShouldRateLimit, apart from gRPC: a RateLimitRequest
 // is matched against envoyproxy/ratelimit's configuration (rls/matcher.h), turned into store
 // checks, each built by a Limiter (Limiter::Request) as every check of a limit is, decided, and
-// answered as a RateLimitResponse.
+// answered as a RateLimitResponse. The checks are planned in rls/plan.h, the response answered
+// in rls/answer.h.
 //
 //  - hits: a descriptor's own hits_addend when set (0 peeks: checks without consuming), else the
 //    request's hits_addend, 0 meaning 1 as Envoy sends it.
