@@ -148,23 +148,12 @@ class AsioClient final : public Client {
   // The check as its connection joins it to a coalesced call.
   CoalescedCheck ToCheck(const CoalescibleCall& call, Steady::time_point deadline,
                          ReplyCallback done) const {
-    const ScriptCall& single = call.single;
-    CoalescedCheck check;
-    check.many = call.many;
-    check.across_slots = call.across_slots;
-    check.key_count = single.keys.size();
-    check.shared_count = single.args.size() - 1;
-    check.done = std::move(done);
-    check.deadline = deadline;
-    check.max = options_.coalesce_max;
-    for (auto key : single.keys) AppendBulk(key, check.bytes);
-    check.keys_size = check.bytes.size();
-    for (size_t i = 0; i < single.args.size(); ++i) {
-      if (i != call.own_arg) AppendBulk(single.args[i], check.bytes);
-    }
-    check.own_at = check.bytes.size();
-    AppendBulk(single.args[call.own_arg], check.bytes);
-    return check;
+    return CoalescedCheck{.many = call.many,
+                          .across_slots = call.across_slots,
+                          .words = CoalescedCheckWords::Of(call),
+                          .done = std::move(done),
+                          .deadline = deadline,
+                          .max = options_.coalesce_max};
   }
 
   // One call, after ASKING when the options ask for it, with the options' deadline if any.

@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 
+#include "redis/client_options.h"
 #include "redis/resp.h"
 #include "sluice/clock.h"
 #include "sluice/status.h"
@@ -30,90 +31,6 @@
 namespace sluice::redis {
 
 class IoThreads;
-
-struct ClientOptions {
-  // TCP
-  std::string host = "127.0.0.1";
-  int port = 6379;
-  // Unix socket: used instead of TCP when not empty.
-  std::string unix_path;
-  // AUTH (with `user` when not empty: Redis 6 ACL) and SELECT, sent on every (re)connect.
-  std::string user;
-  std::string password;
-  int db = 0;
-
-  Duration timeout = std::chrono::milliseconds(50);
-  Duration connect_timeout = std::chrono::milliseconds(50);
-  size_t max_pending_per_connection = 4096;
-  int io_threads = 1;
-  // Two, so that one connection's batch is at Redis while the other's replies are handled: with
-  // one, Redis idles during that time (about 10% of throughput at 64 calls in flight).
-  int connections_per_thread = 2;
-  // Reconnection waits between these, doubling, with jitter (src/redis/backoff.h). The cap
-  // bounds how long after Redis returns a connection is back: 250 ms, so that with
-  // ResilientStore's breaker service returns within a second.
-  Duration reconnect_min = std::chrono::milliseconds(10);
-  Duration reconnect_max = std::chrono::milliseconds(250);
-  // A connection that has calls waiting and has read nothing for this long is dropped and
-  // re-established (a hung server, a dead peer).
-  Duration hang_timeout = std::chrono::seconds(1);
-  // Checks at most in one coalesced script call (EvalShaCoalesced); 1 sends each in its own call.
-  size_t coalesce_max = 64;
-};
-
-// How one call is sent; the defaults suit every call but one a Redis Cluster redirected.
-struct CallOptions {
-  // When set, the call's deadline instead of now + ClientOptions::timeout: a redirected call
-  // keeps the deadline of its first attempt.
-  std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt;
-  // Writes ASKING immediately before the command on the same connection (an ASK redirection's
-  // one-shot permission) and discards ASKING's reply.
-  bool asking = false;
-  // A script that also reaches keys outside its keys' slot (the flag allow-cross-slot-keys). A
-  // Redis Cluster's ASK redirection is then not followed (the call fails with UNAVAILABLE): with
-  // ASKING, the node asked would serve the script any key of a slot it is importing, reading one
-  // still on the other node as absent.
-  bool cross_slot = false;
-};
-
-// A check that may share one script call with the checks queued beside it on its connection: a
-// part of a call of `many`. Each check has the args of its own call of `single`, one of which,
-// `own_arg`, is its own; consecutive checks with the same other args form a run, which has them
-// once. So the call's KEYS are its checks' keys, one check after another, and its ARGV:
-//   1  the number of runs
-//   2  1 when two of its checks may have the same keys, 0 when none do
-//   3  1 when the call is across slots (below), 0 when not
-//      then per run, in order: the index of its first check (from 0), and the args it shares
-//      then each check's own arg, in order
-//      then, across slots, the keys of every check but the first, in order.
-// Across slots (`across_slots`, a Redis Cluster node's checks, whose keys are in many slots): the
-// call declares only its first check's keys, by which Redis Cluster routes it (it refuses a call
-// declaring keys of several slots), and the script reaches the others by name, which a script
-// without flags may do on the node that holds them. Its reply is one flat array of the elements
-// of each check's reply, in order, as many per check. Checks share a call only with checks of the
-// same `many` and `across_slots`.
-struct CoalescibleCall {
-  ScriptCall single;
-  const Script* many = nullptr;
-  size_t own_arg = 0;  // an index in single.args
-  bool across_slots = false;
-};
-
-using ReplyCallback = std::function<void(Result<Reply>)>;
-using BatchReplyCallback = std::function<void(std::vector<Result<Reply>>)>;
-
-struct ClientStats {
-  uint64_t commands = 0;  // commands written
-  uint64_t writes = 0;    // socket writes that carried them
-  uint64_t connects = 0;  // successful (re)connections
-
-  ClientStats& operator+=(const ClientStats& other) {
-    commands += other.commands;
-    writes += other.writes;
-    connects += other.connects;
-    return *this;
-  }
-};
 
 class Client {
  public:

@@ -101,26 +101,10 @@ void Connection::JoinGroupLocked(CoalescedCheck& check) SLUICE_REQUIRES(mu_) {
   if (group_.members.empty()) {
     group_.many = check.many;
     group_.across_slots = check.across_slots;
-    group_.first_key_count = check.key_count;
-    group_.first_keys_size = check.keys_size;
     group_.deadline = check.deadline;
     PostFlushLocked();
   }
-  const std::string_view bytes = check.bytes;
-  const std::string_view shared = bytes.substr(check.keys_size, check.own_at - check.keys_size);
-  if (group_.run_count == 0 ||
-      shared != std::string_view(group_.runs).substr(group_.last_shared_at)) {
-    AppendBulk(std::to_string(group_.members.size()), group_.runs);
-    group_.last_shared_at = group_.runs.size();
-    group_.runs.append(shared);
-    ++group_.run_count;
-    group_.run_arg_count += 1 + check.shared_count;
-  }
-  const std::string_view keys = bytes.substr(0, check.keys_size);
-  group_.keys.append(keys);
-  group_.key_hashes.push_back(std::hash<std::string_view>{}(keys));
-  group_.owns.append(bytes.substr(check.own_at));
-  group_.key_count += check.key_count;
+  group_.call.Add(check.words);
   group_.deadline = std::min(group_.deadline, check.deadline);
   group_.members.push_back({.done = std::move(check.done), .deadline = check.deadline});
 }
@@ -135,32 +119,10 @@ void Connection::CloseGroupLocked() SLUICE_REQUIRES(mu_) {
   p.members = std::move(group_.members);
   p.out_of_order = true;  // its deadline moves to its next member's as they pass
   p.deadline = group_.deadline;
-  const size_t checks = p.members.size();
-  const std::string_view keys = group_.keys;
-  // Across slots, the first check's keys are declared and the others follow the args.
-  const size_t declared = group_.across_slots ? group_.first_key_count : group_.key_count;
-  const size_t declared_size = group_.across_slots ? group_.first_keys_size : keys.size();
-  AppendEvalShaHead(*p.script, declared,
-                    3 + group_.run_arg_count + checks + group_.key_count - declared, p.command);
-  p.command.append(keys.substr(0, declared_size));
-  AppendBulk(std::to_string(group_.run_count), p.command);
-  // Equal hashes: keys that may repeat (or collide); the script then looks for repeats itself.
-  auto& hashes = group_.key_hashes;
-  std::sort(hashes.begin(), hashes.end());
-  AppendBulk(std::adjacent_find(hashes.begin(), hashes.end()) != hashes.end() ? "1" : "0",
-             p.command);
-  AppendBulk(group_.across_slots ? "1" : "0", p.command);
-  p.command.append(group_.runs);
-  p.command.append(group_.owns);
-  p.command.append(keys.substr(declared_size));
+  group_.call.Finish(*p.script, group_.across_slots, p.command);
   outgoing_.append(p.command);
   AddEntryLocked(std::move(p));
   group_.members.clear();
-  group_.key_hashes.clear();
-  for (std::string* bytes : {&group_.keys, &group_.runs, &group_.owns}) {
-    bytes->clear();
-  }
-  group_.key_count = group_.run_count = group_.run_arg_count = 0;
 }
 
 // On the I/O thread, at shutdown.
@@ -326,21 +288,10 @@ void Connection::HandleReply(Pending& entry, Reply reply) {
 
 void Connection::AnswerMembers(Pending& call, Reply reply) {
   auto& members = call.members;
-  const size_t elements = reply.elements.size();
-  if (reply.type == Reply::Type::kArray && elements > 0 && elements % members.size() == 0) {
-    if (members.size() == 1) {
-      if (!members[0].finished) members[0].done(std::move(reply));
-      return;
-    }
-    const size_t fields = elements / members.size();
+  if (const size_t fields = CoalescedReplyFields(reply, members.size()); fields > 0) {
     for (size_t i = 0; i < members.size(); ++i) {
       if (members[i].finished) continue;
-      Reply answer;
-      answer.type = Reply::Type::kArray;
-      const auto first = reply.elements.begin() + static_cast<ptrdiff_t>(i * fields);
-      answer.elements.assign(std::make_move_iterator(first),
-                             std::make_move_iterator(first + static_cast<ptrdiff_t>(fields)));
-      members[i].done(std::move(answer));
+      members[i].done(TakeCoalescedReply(reply, i, members.size(), fields));
     }
     return;
   }

@@ -20,8 +20,9 @@
 #include <vector>
 
 #include "base/mutex.h"
-#include "redis/client.h"
+#include "redis/client_options.h"
 #include "redis/resp.h"
+#include "redis/script_call.h"
 
 namespace sluice::redis {
 
@@ -56,14 +57,11 @@ struct Pending {
   size_t slots() const { return members.empty() ? 1 : members.size(); }
 };
 
-// A check to coalesce (Client::EvalShaCoalesced): its call's keys and args as RESP bulk strings,
-// the args split as CoalescibleCall says: those its run of checks shares, then its own one.
+// A check to coalesce (Client::EvalShaCoalesced): its words (script_call.h) and its grouping.
 struct CoalescedCheck {
   const Script* many = nullptr;
   bool across_slots = false;
-  size_t key_count = 0, shared_count = 0;
-  std::string bytes;  // the keys, from keys_size on the shared args, from own_at on its own
-  size_t keys_size = 0, own_at = 0;
+  CoalescedCheckWords words;
   ReplyCallback done;
   Steady::time_point deadline;
   size_t max = 1;  // ClientOptions::coalesce_max
@@ -184,16 +182,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string outgoing_ SLUICE_GUARDED_BY(mu_);
   std::vector<Pending> incoming_ SLUICE_GUARDED_BY(mu_);
   bool flush_posted_ SLUICE_GUARDED_BY(mu_) = false;
-  // The call coalescing checks at the tail of the queue (none while `members` is empty): its
-  // keys, its runs (each the index of its first check, then its shared args, the last run's from
-  // last_shared_at on) and its checks' own args.
+  // The call coalescing checks at the tail of the queue (none while `members` is empty).
   struct Group {
     const Script* many = nullptr;
     bool across_slots = false;
-    size_t key_count = 0, run_count = 0, run_arg_count = 0, last_shared_at = 0;
-    size_t first_key_count = 0, first_keys_size = 0;  // the first check's keys, and their bytes
-    std::string keys, runs, owns;
-    std::vector<size_t> key_hashes;  // of each check's keys
+    CoalescedCallBuilder call;
     std::vector<CoalescedMember> members;
     Steady::time_point deadline;  // the members' earliest
   };

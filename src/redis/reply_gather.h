@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/mutex.h"
-#include "redis/client.h"
+#include "redis/client_options.h"
 
 namespace sluice::redis {
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <functional>
+#include <iterator>
 
 #include "redis/error_reply.h"
 
@@ -166,6 +168,82 @@ Status ParseGiveBackReply(const Result<Reply>& reply) {
     return Status::Internal("unexpected reply from the Redis give-back script");
   }
   return Status::Ok();
+}
+
+CoalescedCheckWords CoalescedCheckWords::Of(const CoalescibleCall& call) {
+  const ScriptCall& single = call.single;
+  CoalescedCheckWords check;
+  check.key_count = single.keys.size();
+  check.shared_count = single.args.size() - 1;
+  for (auto key : single.keys) AppendBulk(key, check.bytes);
+  check.keys_size = check.bytes.size();
+  for (size_t i = 0; i < single.args.size(); ++i) {
+    if (i != call.own_arg) AppendBulk(single.args[i], check.bytes);
+  }
+  check.own_at = check.bytes.size();
+  AppendBulk(single.args[call.own_arg], check.bytes);
+  return check;
+}
+
+void CoalescedCallBuilder::Add(const CoalescedCheckWords& check) {
+  if (checks_ == 0) {
+    first_key_count_ = check.key_count;
+    first_keys_size_ = check.keys_size;
+  }
+  const std::string_view shared = check.shared();
+  if (run_count_ == 0 || shared != std::string_view(runs_).substr(last_shared_at_)) {
+    AppendBulk(std::to_string(checks_), runs_);
+    last_shared_at_ = runs_.size();
+    runs_.append(shared);
+    ++run_count_;
+    run_arg_count_ += 1 + check.shared_count;
+  }
+  const std::string_view keys = check.keys();
+  keys_.append(keys);
+  key_hashes_.push_back(std::hash<std::string_view>{}(keys));
+  owns_.append(check.own());
+  key_count_ += check.key_count;
+  ++checks_;
+}
+
+void CoalescedCallBuilder::Finish(const Script& many, bool across_slots, std::string& command) {
+  const std::string_view keys = keys_;
+  // Across slots, the first check's keys are declared and the others follow the args.
+  const size_t declared = across_slots ? first_key_count_ : key_count_;
+  const size_t declared_size = across_slots ? first_keys_size_ : keys.size();
+  AppendEvalShaHead(many, declared, 3 + run_arg_count_ + checks_ + key_count_ - declared, command);
+  command.append(keys.substr(0, declared_size));
+  AppendBulk(std::to_string(run_count_), command);
+  // Equal hashes: keys that may repeat (or collide); the script then looks for repeats itself.
+  std::sort(key_hashes_.begin(), key_hashes_.end());
+  AppendBulk(
+      std::adjacent_find(key_hashes_.begin(), key_hashes_.end()) != key_hashes_.end() ? "1" : "0",
+      command);
+  AppendBulk(across_slots ? "1" : "0", command);
+  command.append(runs_);
+  command.append(owns_);
+  command.append(keys.substr(declared_size));
+  key_hashes_.clear();
+  for (std::string* bytes : {&keys_, &runs_, &owns_}) bytes->clear();
+  checks_ = key_count_ = run_count_ = run_arg_count_ = 0;
+}
+
+size_t CoalescedReplyFields(const Reply& reply, size_t checks) {
+  const size_t elements = reply.elements.size();
+  if (checks == 0 || reply.type != Reply::Type::kArray || elements == 0 || elements % checks != 0) {
+    return 0;
+  }
+  return elements / checks;
+}
+
+Reply TakeCoalescedReply(Reply& reply, size_t i, size_t checks, size_t fields) {
+  if (checks == 1) return std::move(reply);
+  Reply answer;
+  answer.type = Reply::Type::kArray;
+  const auto first = reply.elements.begin() + static_cast<ptrdiff_t>(i * fields);
+  answer.elements.assign(std::make_move_iterator(first),
+                         std::make_move_iterator(first + static_cast<ptrdiff_t>(fields)));
+  return answer;
 }
 
 }  // namespace sluice::redis

@@ -1,7 +1,8 @@
 // The contract of the Redis store's scripts, written once: what their KEYS and ARGV hold and what
 // they reply. The scripts (src/redis/lua/check.lua, check_many.lua, check_all.lua and
-// give_back.lua) point here; the builder and the parsers below are the only C++ that writes or
-// reads it.
+// give_back.lua) point here; the builders and the parsers below are the only C++ that writes or
+// reads it: the connection (connection.cc) decides which checks share a call and sends the words
+// built here.
 //
 // One check (check.lua, built with the one algorithm it decides):
 //   KEYS  the state key [, the auxiliary key: sliding_log's only, see CheckKeyCount]
@@ -17,13 +18,22 @@
 // decide): the checks a connection coalesced into one call (Client::EvalShaCoalesced).
 //   KEYS  each check's KEYS as above, one check after another; across slots (a Redis Cluster
 //         node's checks), only the first check's
-//   ARGV  as CoalescibleCall (client.h) lays out a check's six ARGV above, its cost
-//         (kCheckCostArg) its own: the number of runs, whether a key may repeat, whether the call
-//         is across slots, then per run of consecutive checks with the same other five (now,
-//         margin, parameters, max_delay) the index of its first check and those five, then each
-//         check's cost, then across slots the other checks' keys. An empty `now` reads Redis
-//         TIME once per call. Across slots, every key is read before anything is written, so
-//         that a key the node does not hold fails the call while it has changed nothing.
+//   ARGV  1  the number of runs: of consecutive checks whose six ARGV above are the same but for
+//            the cost (kCheckCostArg), each check's own
+//         2  1 when two of its checks may have the same keys, 0 when none do
+//         3  1 when the call is across slots (below), 0 when not
+//         then per run, in order: the index of its first check (from 0), and the five ARGV it
+//         shares (now, margin, parameters, max_delay)
+//         then each check's cost, in order
+//         then, across slots, the keys of every check but the first, in order.
+//         An empty `now` reads Redis TIME once per call. Across slots (a Redis Cluster node's
+//         checks, whose keys are in many slots) the call declares only its first check's keys,
+//         by which Redis Cluster routes it (it refuses a call declaring keys of several slots),
+//         and the script reaches the others by name, which a script without flags may do on the
+//         node that holds them; every key is read before anything is written, so that a key the
+//         node does not hold fails the call while it has changed nothing.
+//         CoalescedCallBuilder writes this layout for any script of that shape: a check's words
+//         are those of its single call (CoalescibleCall::single), one of its ARGV its own.
 //   Reply one flat array: per check, in order, its reply as above packed into four fields (each
 //         field and array costs Redis's Lua): remaining when allowed, else -1 - remaining;
 //         delay when allowed, else retry_after (the other is 0); reset_after; replenish_after.
@@ -67,7 +77,7 @@
 //         TTL as a check's commit writes it, or deleted once equivalent to fresh); 0 when it held
 //         no state or another algorithm's, left as it was.
 //
-// Thread safety: pure functions, and a builder owned by one thread.
+// Thread safety: pure functions, and builders each owned by one thread (or guarded by its owner).
 #pragma once
 
 #include <boost/container/small_vector.hpp>
@@ -75,10 +85,12 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
-#include "redis/client.h"
+#include "redis/client_options.h"
 #include "redis/keys.h"
 #include "sluice/decision.h"
 #include "sluice/store.h"
@@ -142,6 +154,46 @@ class ScriptWords {
   KeyBuffer bytes_;
   boost::container::small_vector<std::pair<size_t, size_t>, 8> spans_;  // offset, length
 };
+
+// One check of a coalesced call (CoalescibleCall), as RESP bulk strings: its keys, then the args
+// its run may share, then its own arg.
+struct CoalescedCheckWords {
+  std::string bytes;
+  size_t key_count = 0, shared_count = 0;
+  size_t keys_size = 0, own_at = 0;  // where the shared args begin, and its own
+
+  static CoalescedCheckWords Of(const CoalescibleCall& call);
+  std::string_view keys() const { return std::string_view(bytes).substr(0, keys_size); }
+  std::string_view shared() const {
+    return std::string_view(bytes).substr(keys_size, own_at - keys_size);
+  }
+  std::string_view own() const { return std::string_view(bytes).substr(own_at); }
+};
+
+// A coalesced call (check_many.lua's layout, above) built from the checks that join it, in
+// order. Finish writes its EVALSHA and empties the builder, which keeps its buffers for the next.
+class CoalescedCallBuilder {
+ public:
+  void Add(const CoalescedCheckWords& check);
+  size_t checks() const { return checks_; }
+  // Appends the call of `many` with the checks added so far (at least one), and starts over.
+  void Finish(const Script& many, bool across_slots, std::string& command);
+
+ private:
+  size_t checks_ = 0, key_count_ = 0, run_count_ = 0, run_arg_count_ = 0, last_shared_at_ = 0;
+  size_t first_key_count_ = 0, first_keys_size_ = 0;  // the first check's keys, and their bytes
+  // The checks' keys; the runs (each the index of its first check, then its shared args, the
+  // last run's from last_shared_at_ on); the checks' own args.
+  std::string keys_, runs_, owns_;
+  std::vector<size_t> key_hashes_;  // of each check's keys
+};
+
+// How many of the elements of a coalesced call's flat reply are each of its `checks` checks':
+// 0 when the reply is not such an array (an error reply to the whole call, or malformed).
+size_t CoalescedReplyFields(const Reply& reply, size_t checks);
+// Check i's part of that reply, `fields` elements (CoalescedReplyFields) moved out of it: an
+// array of them, or the reply itself when it is the only check's.
+Reply TakeCoalescedReply(Reply& reply, size_t i, size_t checks, size_t fields);
 
 // The decision in one check's reply, whole or packed. An error reply, or a packed reply whose
 // first field is one (check_many.lua's for a check whose key is at fault), is what

@@ -1,5 +1,6 @@
-// The scripts' contract without a server: the exact words a check, a batch, CheckAll and a
-// give-back send (src/redis/script_call.h), and their replies parsed, malformed ones refused.
+// The scripts' contract without a server: the exact words a check, a batch, a coalesced call,
+// CheckAll and a give-back send (src/redis/script_call.h), and their replies parsed or split,
+// malformed ones refused.
 #include "redis/script_call.h"
 
 #include <gtest/gtest.h>
@@ -94,6 +95,138 @@ TEST(ScriptWords, AGiveBackIsTheStateKeyThenSixArguments) {
   due.AddGiveBack({.prefix = "x:", .now = 5, .margin_ms = 2}, "b", kBucket, "k{1}", 3,
                   Time(Duration(7)));
   EXPECT_EQ(Words(due).back(), "7");
+}
+
+// The words of a command as written (RESP: an array of bulk strings), read back.
+std::vector<std::string> CommandWords(const std::string& command) {
+  ReplyReader reader;
+  EXPECT_TRUE(reader.Feed(command.data(), command.size()));
+  auto next = reader.Next();
+  EXPECT_TRUE(next.ok() && next->has_value());
+  std::vector<std::string> out;
+  if (!next.ok() || !next->has_value()) return out;
+  for (const Reply& word : (*next)->elements) out.push_back(word.str);
+  EXPECT_FALSE(*reader.Next());  // nothing after the one command
+  return out;
+}
+
+// A check's coalescible call, as the store makes it (redis_store.cc): its single call's words,
+// the cost its own.
+struct Coalescible {
+  ScriptWords words;
+  ScriptWords::Views views;
+
+  Coalescible(const CheckContext& context, const CheckRequest& request) {
+    words.AddCheck(context, request);
+    views = words.views();
+  }
+  CoalescibleCall Call(const Script& many, bool across_slots = false) const {
+    const size_t keys = views.size() - kCheckArgs;
+    return {.single = {&many, std::span(views.data(), keys),
+                       std::span(views.data() + keys, kCheckArgs)},
+            .many = &many,
+            .own_arg = kCheckCostArg,
+            .across_slots = across_slots};
+  }
+};
+
+const Script kMany = Script::FromSource("return 0");
+const CheckContext kContext{.prefix = "p:", .now = 100, .margin_ms = 1};
+
+std::string Coalesce(CoalescedCallBuilder& builder, bool across_slots,
+                     const std::vector<const Coalescible*>& checks) {
+  for (const Coalescible* check : checks) {
+    builder.Add(CoalescedCheckWords::Of(check->Call(kMany, across_slots)));
+  }
+  EXPECT_EQ(builder.checks(), checks.size());
+  std::string command;
+  builder.Finish(kMany, across_slots, command);
+  EXPECT_EQ(builder.checks(), 0u);
+  return command;
+}
+
+TEST(CoalescedCallBuilder, ChecksOfOneRunShareTheirArgumentsAndKeepTheirCosts) {
+  const Coalescible a(kContext, {.scope = "s", .limit = &kWindow, .key = "a", .cost = 1});
+  const Coalescible b(kContext, {.scope = "s", .limit = &kWindow, .key = "b", .cost = 4});
+  CoalescedCallBuilder builder;
+  EXPECT_EQ(CommandWords(Coalesce(builder, false, {&a, &b})),
+            (std::vector<std::string>{"EVALSHA", kMany.sha1, "2", "p:s:{a}", "p:s:{b}",
+                                      // runs, repeat, across slots
+                                      "1", "0", "0",
+                                      // the run: its first check, now, margin, parameters
+                                      "0", "100", "1", "10", "2000000", "0",
+                                      // the costs
+                                      "1", "4"}));
+}
+
+TEST(CoalescedCallBuilder, ARunEndsWhereTheSharedArgumentsChange) {
+  const Coalescible a(kContext, {.scope = "s", .limit = &kWindow, .key = "a", .cost = 1});
+  const Coalescible b(kContext, {.scope = "s", .limit = &kWindow, .key = "b", .cost = 2});
+  const Coalescible c(kContext, {.scope = "s", .limit = &kBucket, .key = "c", .cost = 3});
+  const Coalescible d(kContext, {.scope = "s", .limit = &kWindow, .key = "d", .cost = 5});
+  const std::string capacity = std::to_string(kBucket.capacity());
+  const std::string interval = std::to_string(kBucket.emission_interval().count());
+  CoalescedCallBuilder builder;
+  EXPECT_EQ(
+      CommandWords(Coalesce(builder, false, {&a, &b, &c, &d})),
+      (std::vector<std::string>{
+          "EVALSHA", kMany.sha1, "4",       "p:s:{a}", "p:s:{b}", "p:s:{c}", "p:s:{d}", "3",
+          "0",       "0",        "0",       "100",     "1",       "10",      "2000000", "0",
+          "2",       "100",      "1",       capacity,  interval,  "0",       "3",       "100",
+          "1",       "10",       "2000000", "0",       "1",       "2",       "3",       "5"}));
+}
+
+TEST(CoalescedCallBuilder, AKeyTwiceSetsTheRepeatFlag) {
+  const Coalescible a(kContext, {.scope = "s", .limit = &kWindow, .key = "a", .cost = 1});
+  const Coalescible b(kContext, {.scope = "s", .limit = &kWindow, .key = "b", .cost = 1});
+  CoalescedCallBuilder builder;
+  // EVALSHA, sha, key count, the keys, the number of runs, then the flag.
+  EXPECT_EQ(CommandWords(Coalesce(builder, false, {&a, &b, &a}))[7], "1");
+  EXPECT_EQ(CommandWords(Coalesce(builder, false, {&a, &b}))[6], "0");
+}
+
+TEST(CoalescedCallBuilder, AcrossSlotsOnlyTheFirstChecksKeysAreDeclared) {
+  const Coalescible a(kContext, {.scope = "s", .limit = &kLog, .key = "a", .cost = 1});
+  const Coalescible b(kContext, {.scope = "s", .limit = &kLog, .key = "b", .cost = 2});
+  CoalescedCallBuilder builder;
+  EXPECT_EQ(CommandWords(Coalesce(builder, true, {&a, &b})),
+            (std::vector<std::string>{"EVALSHA", kMany.sha1, "2", "p:s:{a}", "p:s:{a}:n", "1", "0",
+                                      "1", "0", "100", "1", "7", "3000000", "0", "1", "2",
+                                      // the other checks' keys, after the costs
+                                      "p:s:{b}", "p:s:{b}:n"}));
+}
+
+TEST(CoalescedCallBuilder, ACheckAloneIsACallOfOne) {
+  const Coalescible a(kContext, {.scope = "s", .limit = &kWindow, .key = "a", .cost = 7});
+  CoalescedCallBuilder builder;
+  const std::vector<std::string> alone{"EVALSHA", kMany.sha1, "1", "p:s:{a}", "1",       "0", "0",
+                                       "0",       "100",      "1", "10",      "2000000", "0", "7"};
+  EXPECT_EQ(CommandWords(Coalesce(builder, false, {&a})), alone);
+  EXPECT_EQ(CommandWords(Coalesce(builder, true, {&a}))[6], "1");  // across slots
+  // Finished, the builder starts over: nothing of the calls before is left in it.
+  EXPECT_EQ(CommandWords(Coalesce(builder, false, {&a})), alone);
+}
+
+TEST(CoalescedReply, EachCheckGetsItsShareOfTheFlatArray) {
+  Reply reply = Integers({1, 2, 3, 4, 5, 6, 7, 8});
+  ASSERT_EQ(CoalescedReplyFields(reply, 2), 4u);
+  const Reply second = TakeCoalescedReply(reply, 1, 2, 4);
+  const Reply first = TakeCoalescedReply(reply, 0, 2, 4);
+  ASSERT_EQ(first.elements.size(), 4u);
+  ASSERT_EQ(second.elements.size(), 4u);
+  EXPECT_EQ(first.elements[0].integer, 1);
+  EXPECT_EQ(second.elements[0].integer, 5);
+  EXPECT_EQ(second.elements[3].integer, 8);
+  Reply alone = Integers({1, 0, 0, 0});
+  ASSERT_EQ(CoalescedReplyFields(alone, 1), 4u);
+  EXPECT_EQ(TakeCoalescedReply(alone, 0, 1, 4).elements.size(), 4u);
+}
+
+TEST(CoalescedReply, ErrorsAndMalformedRepliesAreNotSplit) {
+  EXPECT_EQ(CoalescedReplyFields(Error("ERR x"), 2), 0u);
+  EXPECT_EQ(CoalescedReplyFields(Integer(1), 1), 0u);
+  EXPECT_EQ(CoalescedReplyFields(Integers({}), 1), 0u);
+  EXPECT_EQ(CoalescedReplyFields(Integers({1, 2, 3}), 2), 0u);
 }
 
 TEST(ParseGiveBackReply, ZeroOrOneIsOkAnythingElseAnError) {

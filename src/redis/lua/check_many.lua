@@ -2,7 +2,7 @@
 -- order: the checks a connection coalesced into one call. KEYS are each check's keys (across the
 -- slots of a Redis Cluster node, only the first check's: the others' follow the costs), ARGV its
 -- runs of checks with the same parameters, then each check's cost; the reply is one check's packed
--- reply after another, in one flat array. Written in src/redis/client.h and script_call.h.
+-- reply after another, in one flat array. Written in src/redis/script_call.h.
 local runs = tonumber(ARGV[1])
 local costs = 3 + runs * 6 -- the index before the first check's cost
 local across = ARGV[3] == '1'
