@@ -217,16 +217,18 @@ TEST_P(ServeFairnessTest, AVictimIsAdmittedExactlyItsLimitWithinItsDeadline) {
   EXPECT_EQ(not_decided, 0) << "the victim is answered a decision or 503; first failure: "
                             << first_failure;
   // A stall of the machine (this process's or Redis's) as long as the deadline is an outage by the
-  // breaker's definition (no answer within it), whatever the load: then the policy may decide.
-  // Otherwise Redis decides every check of the victim's, which is never admitted more than its
-  // limit.
-  if (stalled < kDeadline) {
+  // breaker's definition (no answer within it), whatever the load: then the policy may decide, a
+  // few checks at most. Without the admission, the attackers' queue alone made the policy decide
+  // 40% to 90% of the victim's checks and opened the breaker 6 to 15 times a run.
+  EXPECT_LE(by_policy, checks / 10) << "a failure policy decided only what a stall explains";
+  EXPECT_LE(opens, 2) << "the breaker opened only on a stall";
+  // A machine that stalled less than half the deadline leaves every check to Redis, which never
+  // admits the victim more than its limit.
+  if (stalled < kDeadline / 2) {
     EXPECT_EQ(opens, 0) << "the breaker never opened";
     EXPECT_EQ(by_policy, 0) << "no failure policy decided: Redis was never taken for out";
     EXPECT_LE(admitted, expected + across_the_hour)
         << "the victim is never admitted more than its limit";
-  }
-  if (stalled < kDeadline / 2) {
     EXPECT_LE(slowest_us, Micros(kDeadline + kHttpMargin + stalled));
   }
   EXPECT_GT(decided.load(), 0) << "the attacker still gets its share";
