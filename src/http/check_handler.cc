@@ -61,7 +61,11 @@ void CheckHandler::HandleBatch(const json& checks, std::shared_ptr<const RuleTab
     if (check.ok()) {
       item.rule = check->rule;
       item.key.assign(check->request.key);
-      exchange.requests_.push_back(check->request);
+      // The later parts of the batch are sent after the request's body is gone: each request
+      // points to its own copy of the key.
+      CheckRequest request = check->request;
+      request.key = item.key;
+      exchange.requests_.push_back(request);
     } else {
       item.rule = nullptr;
       item.error = check.status().message();
