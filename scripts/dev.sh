@@ -60,14 +60,14 @@ test_all() {
   echo "== ASan + UBSan build, every test"
   configure build/asan Debug address,undefined OFF
   ninja -C build/asan -j "$jobs"
-  run_ctest --test-dir build/asan --output-on-failure -j "$jobs" -LE 'install|fault|rss'
+  run_ctest --test-dir build/asan --output-on-failure -j "$jobs" -LE 'install|fault|rss|throughput'
 
   # clang: GCC's TSan cannot model the atomic fences Boost.Asio uses.
   echo "== TSan build (clang), the concurrent code"
   CC=clang CXX=clang++ configure build/tsan RelWithDebInfo thread OFF
   ninja -C build/tsan -j "$jobs"
   export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp"
-  run_ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L 'concurrency|redis|http|rls' -LE fault
+  run_ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L 'concurrency|redis|http|rls' -LE 'fault|throughput'
 
   echo "== libFuzzer: the HTTP API and the config parser, 20 s each"
   bash scripts/fuzz.sh 20

@@ -149,7 +149,8 @@ Failures RunEveryOperation(RedisStore& store, const RedisStoreOptions& options,
   for (const std::string& key : keys) {
     all.push_back({.scope = scope, .limit = &per_second, .key = key});
   }
-  all.push_back({.scope = scope + "-minute", .limit = &per_minute, .key = keys[0]});
+  const std::string minute_scope = scope + "-minute";
+  all.push_back({.scope = minute_scope, .limit = &per_minute, .key = keys[0]});
   Expect(failures, "check-all", store.CheckAll(all));
 
   std::promise<Result<Decision>> probe;
