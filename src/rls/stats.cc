@@ -1,11 +1,11 @@
 #include "rls/stats.h"
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "base/hashed_key.h"
 #include "base/prometheus_label.h"
 
 namespace sluice::rls {
@@ -46,20 +46,8 @@ bool ValidUtf8(std::string_view text) {
 
 std::string Stats::KeyOf(std::string_view name) {
   if (name.size() <= kMaxKeyBytes && ValidUtf8(name)) return std::string(name);
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  // SHA-256 cannot fail on a valid buffer but for libcrypto's own allocation failing: the name
-  // is then counted under the overflow key rather than kept.
-  if (EVP_Digest(name.data(), name.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
-    return std::string(kOverflowKey);
-  }
-  constexpr char kHex[] = "0123456789abcdef";
-  std::string key = "sha256:";
-  for (unsigned int i = 0; i < size; ++i) {
-    key += kHex[digest[i] >> 4];
-    key += kHex[digest[i] & 0xf];
-  }
-  return key;
+  // libcrypto failing (it cannot but for its own allocation): counted under the overflow key.
+  return base::HashedKey(name).value_or(std::string(kOverflowKey));
 }
 
 DescriptorCounters& Stats::For(std::string_view name) {
