@@ -602,6 +602,26 @@ TEST(ConfigTest, KeyPrefixAndPasswordMistakesAreReportedWithFileLineAndField) {
   for (const std::string& file : {empty, two_lines, secret}) std::remove(file.c_str());
 }
 
+TEST(ConfigTest, EveryNameFollowsOneRule) {
+  const std::string rules = "rules:\n  - {name: api, algorithm: gcra, limit: 1, period: 1s}\n";
+  const std::string hash(64, 'a');
+  const auto error = [](const std::string& yaml) {
+    return ParseConfig(yaml, "n.yaml").status().message();
+  };
+  EXPECT_EQ(error(rules + "server:\n  auth:\n    callers:\n      - {name: a b, token_sha256: " +
+                  hash + ", scopes: [check]}\n"),
+            "n.yaml:6: server.auth.callers[0].name: 'a b' is not a caller name: 1 to 64 "
+            "characters of A-Z, a-z, 0-9, '_', '.', ':' or '-'");
+  EXPECT_EQ(error(rules + "server:\n  auth:\n    callers:\n      - {name: a, token_sha256: " +
+                  hash + ", scopes: [check, \"a/b\"]}\n"),
+            "n.yaml:6: server.auth.callers[0].scopes[1]: 'a/b' is not a name: 1 to 64 "
+            "characters of A-Z, a-z, 0-9, '_', '.', ':' or '-'");
+  EXPECT_EQ(error("rules:\n  - {name: " + std::string(65, 'r') +
+                  ", algorithm: gcra, limit: 1, period: 1s}\n"),
+            "n.yaml:2: rules[0].name: '" + std::string(65, 'r') +
+                "' is not a rule name: 1 to 64 characters of A-Z, a-z, 0-9, '_', '.', ':' or '-'");
+}
+
 TEST(ConfigTest, UnreadableFileIsNamed) {
   auto config = LoadConfigFile("/nonexistent/sluice.yaml");
   ASSERT_FALSE(config.ok());
