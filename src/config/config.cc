@@ -5,6 +5,7 @@
 #include <charconv>
 #include <utility>
 
+#include "config/admin_listen.h"
 #include "config/sections.h"
 
 namespace sluice::config {
@@ -75,6 +76,9 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
     if (const YAML::Node auth = Fields(report, server, "server").Get("auth"); auth.IsDefined()) {
       if (Status s = ParseAuthSection(report, auth, config); !s.ok()) return s;
     }
+    auto admin_listen = ParseAdminListen(report, server, config.listen);
+    if (!admin_listen.ok()) return admin_listen.status();
+    config.server.admin_listen = *admin_listen;
   }
   return config;
 }

@@ -14,7 +14,7 @@ Status ParseServerSection(const Reporter& report, const YAML::Node& node, Server
   Fields fields(report, node, "server");
   if (Status s = fields.Check({"io_threads", "read_timeout", "idle_timeout", "max_connections",
                                "max_waiters", "max_waiters_per_key", "expose_keys", "shadow_mode",
-                               "auth"});
+                               "auth", "admin_listen"});
       !s.ok()) {
     return s;
   }
