@@ -168,6 +168,16 @@ bool Api::Authorize(const Request& request, std::string_view path, Exchange& exc
         exchange);
     return false;
   }
+  if (*scope == config::kScopeAdmin && caller.rules && path.starts_with(kKeysPathPrefix)) {
+    // A caller given rules resets keys of those only.
+    const std::string_view rest = path.substr(kKeysPathPrefix.size());
+    if (!CallerTable::AllowsRule(caller, rest.substr(0, rest.find('/')))) {
+      RefuseCaller(AuthRefusal::kRule,
+                   fmt::format("caller '{}' may not use this rule", caller.name), exchange);
+      return false;
+    }
+    return true;
+  }
   if (*scope != config::kScopeCheck || (!caller.rules && !caller.domains)) return true;
   if (path == "/json") {
     if (!caller.domains) return true;

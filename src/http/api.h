@@ -51,7 +51,8 @@
 // files (which hold no data) and unknown ones needs `Authorization: Bearer TOKEN` of a caller
 // with the path's scope (check: /v1/check, /v1/acquire, /v1/auth, POST /json; admin: /v1/top,
 // DELETE /v1/keys; metrics: /metrics) and,
-// when the caller has a list of rules (or RLS domains), naming only those: 401 with
+// when the caller has a list of rules (or RLS domains), naming only those (for check, and for
+// DELETE /v1/keys): 401 with
 // WWW-Authenticate: Bearer without a token or with an unknown one, 403 outside its scopes or
 // rules (a batch naming one rule it may not use is refused whole), and 429 while its address has
 // failed too often (http/auth_failures.h). A refused request reaches no handler and no store;

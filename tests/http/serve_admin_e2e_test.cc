@@ -31,6 +31,7 @@ using sluice::testing::TempDir;
 constexpr std::string_view kCheckoutToken = "checkout-token";  // scopes: check
 constexpr std::string_view kOpsToken = "ops-token";            // scopes: admin, metrics
 constexpr std::string_view kScraperToken = "other-token";      // scopes: metrics
+constexpr std::string_view kSupportToken = "support-token";    // scopes: admin, rules: other
 
 constexpr std::string_view kRules = R"(rules:
   - {name: api, algorithm: fixed_window, limit: 2, period: 1h}
@@ -42,6 +43,7 @@ constexpr std::string_view kCallers = R"(  auth:
       - {name: checkout, token_sha256: "f73b9044d0a39db82876ca2560ec62234efc73e2560689b5b5a3fc92f70904e3", scopes: [check]}
       - {name: ops, token_sha256: "d9310c002af91822beb0b3487d8b04f85bf6bf1f8a5496bff7d35fc7c5a29def", scopes: [admin, metrics]}
       - {name: scraper, token_sha256: "6c67163bbed989f232b31acc4f04df54b31285bfc01bd022c735b71e041a4754", scopes: [metrics]}
+      - {name: support, token_sha256: "ebca95604276a73fb41ea1ae6556b45bf815fa9733bc6e7a7be1316f9c3e8a89", scopes: [admin], rules: [other]}
 )";
 
 // A config with an admin address on `admin_port` (none when 0) and, when `auth`, the callers.
@@ -128,6 +130,9 @@ TEST_P(ServeResetTest, AResetKeyIsAdmittedAgainAndTheOthersStayLimited) {
   EXPECT_EQ(Status(admin.Delete(path, Bearer(kCheckoutToken))), 403);
   EXPECT_EQ(Status(admin.Delete(path, Bearer(kScraperToken))), 403);
   EXPECT_EQ(Remaining(decisions, "api", key), 0);
+  // A caller given rules resets keys of those only.
+  EXPECT_EQ(Status(admin.Delete(path, Bearer(kSupportToken))), 403);
+  EXPECT_EQ(Remaining(decisions, "api", key), 0);
   EXPECT_EQ(Status(admin.Delete("/v1/keys/nope/x", Bearer(kOpsToken))), 404);
   EXPECT_EQ(Status(admin.Get(path, Bearer(kOpsToken))), 405);
   EXPECT_EQ(Status(admin.Delete("/v1/keys/api/user/42", Bearer(kOpsToken))), 400);
@@ -141,7 +146,7 @@ TEST_P(ServeResetTest, AResetKeyIsAdmittedAgainAndTheOthersStayLimited) {
   EXPECT_EQ(Remaining(decisions, "api", "user:7"), 0);
   EXPECT_EQ(Remaining(decisions, "other", key), 0);
   // A key the store does not hold is reset all the same.
-  EXPECT_EQ(Status(admin.Delete("/v1/keys/other/never-seen", Bearer(kOpsToken))), 204);
+  EXPECT_EQ(Status(admin.Delete("/v1/keys/other/never-seen", Bearer(kSupportToken))), 204);
 
   auto metrics = admin.Get("/metrics", Bearer(kScraperToken));
   ASSERT_EQ(Status(metrics), 200);
@@ -153,7 +158,7 @@ TEST_P(ServeResetTest, AResetKeyIsAdmittedAgainAndTheOthersStayLimited) {
       << service_->Log();
   const std::string log = service_->Log();
   for (std::string_view secret :
-       {kOpsToken, kCheckoutToken, kScraperToken, std::string_view("user/42")}) {
+       {kOpsToken, kCheckoutToken, kScraperToken, kSupportToken, std::string_view("user/42")}) {
     EXPECT_EQ(log.find(secret), std::string::npos) << secret << " in:\n" << log;
   }
 }
