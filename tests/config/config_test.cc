@@ -355,7 +355,7 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
       {"server:\n  waiters: 1\n",
        "bad.yaml:2: server.waiters: unknown field (expected io_threads, read_timeout, "
        "idle_timeout, max_connections, max_waiters, max_waiters_per_key, expose_keys, "
-       "shadow_mode, auth)"},
+       "shadow_mode, auth, admin_listen)"},
       {"server:\n  shadow_mode: 1\n", "bad.yaml:2: server.shadow_mode: expected true or false"},
       {"server:\n  max_connections: 0\n",
        "bad.yaml:2: server.max_connections: must be between 1 and 1000000"},
