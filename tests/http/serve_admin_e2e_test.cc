@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "support/redis_server.h"
 #include "support/serve_process.h"
@@ -86,8 +87,18 @@ struct AdminService {
       service = std::make_unique<Service>(Config(admin_port, auth), store_url);
       if (service->up() &&
           service->process().WaitForLog("on 127.0.0.1:" + std::to_string(admin_port))) {
+        WaitUntilReady();
         return;
       }
+    }
+  }
+  // Until the store answers (/readyz), bounded by 10 s: a Redis connection is still being made
+  // when the process starts answering.
+  void WaitUntilReady() const {
+    httplib::Client client = Admin();
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (Status(client.Get("/readyz")) != 200 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(20ms);
     }
   }
   bool up() const { return service && service->up(); }
