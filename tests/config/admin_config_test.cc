@@ -1,5 +1,5 @@
-// server.admin_listen, and examples/production.yaml (the README's production config) read by the
-// real parser with the files it names made where it names them.
+// server.admin_listen, and examples/production.yaml (the README's production config, shown there
+// as it is) read by the real parser with the files it names made where it names them.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -81,6 +81,12 @@ std::string ReadAll(const std::string& path) {
 TEST(ProductionExampleTest, WorksAsWritten) {
   std::string text = ReadAll(SLUICE_SOURCE_DIR "/examples/production.yaml");
   ASSERT_NE(text.find("/etc/sluice/"), std::string::npos);
+  // The README shows the file as it is, but for its opening comments.
+  const size_t shown = text.find("# The decision port");
+  ASSERT_NE(shown, std::string::npos);
+  EXPECT_NE(ReadAll(SLUICE_SOURCE_DIR "/README.md").find("```yaml\n" + text.substr(shown) + "```"),
+            std::string::npos)
+      << "README.md's production config differs from examples/production.yaml";
   auto ca = testing::CertificateAuthority::Create();
   ASSERT_NE(ca, nullptr);
   const std::string dir = ca->dir() + "/etc-sluice/";
