@@ -271,8 +271,9 @@ bool Api::Handle(const Request& request, Exchange& exchange) {
   } else if (path == "/v1/top") {
     if (route("GET")) top_.Handle(request, *rules(), exchange);
   } else if (resets) {
-    if (route("DELETE"))
+    if (route("DELETE")) {
       resets_.Handle(path.substr(kKeysPathPrefix.size()), who, rules(), exchange);
+    }
   } else if (const DashboardFile* file = FindDashboardFile(path)) {
     if (route("GET")) {
       ServeDashboardFile(*file, exchange.response);
