@@ -1,0 +1,251 @@
+#include "http/session.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/dispatch.hpp>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <tuple>
+#include <utility>
+
+#include "sluice/middleware/beast.h"
+
+namespace sluice::http {
+namespace {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+constexpr size_t kReadChunk = 4096;
+// After refusing a request, the bytes and time spent reading what the client still sends, so
+// that it reads the refusal instead of a connection reset.
+constexpr size_t kMaxLingerBytes = 1 << 20;
+constexpr auto kLingerTime = std::chrono::seconds(1);
+bool IsHttpSyntaxError(const beast::error_code& ec) {
+  return ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
+         ec != bhttp::error::partial_message;
+}
+
+core::FairAdmission::Caller NextCaller() {
+  static std::atomic<core::FairAdmission::Caller> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The client's address; unspecified when the socket cannot tell (the client has gone).
+tcp::endpoint PeerOf(const tcp::socket& socket) {
+  beast::error_code ignored;
+  return socket.remote_endpoint(ignored);
+}
+
+}  // namespace
+
+Server::Session::Session(Server& server, tcp::socket socket)
+    : server_(server),
+      caller_(NextCaller()),
+      peer_(PeerOf(socket)),
+      stream_(std::move(socket)),
+      buffer_(server.options_.header_limit + server.options_.body_limit + kReadChunk),
+      exchange_([this] { OnExchangeDone(); }) {}
+
+Server::Session::~Session() { server_.Unregister(this); }
+
+void Server::Session::Start() {
+  server_.Register(this);
+  net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitForRequest(); });
+}
+
+void Server::Session::Reclaim() {
+  net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Close(); });
+}
+
+void Server::Session::Drain() {
+  net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+    self->draining_ = true;
+    if (!self->busy_) self->stream_.cancel();
+  });
+}
+
+void Server::Session::WaitForRequest() {
+  busy_ = false;
+  if (draining_ || server_.draining_.load()) return Close();
+  if (buffer_.size() > 0) return ReadRequest();  // pipelined
+  server_.EnterIdle(this);
+  stream_.expires_after(server_.options_.idle_timeout);
+  stream_.async_read_some(buffer_.prepare(kReadChunk),
+                          [self = shared_from_this()](beast::error_code ec, size_t n) {
+                            self->buffer_.commit(n);
+                            if (!self->server_.LeaveIdle(self.get()) || ec) return self->Close();
+                            self->ReadRequest();
+                          });
+}
+
+void Server::Session::ReadRequest() {
+  if (parser_) {
+    // Reuse the last body's storage.
+    body_storage_ = std::move(parser_->release().body());
+    body_storage_.clear();
+  }
+  parser_.emplace(std::piecewise_construct, std::make_tuple(std::move(body_storage_)));
+  parser_->header_limit(static_cast<uint32_t>(server_.options_.header_limit));
+  parser_->body_limit(server_.options_.body_limit);
+  header_bytes_ = 0;
+  stream_.expires_after(server_.options_.read_timeout);
+  ParseHeader();
+}
+
+void Server::Session::ParseHeader() {
+  const size_t limit = server_.options_.header_limit;
+  const size_t window = std::min(buffer_.size(), limit - header_bytes_);
+  const bool window_reaches_limit = header_bytes_ + window == limit;
+  beast::error_code ec = bhttp::error::need_more;
+  if (window > 0) {
+    const size_t used = parser_->put(net::const_buffer(buffer_.data().data(), window), ec);
+    buffer_.consume(used);
+    header_bytes_ += used;
+  }
+  if (ec == bhttp::error::need_more) {
+    // The window held all the header may still have: it does not end within the limit.
+    if (window_reaches_limit) return OnRead(bhttp::error::header_limit);
+    return stream_.async_read_some(buffer_.prepare(kReadChunk),
+                                   [self = shared_from_this()](beast::error_code ec, size_t n) {
+                                     self->buffer_.commit(n);
+                                     if (ec) return self->Close();
+                                     self->ParseHeader();
+                                   });
+  }
+  if (ec) return OnRead(ec);
+  const auto& header = parser_->get();
+  if (static_cast<size_t>(std::distance(header.begin(), header.end())) >
+      server_.options_.max_header_fields) {
+    return Refuse(431, fmt::format("request header has more than {} fields",
+                                   server_.options_.max_header_fields));
+  }
+  if (parser_->is_done()) return OnRead({});
+  bhttp::async_read(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+}
+
+void Server::Session::OnRead(beast::error_code ec) {
+  if (ec == bhttp::error::body_limit) {
+    return Refuse(413, fmt::format("request body is above the maximum of {} bytes",
+                                   server_.options_.body_limit));
+  }
+  if (ec == bhttp::error::header_limit) {
+    return Refuse(431, fmt::format("request header is above the maximum of {} bytes",
+                                   server_.options_.header_limit));
+  }
+  if (ec && IsHttpSyntaxError(ec)) return Refuse(400, "malformed HTTP request: " + ec.message());
+  if (ec) return Close();
+
+  busy_ = true;
+  const auto& request = parser_->get();
+  keep_alive_ = request.keep_alive();
+  version_ = request.version();
+  stream_.expires_never();
+  in_flight_ = shared_from_this();
+  const middleware::BeastRequest client(request, peer_);
+  if (server_.api_.Handle(
+          {request.method_string(), request.target(), request.body(), &client, caller_},
+          exchange_)) {
+    WatchClient();
+  }
+}
+
+void Server::Session::WatchClient() {
+  if (buffer_.size() + kReadChunk > buffer_.max_size()) return;  // no room to read into
+  watching_ = true;
+  stream_.async_read_some(
+      buffer_.prepare(kReadChunk),
+      [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnWatch(ec, n); });
+}
+
+void Server::Session::OnWatch(beast::error_code ec, size_t n) {
+  buffer_.commit(n);
+  watching_ = false;
+  if (std::exchange(answer_ready_, false)) return Respond();
+  if (!ec) return WatchClient();
+  // Gone (or half-closed: it sends nothing more, so it cannot keep the connection either).
+  keep_alive_ = false;
+  server_.api_.Abandon(exchange_);  // its answer, "cancelled", comes through OnAnswer
+}
+
+void Server::Session::Refuse(int status, std::string_view message) {
+  busy_ = true;
+  server_.api_.Refuse(status, message, exchange_.response);
+  keep_alive_ = false;
+  version_ = parser_->is_header_done() ? parser_->get().version() : 11;
+  linger_ = true;
+  Respond();
+}
+
+void Server::Session::OnExchangeDone() {
+  std::atomic<int>& handing_over = server_.handing_over_;
+  handing_over.fetch_add(1, std::memory_order_relaxed);
+  net::dispatch(stream_.get_executor(), [self = std::move(in_flight_)] { self->OnAnswer(); });
+  if (handing_over.fetch_sub(1, std::memory_order_release) == 1) handing_over.notify_all();
+}
+
+void Server::Session::OnAnswer() {
+  if (!watching_) return Respond();
+  // The watching read ends first; OnWatch then responds.
+  answer_ready_ = true;
+  beast::error_code ignored;
+  stream_.socket().cancel(ignored);
+}
+
+void Server::Session::Respond() {
+  Response& answer = exchange_.response;
+  response_ = {};
+  response_.version(version_);
+  response_.result(static_cast<unsigned>(answer.status));
+  response_.set(bhttp::field::content_type, answer.content_type);
+  for (size_t i = 0; i < answer.header_count; ++i) {
+    response_.set(answer.headers[i].name, answer.headers[i].value);
+  }
+  response_.keep_alive(keep_alive_ && !draining_);
+  response_.body() = std::move(answer.body);
+  response_.prepare_payload();
+  stream_.expires_after(server_.options_.read_timeout);
+  bhttp::async_write(stream_, response_, [self = shared_from_this()](beast::error_code ec, size_t) {
+    self->OnWrite(ec);
+  });
+}
+
+void Server::Session::OnWrite(beast::error_code ec) {
+  exchange_.response.body = std::move(response_.body());  // keep its capacity
+  if (ec) return Close();
+  if (linger_) return Linger();
+  if (!response_.keep_alive()) return Close();
+  WaitForRequest();
+}
+
+void Server::Session::Linger() {
+  beast::error_code ignored;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream_.expires_after(kLingerTime);
+  buffer_.clear();
+  Discard();
+}
+
+void Server::Session::Discard() {
+  stream_.async_read_some(buffer_.prepare(kReadChunk),
+                          [self = shared_from_this()](beast::error_code ec, size_t n) {
+                            self->lingered_ += n;
+                            if (ec || self->lingered_ > kMaxLingerBytes) return;
+                            self->Discard();
+                          });
+}
+
+void Server::Session::Close() {
+  beast::error_code ignored;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream_.close();
+}
+
+}  // namespace sluice::http
