@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "config/duration.h"
+#include "config/tls_files.h"
 #include "config/yaml_fields.h"
 
 namespace sluice::config {
@@ -703,7 +704,7 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
     Fields fields(report, server, "server");
     if (Status s = fields.Check({"io_threads", "read_timeout", "idle_timeout", "max_connections",
                                  "max_waiters", "max_waiters_per_key", "expose_keys", "shadow_mode",
-                                 "auth"});
+                                 "auth", "tls"});
         !s.ok()) {
       return s;
     }
@@ -744,6 +745,11 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
       auto value = fields.ReadBool(node, field);
       if (!value.ok()) return value.status();
       *target = *value;
+    }
+    if (const YAML::Node tls = fields.Get("tls"); tls.IsDefined()) {
+      auto files = ParseTlsFiles(report, tls, fields.Path("tls"));
+      if (!files.ok()) return files.status();
+      config.server.tls = std::move(*files);
     }
   }
 
