@@ -18,6 +18,10 @@
 #include "core/fair_admission.h"
 #include "sluice/store.h"
 
+namespace sluice::tls {
+struct PeerCertificate;  // tls/peer_certificate.h
+}  // namespace sluice::tls
+
 namespace sluice::middleware {
 class RequestView;
 }  // namespace sluice::middleware
@@ -34,6 +38,9 @@ struct Request {
   const middleware::RequestView* client = nullptr;
   // Who sends it, for the store's admission (core/fair_admission.h): the HTTP connection.
   core::FairAdmission::Caller caller = 0;
+  // The client's certificate, verified, under mTLS (server.tls.client_ca_file); null otherwise.
+  // tls::PresentsSan tells whether it names a caller's client_san.
+  const tls::PeerCertificate* peer_certificate = nullptr;
 };
 
 struct Header {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "http/session.h"
+#include "tls/rotating_context.h"
 
 namespace sluice::http {
 namespace {
@@ -112,7 +113,9 @@ void Server::Admit(tcp::socket socket) {
     reclaimed->Reclaim();
   }
   if (!admitted) return Refuse(std::move(socket));
-  std::make_shared<Session>(*this, std::move(socket))->Start();
+  std::make_shared<Session>(*this, std::move(socket),
+                            options_.tls ? options_.tls->Current() : nullptr)
+      ->Start();
 }
 
 void Server::Refuse(tcp::socket socket) {
@@ -131,6 +134,15 @@ void Server::Refuse(tcp::socket socket) {
   socket.receive(net::buffer(unread), 0, ignored);
   socket.send(net::buffer(refusal_), 0, ignored);
   socket.close(ignored);
+}
+
+void Server::CountHandshakeFailure(const tcp::endpoint& peer, std::string_view why) {
+  api_.metrics().CountTlsHandshakeFailure();
+  base::MutexLock lock(handshake_failures_mu_);
+  if (const uint64_t failed = handshake_failures_.Count(std::chrono::steady_clock::now())) {
+    spdlog::warn("TLS handshake from {} failed: {} ({} failure(s) since the last warning)",
+                 peer.address().to_string(), why, failed);
+  }
 }
 
 std::shared_ptr<Server::Session> Server::ReclaimIdle() {

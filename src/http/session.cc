@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/write.hpp>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <utility>
 
 #include "sluice/middleware/beast.h"
+#include "tls/peer_certificate.h"
 
 namespace sluice::http {
 namespace {
@@ -26,6 +28,14 @@ constexpr size_t kReadChunk = 4096;
 // that it reads the refusal instead of a connection reset.
 constexpr size_t kMaxLingerBytes = 1 << 20;
 constexpr auto kLingerTime = std::chrono::seconds(1);
+// The first byte of a TLS record carrying a handshake message (a ClientHello, first).
+constexpr unsigned char kTlsHandshakeRecord = 0x16;
+
+constexpr std::string_view kPlaintextRefusal =
+    "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\n"
+    "Content-Length: 59\r\n\r\n"
+    R"({"error":"this port speaks HTTPS: send the request by TLS"})";
+
 bool IsHttpSyntaxError(const beast::error_code& ec) {
   return ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
          ec != bhttp::error::partial_message;
@@ -44,11 +54,13 @@ tcp::endpoint PeerOf(const tcp::socket& socket) {
 
 }  // namespace
 
-Server::Session::Session(Server& server, tcp::socket socket)
+Server::Session::Session(Server& server, tcp::socket socket, std::shared_ptr<net::ssl::context> tls)
     : server_(server),
       caller_(NextCaller()),
       peer_(PeerOf(socket)),
-      stream_(std::move(socket)),
+      tls_context_(std::move(tls)),
+      stream_(tls_context_ ? SessionStream(std::move(socket), *tls_context_)
+                           : SessionStream(std::move(socket))),
       buffer_(server.options_.header_limit + server.options_.body_limit + kReadChunk),
       exchange_([this] { OnExchangeDone(); }) {}
 
@@ -56,7 +68,63 @@ Server::Session::~Session() { server_.Unregister(this); }
 
 void Server::Session::Start() {
   server_.Register(this);
-  net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitForRequest(); });
+  net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+    if (self->stream_.tls()) return self->AwaitClientHello();
+    self->WaitForRequest();
+  });
+}
+
+// The handshake is bounded by read_timeout, and the connection counts as idle until its first
+// request: one that never sends a ClientHello holds a slot no longer than a silent plain one.
+void Server::Session::AwaitClientHello() {
+  stream_.tcp().expires_after(server_.options_.read_timeout);
+  stream_.tcp().async_read_some(
+      buffer_.prepare(kReadChunk), [self = shared_from_this()](beast::error_code ec, size_t n) {
+        self->buffer_.commit(n);
+        if (ec) return self->OnHandshakeFailed(ec.message());
+        const auto* first = static_cast<const unsigned char*>(self->buffer_.data().data());
+        if (*first != kTlsHandshakeRecord) return self->RefusePlaintext();
+        self->stream_.tls()->async_handshake(
+            net::ssl::stream_base::server, self->buffer_.data(),
+            // Beast 1.81 constrains this handler as if it took an error code alone.
+            [self](beast::error_code ec, size_t = 0) { self->OnHandshake(ec); });
+      });
+}
+
+void Server::Session::OnHandshake(beast::error_code ec) {
+  // The ClientHello read ahead was handed to the handshake whole.
+  buffer_.clear();
+  if (ec) return OnHandshakeFailed(ec.message());
+  peer_certificate_ = tls::VerifiedPeerCertificate(stream_.tls()->native_handle());
+  WaitForRequest();
+}
+
+void Server::Session::OnHandshakeFailed(std::string_view why) {
+  server_.CountHandshakeFailure(peer_, why);
+  Close();
+}
+
+// A plain HTTP request on the TLS port: told so in plain HTTP, and never handed to the Api.
+void Server::Session::RefusePlaintext() {
+  server_.CountHandshakeFailure(peer_, "plain HTTP sent to the TLS port");
+  net::async_write(stream_.tcp(), net::buffer(kPlaintextRefusal),
+                   [self = shared_from_this()](beast::error_code ec, size_t) {
+                     if (ec) return self->Close();
+                     beast::error_code ignored;
+                     self->stream_.tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
+                     self->stream_.tcp().expires_after(kLingerTime);
+                     self->buffer_.clear();
+                     self->DiscardPlaintext();
+                   });
+}
+
+void Server::Session::DiscardPlaintext() {
+  stream_.tcp().async_read_some(buffer_.prepare(kReadChunk),
+                                [self = shared_from_this()](beast::error_code ec, size_t n) {
+                                  self->lingered_ += n;
+                                  if (ec || self->lingered_ > kMaxLingerBytes) return;
+                                  self->DiscardPlaintext();
+                                });
 }
 
 void Server::Session::Reclaim() {
@@ -66,7 +134,7 @@ void Server::Session::Reclaim() {
 void Server::Session::Drain() {
   net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
     self->draining_ = true;
-    if (!self->busy_) self->stream_.cancel();
+    if (!self->busy_) self->stream_.tcp().cancel();
   });
 }
 
@@ -75,7 +143,7 @@ void Server::Session::WaitForRequest() {
   if (draining_ || server_.draining_.load()) return Close();
   if (buffer_.size() > 0) return ReadRequest();  // pipelined
   server_.EnterIdle(this);
-  stream_.expires_after(server_.options_.idle_timeout);
+  stream_.tcp().expires_after(server_.options_.idle_timeout);
   stream_.async_read_some(buffer_.prepare(kReadChunk),
                           [self = shared_from_this()](beast::error_code ec, size_t n) {
                             self->buffer_.commit(n);
@@ -94,7 +162,7 @@ void Server::Session::ReadRequest() {
   parser_->header_limit(static_cast<uint32_t>(server_.options_.header_limit));
   parser_->body_limit(server_.options_.body_limit);
   header_bytes_ = 0;
-  stream_.expires_after(server_.options_.read_timeout);
+  stream_.tcp().expires_after(server_.options_.read_timeout);
   ParseHeader();
 }
 
@@ -147,7 +215,7 @@ void Server::Session::OnRead(beast::error_code ec) {
   const auto& request = parser_->get();
   keep_alive_ = request.keep_alive();
   version_ = request.version();
-  stream_.expires_never();
+  stream_.tcp().expires_never();
   in_flight_ = shared_from_this();
   const middleware::BeastRequest client(request, peer_);
   if (server_.api_.Handle(
@@ -196,7 +264,7 @@ void Server::Session::OnAnswer() {
   // The watching read ends first; OnWatch then responds.
   answer_ready_ = true;
   beast::error_code ignored;
-  stream_.socket().cancel(ignored);
+  stream_.tcp().socket().cancel(ignored);
 }
 
 void Server::Session::Respond() {
@@ -211,7 +279,7 @@ void Server::Session::Respond() {
   response_.keep_alive(keep_alive_ && !draining_);
   response_.body() = std::move(answer.body);
   response_.prepare_payload();
-  stream_.expires_after(server_.options_.read_timeout);
+  stream_.tcp().expires_after(server_.options_.read_timeout);
   bhttp::async_write(stream_, response_, [self = shared_from_this()](beast::error_code ec, size_t) {
     self->OnWrite(ec);
   });
@@ -227,8 +295,8 @@ void Server::Session::OnWrite(beast::error_code ec) {
 
 void Server::Session::Linger() {
   beast::error_code ignored;
-  stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-  stream_.expires_after(kLingerTime);
+  stream_.tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream_.tcp().expires_after(kLingerTime);
   buffer_.clear();
   Discard();
 }
@@ -244,8 +312,8 @@ void Server::Session::Discard() {
 
 void Server::Session::Close() {
   beast::error_code ignored;
-  stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-  stream_.close();
+  stream_.tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream_.tcp().close();
 }
 
 }  // namespace sluice::http

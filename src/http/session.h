@@ -1,10 +1,11 @@
-// One HTTP/1.1 connection of the Server (http/server.h): reads its requests within the server's
-// bounds, hands each to the Api, writes the answers back, and keeps the connection alive, lingers
-// or closes it. Every step runs on the connection's strand but OnExchangeDone, which hands the
-// answer over to it from any thread.
+// One HTTP/1.1 connection of the Server (http/server.h), over TCP or TLS: reads its requests within
+// the server's bounds, hands each to the Api, writes the answers back, and keeps the connection
+// alive, lingers or closes it. Every step runs on the connection's strand but OnExchangeDone, which
+// hands the answer over to it from any thread.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cstddef>
@@ -16,12 +17,16 @@
 #include "core/fair_admission.h"
 #include "http/exchange.h"
 #include "http/server.h"
+#include "http/session_stream.h"
+#include "tls/peer_certificate.h"
 
 namespace sluice::http {
 
 class Server::Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(Server& server, boost::asio::ip::tcp::socket socket);
+  // Over TLS with `tls` (the handshake first), else plain TCP.
+  Session(Server& server, boost::asio::ip::tcp::socket socket,
+          std::shared_ptr<boost::asio::ssl::context> tls);
   ~Session();
 
   void Start();
@@ -33,6 +38,13 @@ class Server::Session : public std::enable_shared_from_this<Session> {
   void Drain();
 
  private:
+  // TLS: reads the ClientHello (or a plain request, refused), then completes the handshake.
+  void AwaitClientHello();
+  void OnHandshake(boost::beast::error_code ec);
+  void OnHandshakeFailed(std::string_view why);
+  void RefusePlaintext();
+  void DiscardPlaintext();
+
   void WaitForRequest();
 
   void ReadRequest();
@@ -76,7 +88,10 @@ class Server::Session : public std::enable_shared_from_this<Session> {
   // The connection, as the store's admission knows it: its share is its own.
   const core::FairAdmission::Caller caller_;
   boost::asio::ip::tcp::endpoint peer_;
-  boost::beast::tcp_stream stream_;
+  std::shared_ptr<boost::asio::ssl::context> tls_context_;  // null: plain TCP
+  SessionStream stream_;
+  // The client's certificate, verified, when it presented one (mTLS).
+  std::optional<tls::PeerCertificate> peer_certificate_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::string body_storage_;
