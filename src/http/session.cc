@@ -81,7 +81,7 @@ void Server::Session::AwaitClientHello() {
   stream_.tcp().async_read_some(
       buffer_.prepare(kReadChunk), [self = shared_from_this()](beast::error_code ec, size_t n) {
         self->buffer_.commit(n);
-        if (ec) return self->OnHandshakeFailed(ec.message());
+        if (ec) return self->OnHandshakeFailed(ec);
         const auto* first = static_cast<const unsigned char*>(self->buffer_.data().data());
         if (*first != kTlsHandshakeRecord) return self->RefusePlaintext();
         self->stream_.tls()->async_handshake(
@@ -94,13 +94,14 @@ void Server::Session::AwaitClientHello() {
 void Server::Session::OnHandshake(beast::error_code ec) {
   // The ClientHello read ahead was handed to the handshake whole.
   buffer_.clear();
-  if (ec) return OnHandshakeFailed(ec.message());
+  if (ec) return OnHandshakeFailed(ec);
   peer_certificate_ = tls::VerifiedPeerCertificate(stream_.tls()->native_handle());
   WaitForRequest();
 }
 
-void Server::Session::OnHandshakeFailed(std::string_view why) {
-  server_.CountHandshakeFailure(peer_, why);
+void Server::Session::OnHandshakeFailed(beast::error_code ec) {
+  // Cancelled: closed by the server (reclaimed, drained), not the client's failure.
+  if (ec != net::error::operation_aborted) server_.CountHandshakeFailure(peer_, ec.message());
   Close();
 }
 

@@ -41,7 +41,7 @@ class Server::Session : public std::enable_shared_from_this<Session> {
   // TLS: reads the ClientHello (or a plain request, refused), then completes the handshake.
   void AwaitClientHello();
   void OnHandshake(boost::beast::error_code ec);
-  void OnHandshakeFailed(std::string_view why);
+  void OnHandshakeFailed(boost::beast::error_code ec);
   void RefusePlaintext();
   void DiscardPlaintext();
 

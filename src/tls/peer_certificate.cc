@@ -63,10 +63,14 @@ bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+PeerCertificate DescribeCertificate(X509* certificate) {
+  return PeerCertificate{SubjectCommonName(certificate), AlternativeNames(certificate)};
+}
+
 std::optional<PeerCertificate> VerifiedPeerCertificate(SSL* ssl) {
   X509* certificate = SSL_get0_peer_certificate(ssl);
   if (certificate == nullptr || SSL_get_verify_result(ssl) != X509_V_OK) return std::nullopt;
-  return PeerCertificate{SubjectCommonName(certificate), AlternativeNames(certificate)};
+  return DescribeCertificate(certificate);
 }
 
 bool PresentsSan(const PeerCertificate& peer, std::string_view client_san) {

@@ -17,6 +17,9 @@ struct PeerCertificate {
   std::vector<std::string> sans;  // DNS, URI and IP names, in the certificate's order
 };
 
+// What `certificate` says of its owner.
+PeerCertificate DescribeCertificate(X509* certificate);
+
 // The certificate the peer of `ssl` presented, once the handshake is done and it was verified;
 // nullopt when it presented none (or it was not verified).
 std::optional<PeerCertificate> VerifiedPeerCertificate(SSL* ssl);

@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "support/certificates.h"
+#include "support/raw_connection.h"
 #include "support/redis_server.h"
+#include "support/reverse_proxy.h"
 #include "support/serve_process.h"
 
 namespace sluice::testing {
@@ -27,14 +29,11 @@ using namespace std::chrono_literals;
 
 constexpr char kCheck[] = R"({"rule":"api","key":"user:42"})";
 
-// `sluice serve` with server.tls from `tls_yaml`, on a free loopback port.
+// `sluice serve` with the config `config_yaml`, on a free loopback port.
 class TlsService {
  public:
-  explicit TlsService(const std::string& tls_yaml) : config_(dir_.File("sluice.yaml")) {
-    WriteFile(config_, "server: {tls: " + tls_yaml +
-                           "}\n"
-                           "rules:\n"
-                           "  - { name: api, algorithm: gcra, limit: 1000000, period: 1s }\n");
+  explicit TlsService(const std::string& config_yaml) : config_(dir_.File("sluice.yaml")) {
+    WriteFile(config_, config_yaml);
     for (int attempt = 0; attempt < 5 && !up_; ++attempt) {
       port_ = FreeLoopbackPort();
       const std::string address = "127.0.0.1:" + std::to_string(port_);
@@ -60,9 +59,11 @@ class TlsService {
   bool up_ = false;
 };
 
-std::string TlsYaml(const IssuedCertificate& server, const std::string& client_ca = "") {
-  return "{cert_file: " + server.cert_file + ", key_file: " + server.key_file +
-         (client_ca.empty() ? "" : ", client_ca_file: " + client_ca) + "}";
+// A config serving the rule `api` with `server` and, for mTLS, `client_ca`.
+std::string TlsConfig(const IssuedCertificate& server, const std::string& client_ca = "") {
+  return "server: {tls: {cert_file: " + server.cert_file + ", key_file: " + server.key_file +
+         (client_ca.empty() ? "" : ", client_ca_file: " + client_ca) +
+         "}}\nrules:\n  - { name: api, algorithm: gcra, limit: 1000000, period: 1s }\n";
 }
 
 // A keep-alive HTTPS client to 127.0.0.1:`port` that verifies the server by `ca_file`, and
@@ -103,6 +104,16 @@ int64_t Metric(httplib::SSLClient& https, std::string_view series) {
   return MetricValue(metrics->body, series);
 }
 
+// The value of `series` once it is `expected` (within 5 s), else its last value: the server counts
+// a failed handshake after the client has seen it fail.
+int64_t MetricOnceAt(httplib::SSLClient& https, std::string_view series, int64_t expected) {
+  int64_t value = -1;
+  for (int i = 0; i < 100 && (value = Metric(https, series)) != expected; ++i) {
+    std::this_thread::sleep_for(50ms);
+  }
+  return value;
+}
+
 class ServeTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -119,7 +130,7 @@ class ServeTlsTest : public ::testing::Test {
 };
 
 TEST_F(ServeTlsTest, ChecksAreAnsweredOverTls) {
-  TlsService service(TlsYaml(server_));
+  TlsService service(TlsConfig(server_));
   ASSERT_TRUE(service.up()) << service.process().Log();
   auto https = HttpsClient(service.port(), ca_->ca_file());
   for (int i = 0; i < 3; ++i) {  // on one kept-alive connection
@@ -133,7 +144,7 @@ TEST_F(ServeTlsTest, ChecksAreAnsweredOverTls) {
 }
 
 TEST_F(ServeTlsTest, PlainHttpOnTheTlsPortIsRefusedCleanlyWithoutADecision) {
-  TlsService service(TlsYaml(server_));
+  TlsService service(TlsConfig(server_));
   ASSERT_TRUE(service.up()) << service.process().Log();
   httplib::Client plain = LocalClient(service.port());
   auto refused = plain.Post("/v1/check", kCheck, "application/json");
@@ -144,7 +155,7 @@ TEST_F(ServeTlsTest, PlainHttpOnTheTlsPortIsRefusedCleanlyWithoutADecision) {
   auto https = HttpsClient(service.port(), ca_->ca_file());
   EXPECT_EQ(Metric(*https, R"(sluice_checks_total{rule="api",result="allowed"})"), 0);
   EXPECT_EQ(Metric(*https, R"(sluice_checks_total{rule="api",result="denied"})"), 0);
-  EXPECT_EQ(Metric(*https, "sluice_http_tls_handshake_failures_total"), 1);
+  EXPECT_EQ(MetricOnceAt(*https, "sluice_http_tls_handshake_failures_total", 1), 1);
   EXPECT_TRUE(service.process().WaitForLog("plain HTTP sent to the TLS port"));
 }
 
@@ -157,7 +168,7 @@ TEST_F(ServeTlsTest, MutualTlsTakesOnlyCertificatesOfTheClientAuthority) {
       clients->Issue("checkout", {"DNS:checkout.internal", "URI:spiffe://test/checkout"});
   const IssuedCertificate expired = clients->Issue("checkout", {"DNS:checkout.internal"}, true);
   const IssuedCertificate foreign = strangers->Issue("checkout", {"DNS:checkout.internal"});
-  TlsService service(TlsYaml(server_, clients->ca_file()));
+  TlsService service(TlsConfig(server_, clients->ca_file()));
   ASSERT_TRUE(service.up()) << service.process().Log();
 
   auto with_certificate = HttpsClient(service.port(), ca_->ca_file(), &checkout);
@@ -173,7 +184,26 @@ TEST_F(ServeTlsTest, MutualTlsTakesOnlyCertificatesOfTheClientAuthority) {
                          << (refused ? refused->cert_file : "no certificate");
   }
   EXPECT_EQ(Metric(*with_certificate, R"(sluice_checks_total{rule="api",result="allowed"})"), 1);
-  EXPECT_EQ(Metric(*with_certificate, "sluice_http_tls_handshake_failures_total"), 3);
+  EXPECT_EQ(MetricOnceAt(*with_certificate, "sluice_http_tls_handshake_failures_total", 3), 3);
+}
+
+// A client that connects and never sends a ClientHello, or only half of one, holds its connection
+// no longer than server.read_timeout; each is counted as a failed handshake.
+TEST_F(ServeTlsTest, AHandshakeNeverStartedIsClosedAfterReadTimeout) {
+  std::string config = TlsConfig(server_);
+  config.replace(config.find("server: {"), 9, "server: {read_timeout: 300ms, ");
+  TlsService service(config);
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  RawConnection silent(service.port());
+  RawConnection half(service.port());
+  ASSERT_TRUE(silent.connected());
+  ASSERT_TRUE(half.connected());
+  ASSERT_TRUE(half.Send(std::string("\x16\x03\x01\x02\x00\x01", 6)));  // a record header
+  // The bound is 300 ms; 10 s allows for a loaded machine.
+  EXPECT_TRUE(silent.ClosedByServer(10s));
+  EXPECT_TRUE(half.ClosedByServer(10s));
+  auto https = HttpsClient(service.port(), ca_->ca_file());
+  EXPECT_EQ(MetricOnceAt(*https, "sluice_http_tls_handshake_failures_total", 2), 2);
 }
 
 // Keep-alive clients check without pause while the certificate is replaced twice: once seen by
@@ -184,7 +214,7 @@ TEST_F(ServeTlsTest, CertificatesRotateUnderLoadWithoutAFailedRequest) {
   IssuedCertificate files{live.File("tls.crt"), live.File("tls.key")};
   WriteFile(files.cert_file, ReadFile(server_.cert_file));
   WriteFile(files.key_file, ReadFile(server_.key_file));
-  TlsService service(TlsYaml(files));
+  TlsService service(TlsConfig(files));
   ASSERT_TRUE(service.up()) << service.process().Log();
   ASSERT_EQ(ServedSerial(service.port()), CertificateSerial(server_.cert_file));
 
@@ -247,7 +277,7 @@ TEST_F(ServeTlsTest, AVerifyingClientRefusesABadServerCertificate) {
       ca_->Issue("elsewhere", {"DNS:elsewhere.example", "IP:10.9.9.9"}),
   };
   for (const IssuedCertificate& certificate : bad) {
-    TlsService service(TlsYaml(certificate));
+    TlsService service(TlsConfig(certificate));
     ASSERT_TRUE(service.up()) << service.process().Log();
     auto https = HttpsClient(service.port(), ca_->ca_file());
     auto answer = https->Post("/v1/check", kCheck, "application/json");
@@ -269,6 +299,84 @@ TEST_F(ServeTlsTest, AKeyThatIsNotTheCertificatesIsRefusedWithItsLine) {
                              "': it is not the key of cert_file"),
             std::string::npos)
       << check.Log();
+}
+
+// The token examples/nginx/sluice-tls.conf sends, whose SHA-256 sluice-tls.yaml holds.
+constexpr char kExampleToken[] = "2b7e151628aed2a6abf7158809cf4f3c762e7160f38b4da56a784d9045190cfe";
+
+// Replaces the one occurrence of `from` in `text`.
+void ReplaceOnce(std::string& text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << "the example no longer has '" << from << "'";
+  text.replace(at, from.size(), to);
+  EXPECT_EQ(text.find(from, at + to.size()), std::string::npos) << "'" << from << "' twice";
+}
+
+// examples/nginx/sluice-tls.conf and sluice-tls.yaml as shipped, ports and files moved: nginx
+// verifies sluice's certificate (sluice.internal, from the example's authority), sends its token,
+// and its clients get the rule's decisions: 5 of 8 admitted at a limit of 5. Then nginx trusting
+// another authority gets no decision (its client a 500), and nginx with a token sluice does not
+// know gets 401 for its client.
+TEST_F(ServeTlsTest, NginxReachesSluiceOverTlsWithItsToken) {
+  const IssuedCertificate sluice_certificate =
+      ca_->Issue("sluice.internal", {"DNS:sluice.internal"});
+  std::string config = ReadFile(SLUICE_SOURCE_DIR "/examples/nginx/sluice-tls.yaml");
+  ReplaceOnce(config, "/etc/sluice/tls.crt", sluice_certificate.cert_file);
+  ReplaceOnce(config, "/etc/sluice/tls.key", sluice_certificate.key_file);
+  ReplaceOnce(config, "algorithm: gcra, limit: 100, period: 1m, burst: 20",
+              "algorithm: fixed_window, limit: 5, period: 1h");
+  TlsService sluice(config);
+  ASSERT_TRUE(sluice.up()) << sluice.process().Log();
+
+  const auto start_nginx = [&](const std::string& trusted, int port, int app_port,
+                               const std::string& token = "") {
+    std::string http = ReadFile(SLUICE_SOURCE_DIR "/examples/nginx/sluice-tls.conf");
+    if (!token.empty()) ReplaceOnce(http, kExampleToken, token);
+    ReplaceOnce(http, "server 127.0.0.1:8443;",
+                "server 127.0.0.1:" + std::to_string(sluice.port()) + ";");
+    ReplaceOnce(http, "server 127.0.0.1:9000;",
+                "server 127.0.0.1:" + std::to_string(app_port) + ";");
+    ReplaceOnce(http, "listen 127.0.0.1:8000;", "listen 127.0.0.1:" + std::to_string(port) + ";");
+    ReplaceOnce(http, "/etc/nginx/sluice-ca.crt", trusted);
+    http += "\nserver {\n  listen 127.0.0.1:" + std::to_string(app_port) +
+            ";\n  location / { return 200 app; }\n}\n";
+    return ReverseProxy::StartNginx(SLUICE_NGINX, http, app_port);
+  };
+  const int port = FreeLoopbackPort();
+  auto nginx = start_nginx(ca_->ca_file(), port, FreeLoopbackPort());
+  ASSERT_NE(nginx, nullptr);
+  httplib::Client client = LocalClient(port);
+  int admitted = 0;
+  int limited = 0;
+  for (int i = 0; i < 8; ++i) {
+    auto answer = client.Get("/");
+    ASSERT_TRUE(answer) << nginx->Log();
+    if (answer->status == 200 && answer->body == "app") ++admitted;
+    if (answer->status == 429) ++limited;
+    EXPECT_NE(answer->get_header_value("RateLimit-Policy"), "") << answer->status;
+  }
+  EXPECT_EQ(admitted, 5) << nginx->Log();
+  EXPECT_EQ(limited, 3) << nginx->Log();
+  nginx.reset();
+
+  auto another = CertificateAuthority::Create("another CA");
+  ASSERT_NE(another, nullptr);
+  const int distrustful_port = FreeLoopbackPort();
+  auto distrustful = start_nginx(another->ca_file(), distrustful_port, FreeLoopbackPort());
+  ASSERT_NE(distrustful, nullptr);
+  auto refused = LocalClient(distrustful_port).Get("/");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 500);
+  EXPECT_NE(distrustful->Log().find("upstream SSL certificate verify error"), std::string::npos)
+      << distrustful->Log();
+  distrustful.reset();
+
+  const int stranger_port = FreeLoopbackPort();
+  auto stranger = start_nginx(ca_->ca_file(), stranger_port, FreeLoopbackPort(), "not-the-token");
+  ASSERT_NE(stranger, nullptr);
+  auto unknown = LocalClient(stranger_port).Get("/");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 401);
 }
 
 }  // namespace
