@@ -49,6 +49,7 @@ class TlsService {
 
   bool up() const { return up_; }
   int port() const { return port_; }
+  const std::string& config_path() const { return config_; }
   Process& process() { return *process_; }
 
  private:
@@ -283,6 +284,30 @@ TEST_F(ServeTlsTest, AVerifyingClientRefusesABadServerCertificate) {
     auto answer = https->Post("/v1/check", kCheck, "application/json");
     EXPECT_FALSE(answer) << certificate.cert_file << " was accepted";
   }
+}
+
+// A SIGHUP finding a key that is not the certificate's rejects the reload, naming the line; the
+// running certificate keeps serving.
+TEST_F(ServeTlsTest, AReloadWithAMismatchedKeyKeepsTheRunningCertificate) {
+  TempDir live;
+  IssuedCertificate files{live.File("tls.crt"), live.File("tls.key")};
+  WriteFile(files.cert_file, ReadFile(server_.cert_file));
+  WriteFile(files.key_file, ReadFile(server_.key_file));
+  TlsService service(TlsConfig(files));
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  const IssuedCertificate other = ca_->Issue("localhost", {"DNS:localhost", "IP:127.0.0.1"});
+  WriteFile(files.key_file, ReadFile(other.key_file));
+  service.process().Signal(SIGHUP);
+  EXPECT_TRUE(service.process().WaitForLog(
+      "reload rejected, the previous rules stay in force: " + service.config_path() +
+      ":1: server.tls.key_file: cannot use '" + files.key_file +
+      "': it is not the key of cert_file"))
+      << service.process().Log();
+  EXPECT_EQ(ServedSerial(service.port()), CertificateSerial(server_.cert_file));
+  auto https = HttpsClient(service.port(), ca_->ca_file());
+  auto checked = https->Post("/v1/check", kCheck, "application/json");
+  ASSERT_TRUE(checked) << httplib::to_string(checked.error());
+  EXPECT_EQ(checked->status, 200);
 }
 
 TEST_F(ServeTlsTest, AKeyThatIsNotTheCertificatesIsRefusedWithItsLine) {
