@@ -33,6 +33,7 @@
 #include "sluice/open_store.h"
 #include "sluice/resilient_store.h"
 #include "sluice/store.h"
+#include "tls/rotating_context.h"
 
 namespace sluice::cli {
 namespace {
@@ -81,6 +82,7 @@ std::string FieldsNeedingRestart(const ServeFlags& flags, const config::Config& 
           reloaded.server.read_timeout != running.server.read_timeout);
   compare("server.idle_timeout", false,
           reloaded.server.idle_timeout != running.server.idle_timeout);
+  compare("server.tls", false, reloaded.server.tls != running.server.tls);
   compare("server.max_connections", false,
           reloaded.server.max_connections != running.server.max_connections);
   const auto admin_listen = [](const config::Config& c) {
@@ -113,7 +115,7 @@ int IoThreads(const ServeFlags& flags, const config::Config& config) {
 // SIGHUP: the rules from the same file, atomically; the previous rules stay if the file is bad.
 // `running` is the config the service started with.
 void Reload(const ServeFlags& flags, const config::Config& running, std::string_view source,
-            Store& store, http::Metrics& metrics, http::Api& api) {
+            Store& store, http::Metrics& metrics, http::Api& api, tls::RotatingContext* tls) {
   if (flags.config_path.empty()) {
     spdlog::warn("nothing to reload: the rules are the built-in example (no --config)");
     return;
@@ -128,6 +130,8 @@ void Reload(const ServeFlags& flags, const config::Config& running, std::string_
   api.SetMaxWaiters(reloaded->server.max_waiters);
   api.SetExposeKeys(reloaded->server.expose_keys);
   api.SetCallers(http::CallerTable::Build(reloaded->server.auth));
+  // The files just checked: a certificate rotated since start is taken now (new connections).
+  if (tls != nullptr && reloaded->server.tls == running.server.tls) (void)tls->Reload();
   spdlog::info("reloaded {} rule(s) from {}", reloaded->rules.size(), source);
   if (const std::string fields = FieldsNeedingRestart(flags, running, *reloaded); !fields.empty()) {
     spdlog::warn("changed in {} but only applied on restart, still running the old values: {}",
@@ -250,6 +254,15 @@ int RunServe(const ServeFlags& flags) {
   options.read_timeout = config->server.read_timeout;
   options.idle_timeout = config->server.idle_timeout;
   options.max_connections = http::SetUpConnectionLimit(config->server.max_connections);
+  // HTTPS: the certificate follows its files (SIGHUP, or a change seen within a second).
+  std::unique_ptr<tls::RotatingContext> tls;
+  if (config->server.tls) {
+    auto loaded = tls::RotatingContext::Load(*config->server.tls);
+    if (!loaded.ok()) return ConfigError("server.tls: " + loaded.status().message());
+    tls = std::move(*loaded);
+    tls->WatchFiles();
+    options.tls = tls.get();
+  }
   // With server.admin_listen, the operators' endpoints have a port of their own, on one I/O
   // thread and a few connections (dashboards, scrapers, support staff), and leave this one.
   std::optional<http::ServerOptions> admin_options;
@@ -280,10 +293,14 @@ int RunServe(const ServeFlags& flags) {
         admin_options->host, admin_server->port());
   }
   spdlog::info(
-      "serving on {}:{} with {} rule(s) from {}, store {}, {} I/O thread(s), at most {} "
+      "serving on {}:{}{} with {} rule(s) from {}, store {}, {} I/O thread(s), at most {} "
       "connections",
-      config->listen.host, server.port(), config->rules.size(), source,
-      redis::RedactedUrl(config->store.url), options.io_threads, options.max_connections);
+      config->listen.host, server.port(),
+      !tls                                         ? ""
+      : config->server.tls->client_ca_file.empty() ? " (HTTPS)"
+                                                   : " (HTTPS, mTLS)",
+      config->rules.size(), source, redis::RedactedUrl(config->store.url), options.io_threads,
+      options.max_connections);
 
   if (!config->server.auth.enabled) {
     if (!IsLoopback(config->listen.host)) {
@@ -299,10 +316,16 @@ int RunServe(const ServeFlags& flags) {
           admin_options->host);
     }
   }
+  if (!tls && !IsLoopback(config->listen.host)) {
+    spdlog::warn(
+        "listening on {} without server.tls: requests, answers and tokens cross the network "
+        "in clear",
+        config->listen.host);
+  }
   if (admin_server) admin_server->Start();
   server.Start();
   while (signals.Next() == ServiceSignal::kReload) {
-    Reload(flags, *config, source, store, metrics, api);
+    Reload(flags, *config, source, store, metrics, api, tls.get());
     if (rls) (void)rls->Reload();  // logged either way
   }
   server.Drain();

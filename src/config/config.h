@@ -8,6 +8,8 @@
 //   server: { io_threads: 2, read_timeout: 10s, idle_timeout: 60s,       # optional
 //             max_connections: 10000, max_waiters: 100000, max_waiters_per_key: 1000,
 //             expose_keys: false, shadow_mode: false, admin_listen: 127.0.0.1:9090,
+//             tls: { cert_file: tls.crt, key_file: tls.key,                 # optional: HTTPS
+//                    client_ca_file: clients-ca.crt },                      # (config/tls_files.h)
 //             auth: { callers: [ {name: checkout, token_sha256: <64 hex>,   # optional: who may
 //                                 scopes: [check], rules: [api]} ] } }   # call (http/callers.h)
 //   rls: { config_dir: /etc/ratelimit, grpc_listen: 127.0.0.1:8081,    # optional: Envoy's
@@ -49,6 +51,7 @@
 #include "sluice/middleware/middleware.h"
 #include "sluice/status.h"
 #include "sluice/store.h"
+#include "tls/server_files.h"
 
 namespace sluice::config {
 
@@ -193,6 +196,8 @@ struct ServerConfig {
   // /healthz, /readyz), which the `listen` address then no longer serves; unset: `listen` serves
   // everything. Applied at start only (config/admin_listen.h).
   std::optional<ListenAddress> admin_listen;
+  // server.tls (config/tls_files.h): HTTPS on `listen`, mTLS with a client_ca_file; unset: HTTP.
+  std::optional<tls::ServerFiles> tls;
 };
 
 // The forward_auth section: what every rule's ForwardAuth takes from it.

@@ -2,6 +2,7 @@
 #include <utility>
 
 #include "config/sections.h"
+#include "config/tls_files.h"
 
 namespace sluice::config {
 namespace {
@@ -14,7 +15,7 @@ Status ParseServerSection(const Reporter& report, const YAML::Node& node, Server
   Fields fields(report, node, "server");
   if (Status s = fields.Check({"io_threads", "read_timeout", "idle_timeout", "max_connections",
                                "max_waiters", "max_waiters_per_key", "expose_keys", "shadow_mode",
-                               "auth", "admin_listen"});
+                               "auth", "admin_listen", "tls"});
       !s.ok()) {
     return s;
   }
@@ -55,6 +56,11 @@ Status ParseServerSection(const Reporter& report, const YAML::Node& node, Server
     auto value = fields.ReadBool(flag, field);
     if (!value.ok()) return value.status();
     *target = *value;
+  }
+  if (const YAML::Node tls = fields.Get("tls"); tls.IsDefined()) {
+    auto files = ParseTlsFiles(report, tls, fields.Path("tls"));
+    if (!files.ok()) return files.status();
+    server.tls = std::move(*files);
   }
   return Status::Ok();
 }

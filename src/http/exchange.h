@@ -19,6 +19,10 @@
 #include "core/fair_admission.h"
 #include "sluice/store.h"
 
+namespace sluice::tls {
+struct PeerCertificate;  // tls/peer_certificate.h
+}  // namespace sluice::tls
+
 namespace sluice::middleware {
 class RequestView;
 }  // namespace sluice::middleware
@@ -46,6 +50,9 @@ struct Request {
   core::FairAdmission::Caller caller = 0;
   // What the listener it came in on serves; any other path is answered 404, as an unknown one.
   Endpoints endpoints = Endpoints::kAll;
+  // The client's certificate, verified, under mTLS (server.tls.client_ca_file); null otherwise.
+  // tls::PresentsSan tells whether it names a caller's client_san.
+  const tls::PeerCertificate* peer_certificate = nullptr;
 };
 
 struct Header {

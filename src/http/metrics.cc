@@ -186,6 +186,12 @@ std::string Metrics::Exposition() const {
                  "sluice_http_accept_errors_total {}\n",
                  Load(connections_.open), Load(connections_.refused),
                  Load(connections_.idle_closed), Load(connections_.accept_errors));
+  fmt::format_to(put,
+                 "# HELP sluice_http_tls_handshake_failures_total TLS handshakes that failed or "
+                 "timed out on the HTTP port.\n"
+                 "# TYPE sluice_http_tls_handshake_failures_total counter\n"
+                 "sluice_http_tls_handshake_failures_total {}\n",
+                 Load(tls_handshake_failures_));
 
   if (memory_ != nullptr) {
     const StoreMemoryStats stats = memory_->memory_stats();

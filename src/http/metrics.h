@@ -26,6 +26,8 @@
 //                                                       near the bound
 //   sluice_http_accept_errors_total                     accepts that failed (out of file
 //                                                       descriptors), each pausing accepts
+//   sluice_http_tls_handshake_failures_total            TLS handshakes that failed or timed out
+//                                                       (server.tls), plaintext sent included
 //
 // With a StoreHealth watched (a ResilientStore's), also:
 //   sluice_breaker_state{state}                         1 for the worst breaker's state
@@ -140,6 +142,9 @@ class Metrics {
     connections_.idle_closed.fetch_add(1, std::memory_order_relaxed);
   }
   void CountAcceptError() { connections_.accept_errors.fetch_add(1, std::memory_order_relaxed); }
+  void CountTlsHandshakeFailure() {
+    tls_handshake_failures_.fetch_add(1, std::memory_order_relaxed);
+  }
   void ObserveCheckDuration(std::chrono::nanoseconds elapsed);
   void CountHttpResponse(int status);
 
@@ -185,6 +190,7 @@ class Metrics {
     std::atomic<uint64_t> idle_closed{0};
     std::atomic<uint64_t> accept_errors{0};
   } connections_;
+  std::atomic<uint64_t> tls_handshake_failures_{0};
 };
 
 }  // namespace sluice::http

@@ -16,7 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/middleware/beast.h"
+#include "http/session.h"
+#include "tls/rotating_context.h"
 
 namespace sluice::http {
 namespace {
@@ -27,10 +28,6 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 constexpr size_t kReadChunk = 4096;
-// After refusing a request, the bytes and time spent reading what the client still sends, so
-// that it reads the refusal instead of a connection reset.
-constexpr size_t kMaxLingerBytes = 1 << 20;
-constexpr auto kLingerTime = std::chrono::seconds(1);
 constexpr auto kAcceptBackoff = std::chrono::milliseconds(50);
 
 std::string RefusalResponse(size_t max_connections) {
@@ -43,264 +40,7 @@ std::string RefusalResponse(size_t max_connections) {
       body.size(), body);
 }
 
-bool IsHttpSyntaxError(const beast::error_code& ec) {
-  return ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
-         ec != bhttp::error::partial_message;
-}
-
-core::FairAdmission::Caller NextCaller() {
-  static std::atomic<core::FairAdmission::Caller> next{1};
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
-
-// The client's address; unspecified when the socket cannot tell (the client has gone).
-tcp::endpoint PeerOf(const tcp::socket& socket) {
-  beast::error_code ignored;
-  return socket.remote_endpoint(ignored);
-}
-
 }  // namespace
-
-class Server::Session : public std::enable_shared_from_this<Session> {
- public:
-  Session(Server& server, tcp::socket socket)
-      : server_(server),
-        peer_(PeerOf(socket)),
-        stream_(std::move(socket)),
-        buffer_(server.options_.header_limit + server.options_.body_limit + kReadChunk),
-        exchange_([this] { OnExchangeDone(); }) {}
-
-  ~Session() { server_.Unregister(this); }
-
-  void Start() {
-    server_.Register(this);
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitForRequest(); });
-  }
-
-  // Closes the connection, reclaimed while it waited for a request (Server::ReclaimIdle).
-  void Reclaim() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Close(); });
-  }
-
-  // Closes the connection once the request in flight, if any, is answered.
-  void Drain() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
-      self->draining_ = true;
-      if (!self->busy_) self->stream_.cancel();
-    });
-  }
-
- private:
-  void WaitForRequest() {
-    busy_ = false;
-    if (draining_ || server_.draining_.load()) return Close();
-    if (buffer_.size() > 0) return ReadRequest();  // pipelined
-    server_.EnterIdle(this);
-    stream_.expires_after(server_.options_.idle_timeout);
-    stream_.async_read_some(buffer_.prepare(kReadChunk),
-                            [self = shared_from_this()](beast::error_code ec, size_t n) {
-                              self->buffer_.commit(n);
-                              if (!self->server_.LeaveIdle(self.get()) || ec) return self->Close();
-                              self->ReadRequest();
-                            });
-  }
-
-  void ReadRequest() {
-    if (parser_) {
-      // Reuse the last body's storage.
-      body_storage_ = std::move(parser_->release().body());
-      body_storage_.clear();
-    }
-    parser_.emplace(std::piecewise_construct, std::make_tuple(std::move(body_storage_)));
-    parser_->header_limit(static_cast<uint32_t>(server_.options_.header_limit));
-    parser_->body_limit(server_.options_.body_limit);
-    header_bytes_ = 0;
-    stream_.expires_after(server_.options_.read_timeout);
-    ParseHeader();
-  }
-
-  // Beast's header_limit bounds only the part of the header not parsed yet: the request line and
-  // the fields its parser took from earlier reads are not counted, so a header arriving in pieces
-  // passed well above the limit (12 KB of 8 KiB sent at once). The header is parsed here, piece by
-  // piece, never past header_limit bytes in all; the body then by async_read.
-  void ParseHeader() {
-    const size_t limit = server_.options_.header_limit;
-    const size_t window = std::min(buffer_.size(), limit - header_bytes_);
-    const bool window_reaches_limit = header_bytes_ + window == limit;
-    beast::error_code ec = bhttp::error::need_more;
-    if (window > 0) {
-      const size_t used = parser_->put(net::const_buffer(buffer_.data().data(), window), ec);
-      buffer_.consume(used);
-      header_bytes_ += used;
-    }
-    if (ec == bhttp::error::need_more) {
-      // The window held all the header may still have: it does not end within the limit.
-      if (window_reaches_limit) return OnRead(bhttp::error::header_limit);
-      return stream_.async_read_some(buffer_.prepare(kReadChunk),
-                                     [self = shared_from_this()](beast::error_code ec, size_t n) {
-                                       self->buffer_.commit(n);
-                                       if (ec) return self->Close();
-                                       self->ParseHeader();
-                                     });
-    }
-    if (ec) return OnRead(ec);
-    const auto& header = parser_->get();
-    if (static_cast<size_t>(std::distance(header.begin(), header.end())) >
-        server_.options_.max_header_fields) {
-      return Refuse(431, fmt::format("request header has more than {} fields",
-                                     server_.options_.max_header_fields));
-    }
-    if (parser_->is_done()) return OnRead({});
-    bhttp::async_read(
-        stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
-  }
-
-  void OnRead(beast::error_code ec) {
-    if (ec == bhttp::error::body_limit) {
-      return Refuse(413, fmt::format("request body is above the maximum of {} bytes",
-                                     server_.options_.body_limit));
-    }
-    if (ec == bhttp::error::header_limit) {
-      return Refuse(431, fmt::format("request header is above the maximum of {} bytes",
-                                     server_.options_.header_limit));
-    }
-    if (ec && IsHttpSyntaxError(ec)) return Refuse(400, "malformed HTTP request: " + ec.message());
-    if (ec) return Close();
-
-    busy_ = true;
-    const auto& request = parser_->get();
-    keep_alive_ = request.keep_alive();
-    version_ = request.version();
-    stream_.expires_never();
-    in_flight_ = shared_from_this();
-    const middleware::BeastRequest client(request, peer_);
-    if (server_.api_.Handle({request.method_string(), request.target(), request.body(), &client,
-                             caller_, server_.options_.endpoints},
-                            exchange_)) {
-      WatchClient();
-    }
-  }
-
-  // While the Api waits for the request's turn, a read stays pending, so that a client that
-  // leaves gives up its place in line at once instead of holding it until the wait ends. What
-  // the client sends meanwhile (a pipelined request) stays in the buffer for the next parse.
-  void WatchClient() {
-    if (buffer_.size() + kReadChunk > buffer_.max_size()) return;  // no room to read into
-    watching_ = true;
-    stream_.async_read_some(
-        buffer_.prepare(kReadChunk),
-        [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnWatch(ec, n); });
-  }
-
-  void OnWatch(beast::error_code ec, size_t n) {
-    buffer_.commit(n);
-    watching_ = false;
-    if (std::exchange(answer_ready_, false)) return Respond();
-    if (!ec) return WatchClient();
-    // Gone (or half-closed: it sends nothing more, so it cannot keep the connection either).
-    keep_alive_ = false;
-    server_.api_.Abandon(exchange_);  // its answer, "cancelled", comes through OnAnswer
-  }
-
-  // Answers a request the HTTP layer could not take, then closes the connection.
-  void Refuse(int status, std::string_view message) {
-    busy_ = true;
-    server_.api_.Refuse(status, message, exchange_.response);
-    keep_alive_ = false;
-    version_ = parser_->is_header_done() ? parser_->get().version() : 11;
-    linger_ = true;
-    Respond();
-  }
-
-  // Runs on any thread, when the Api has answered. From a store's thread, the session (and the
-  // server after it) may be gone before dispatch's copies of the executor are: the server waits
-  // for them (handing_over_), and nothing here touches the session after dispatch.
-  void OnExchangeDone() {
-    std::atomic<int>& handing_over = server_.handing_over_;
-    handing_over.fetch_add(1, std::memory_order_relaxed);
-    net::dispatch(stream_.get_executor(), [self = std::move(in_flight_)] { self->OnAnswer(); });
-    if (handing_over.fetch_sub(1, std::memory_order_release) == 1) handing_over.notify_all();
-  }
-
-  void OnAnswer() {
-    if (!watching_) return Respond();
-    // The watching read ends first; OnWatch then responds.
-    answer_ready_ = true;
-    beast::error_code ignored;
-    stream_.socket().cancel(ignored);
-  }
-
-  void Respond() {
-    Response& answer = exchange_.response;
-    response_ = {};
-    response_.version(version_);
-    response_.result(static_cast<unsigned>(answer.status));
-    response_.set(bhttp::field::content_type, answer.content_type);
-    for (size_t i = 0; i < answer.header_count; ++i) {
-      response_.set(answer.headers[i].name, answer.headers[i].value);
-    }
-    response_.keep_alive(keep_alive_ && !draining_);
-    response_.body() = std::move(answer.body);
-    response_.prepare_payload();
-    stream_.expires_after(server_.options_.read_timeout);
-    bhttp::async_write(
-        stream_, response_,
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnWrite(ec); });
-  }
-
-  void OnWrite(beast::error_code ec) {
-    exchange_.response.body = std::move(response_.body());  // keep its capacity
-    if (ec) return Close();
-    if (linger_) return Linger();
-    if (!response_.keep_alive()) return Close();
-    WaitForRequest();
-  }
-
-  void Linger() {
-    beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.expires_after(kLingerTime);
-    buffer_.clear();
-    Discard();
-  }
-
-  void Discard() {
-    stream_.async_read_some(buffer_.prepare(kReadChunk),
-                            [self = shared_from_this()](beast::error_code ec, size_t n) {
-                              self->lingered_ += n;
-                              if (ec || self->lingered_ > kMaxLingerBytes) return;
-                              self->Discard();
-                            });
-  }
-
-  void Close() {
-    beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.close();
-  }
-
-  Server& server_;
-  // The connection, as the store's admission knows it: its share is its own.
-  const core::FairAdmission::Caller caller_ = NextCaller();
-  tcp::endpoint peer_;
-  beast::tcp_stream stream_;
-  beast::flat_buffer buffer_;
-  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
-  std::string body_storage_;
-  bhttp::response<bhttp::string_body> response_;
-  Exchange exchange_;
-  std::shared_ptr<Session> in_flight_;  // keeps the session alive while the Api has the request
-  bool keep_alive_ = false;
-  unsigned version_ = 11;
-  bool busy_ = false;          // a request is being answered
-  bool watching_ = false;      // WatchClient's read is pending
-  bool answer_ready_ = false;  // the Api answered while watching_
-  bool draining_ = false;
-  bool linger_ = false;
-  size_t lingered_ = 0;
-  size_t header_bytes_ = 0;  // of the request being read, parsed so far
-};
 
 Server::Server(ServerOptions options, Api& api)
     : options_(std::move(options)),
@@ -373,7 +113,9 @@ void Server::Admit(tcp::socket socket) {
     reclaimed->Reclaim();
   }
   if (!admitted) return Refuse(std::move(socket));
-  std::make_shared<Session>(*this, std::move(socket))->Start();
+  std::make_shared<Session>(*this, std::move(socket),
+                            options_.tls ? options_.tls->Current() : nullptr)
+      ->Start();
 }
 
 void Server::Refuse(tcp::socket socket) {
@@ -392,6 +134,15 @@ void Server::Refuse(tcp::socket socket) {
   socket.receive(net::buffer(unread), 0, ignored);
   socket.send(net::buffer(refusal_), 0, ignored);
   socket.close(ignored);
+}
+
+void Server::CountHandshakeFailure(const tcp::endpoint& peer, std::string_view why) {
+  api_.metrics().CountTlsHandshakeFailure();
+  base::MutexLock lock(handshake_failures_mu_);
+  if (const uint64_t failed = handshake_failures_.Count(std::chrono::steady_clock::now())) {
+    spdlog::warn("TLS handshake from {} failed: {} ({} failure(s) since the last warning)",
+                 peer.address().to_string(), why, failed);
+  }
 }
 
 std::shared_ptr<Server::Session> Server::ReclaimIdle() {

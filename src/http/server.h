@@ -19,6 +19,13 @@
 // (sluice_http_connections, ..._refused_total, sluice_http_idle_connections_closed_total,
 // sluice_http_accept_errors_total).
 //
+// With options.tls, every connection speaks TLS (1.2 at least) with the certificate current when
+// it was accepted: the handshake must end within read_timeout, and the connection counts as idle
+// until its first request. A handshake that fails is counted
+// (sluice_http_tls_handshake_failures_total) and logged at most every 10 s with its cause; a plain
+// HTTP request is answered 400 in plain HTTP and never reaches the Api. Under mTLS the client's
+// verified certificate goes with each request (Request::peer_certificate).
+//
 // Start serves on threads of its own; Drain stops gracefully: it stops accepting, closes idle
 // connections, lets requests in flight be answered (on a closing connection), and returns once
 // every connection is gone or drain_timeout has passed. What calls them (signals, for
@@ -51,6 +58,10 @@
 #include "sluice/clock.h"
 #include "sluice/status.h"
 
+namespace sluice::tls {
+class RotatingContext;  // tls/rotating_context.h
+}  // namespace sluice::tls
+
 namespace sluice::http {
 
 struct ServerOptions {
@@ -68,6 +79,9 @@ struct ServerOptions {
   size_t max_connections = 10'000;
   // The endpoints served on this address (http/exchange.h); any other path is 404.
   Endpoints endpoints = Endpoints::kAll;
+  // HTTPS: each connection takes the context current when it is accepted, and keeps it; null:
+  // plain HTTP. Must outlive the server.
+  const tls::RotatingContext* tls = nullptr;
 };
 
 class Server {
@@ -127,6 +141,9 @@ class Server {
   // Serves the connection, or refuses it at the bound.
   void Admit(boost::asio::ip::tcp::socket socket);
   void Refuse(boost::asio::ip::tcp::socket socket);
+  // A TLS handshake failed (or timed out, or met plain HTTP): counted, and logged at most every
+  // OccasionalWarning::kInterval with its latest cause. From any session's strand.
+  void CountHandshakeFailure(const boost::asio::ip::tcp::endpoint& peer, std::string_view why);
   // Takes the connection that has waited longest for a request out of the count, to be closed
   // (null if none waits). The caller drops what it returns only after unlocking mu_.
   std::shared_ptr<Session> ReclaimIdle() SLUICE_REQUIRES(mu_);
@@ -168,6 +185,8 @@ class Server {
   boost::asio::steady_timer accept_backoff_;
   OccasionalWarning refusals_;       // on strand_
   OccasionalWarning accept_errors_;  // on strand_
+  base::Mutex handshake_failures_mu_;
+  OccasionalWarning handshake_failures_ SLUICE_GUARDED_BY(handshake_failures_mu_);
   // While started: keeps the I/O threads running when no I/O is pending, as while a session
   // waits for the Api (a store call, an acquire's slot).
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;

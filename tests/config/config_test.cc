@@ -355,8 +355,15 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
       {"server:\n  waiters: 1\n",
        "bad.yaml:2: server.waiters: unknown field (expected io_threads, read_timeout, "
        "idle_timeout, max_connections, max_waiters, max_waiters_per_key, expose_keys, "
-       "shadow_mode, auth, admin_listen)"},
+       "shadow_mode, auth, admin_listen, tls)"},
       {"server:\n  shadow_mode: 1\n", "bad.yaml:2: server.shadow_mode: expected true or false"},
+      {"server:\n  tls: {key_file: tls.key}\n",
+       "bad.yaml:2: server.tls.cert_file: missing required field"},
+      {"server:\n  tls: {cert_file: /nonexistent/tls.crt, key_file: /nonexistent/tls.key}\n",
+       "bad.yaml:2: server.tls.cert_file: cannot use '/nonexistent/tls.crt': cannot open it"},
+      {"server:\n  tls: {cert_file: a, key_file: b, ca_file: c}\n",
+       "bad.yaml:2: server.tls.ca_file: unknown field (expected cert_file, key_file, "
+       "client_ca_file)"},
       {"server:\n  max_connections: 0\n",
        "bad.yaml:2: server.max_connections: must be between 1 and 1000000"},
       {"server:\n  max_connections: 1000001\n",
