@@ -120,7 +120,7 @@ void Reload(const ServeFlags& flags, const config::Config& running, std::string_
   api.SetRules(http::RuleTable::Build(reloaded->rules, store, metrics));
   api.SetMaxWaiters(reloaded->server.max_waiters);
   api.SetExposeKeys(reloaded->server.expose_keys);
-  api.SetCallers(http::CallerTable::Build(reloaded->server.auth));
+  api.SetCallers(auth::CallerTable::Build(reloaded->server.auth));
   spdlog::info("reloaded {} rule(s) from {}", reloaded->rules.size(), source);
   if (const std::string fields = FieldsNeedingRestart(flags, running, *reloaded); !fields.empty()) {
     spdlog::warn("changed in {} but only applied on restart, still running the old values: {}",
@@ -221,7 +221,7 @@ int RunServe(const ServeFlags& flags) {
                 &timers.timers());
   api.SetMaxWaiters(config->server.max_waiters);
   api.SetExposeKeys(config->server.expose_keys);
-  api.SetCallers(http::CallerTable::Build(config->server.auth));
+  api.SetCallers(auth::CallerTable::Build(config->server.auth));
   api.SetAdmission(&admission);
   if (rls) {
     api.SetJsonRoute(

@@ -9,7 +9,7 @@
 //             max_connections: 10000, max_waiters: 100000, max_waiters_per_key: 1000,
 //             expose_keys: false, shadow_mode: false,
 //             auth: { callers: [ {name: checkout, token_sha256: <64 hex>,   # optional: who may
-//                                 scopes: [check], rules: [api]} ] } }   # call (http/callers.h)
+//                                 scopes: [check], rules: [api]} ] } }   # call (auth/callers.h)
 //   rls: { config_dir: /etc/ratelimit, grpc_listen: 127.0.0.1:8081,    # optional: Envoy's
 //          shadow_mode: false, quota_mode: false,                        # rate limit service
 //          x_ratelimit_headers: false, on_error: fail_open, watch: true } # (rls/front_end.h)

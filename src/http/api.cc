@@ -8,6 +8,11 @@
 #include "http/dashboard.h"
 
 namespace sluice::http {
+
+using auth::AuthRefusal;
+using auth::Caller;
+using auth::CallerTable;
+
 namespace {
 
 using nlohmann::json;

@@ -19,7 +19,7 @@
 
 #include "config/config.h"
 
-namespace sluice::http {
+namespace sluice::auth {
 
 // Why a request was refused before it reached a handler.
 enum class AuthRefusal {
@@ -70,4 +70,4 @@ class CallerTable {
   std::vector<Entry> entries_;
 };
 
-}  // namespace sluice::http
+}  // namespace sluice::auth

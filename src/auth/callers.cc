@@ -1,4 +1,4 @@
-#include "http/callers.h"
+#include "auth/callers.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
-namespace sluice::http {
+namespace sluice::auth {
 namespace {
 
 bool AllowsName(const std::optional<std::vector<std::string>>& names, std::string_view name) {
@@ -82,4 +82,4 @@ bool CallerTable::AllowsDomain(const Caller& caller, std::string_view domain) {
   return AllowsName(caller.domains, domain);
 }
 
-}  // namespace sluice::http
+}  // namespace sluice::auth

@@ -1,6 +1,6 @@
 // The caller table of server.auth: the config that builds it (refused when bad, with the file,
 // line and field), Authenticate's Bearer parsing, and what each caller's scopes and rules allow.
-#include "http/callers.h"
+#include "auth/callers.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "config/config.h"
 
-namespace sluice::http {
+namespace sluice::auth {
 namespace {
 
 // SHA-256 of "checkout-token" and "ops-token" (printf %s TOKEN | sha256sum).
@@ -155,4 +155,4 @@ TEST(CallerTableTest, ScopesAndRulesAllowOnlyWhatTheConfigGives) {
 }
 
 }  // namespace
-}  // namespace sluice::http
+}  // namespace sluice::auth
