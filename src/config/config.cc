@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "config/duration.h"
+#include "config/tls_identity.h"
 #include "config/yaml_fields.h"
 
 namespace sluice::config {
@@ -384,11 +385,20 @@ std::optional<uint8_t> HexDigit(char c) {
 Result<CallerConfig> ParseCaller(const Reporter& report, const YAML::Node& node, size_t index,
                                  const Config& config) {
   Fields fields(report, node, "server.auth.callers[" + std::to_string(index) + "]");
-  if (Status s = fields.Check({"name", "token_sha256", "scopes", "rules", "domains"}); !s.ok()) {
+  if (Status s = fields.Check({"name", "token_sha256", "client_san", "scopes", "rules", "domains"});
+      !s.ok()) {
     return s;
   }
   CallerConfig caller;
-  for (std::string_view field : {"name", "token_sha256", "scopes"}) {
+  if (!fields.Has("token_sha256") && !fields.Has("client_san")) {
+    return fields.Error("token_sha256", "expected token_sha256, client_san or both");
+  }
+  if (fields.Has("client_san")) {
+    auto sans = ParseClientSans(fields, "client_san");
+    if (!sans.ok()) return sans.status();
+    caller.client_san = std::move(*sans);
+  }
+  for (std::string_view field : {"name", "scopes"}) {
     if (!fields.Get(field).IsDefined()) return fields.Missing(field);
   }
   const YAML::Node name_node = fields.Get("name");
@@ -402,23 +412,26 @@ Result<CallerConfig> ParseCaller(const Reporter& report, const YAML::Node& node,
   }
   caller.name = std::move(*name);
 
-  const YAML::Node hash = fields.Get("token_sha256");
-  auto hex = fields.ReadString(hash, "token_sha256");
-  if (!hex.ok()) return hex.status();
-  if (hex->size() != 64) {
-    return report.At(hash, fields.Path("token_sha256"),
-                     "expected the 64 hex digits of the token's SHA-256 (never the token), got " +
-                         std::to_string(hex->size()) + " characters");
-  }
-  for (size_t i = 0; i < caller.token_sha256.size(); ++i) {
-    const auto high = HexDigit((*hex)[2 * i]);
-    const auto low = HexDigit((*hex)[2 * i + 1]);
-    if (!high || !low) {
+  if (const YAML::Node hash = fields.Get("token_sha256"); hash.IsDefined()) {
+    auto hex = fields.ReadString(hash, "token_sha256");
+    if (!hex.ok()) return hex.status();
+    if (hex->size() != 64) {
       return report.At(hash, fields.Path("token_sha256"),
-                       "expected the 64 hex digits of the token's SHA-256, found a character "
-                       "that is not a hex digit");
+                       "expected the 64 hex digits of the token's SHA-256 (never the token), got " +
+                           std::to_string(hex->size()) + " characters");
     }
-    caller.token_sha256[i] = static_cast<uint8_t>(*high << 4 | *low);
+    std::array<uint8_t, 32> digest{};
+    for (size_t i = 0; i < digest.size(); ++i) {
+      const auto high = HexDigit((*hex)[2 * i]);
+      const auto low = HexDigit((*hex)[2 * i + 1]);
+      if (!high || !low) {
+        return report.At(hash, fields.Path("token_sha256"),
+                         "expected the 64 hex digits of the token's SHA-256, found a character "
+                         "that is not a hex digit");
+      }
+      digest[i] = static_cast<uint8_t>(*high << 4 | *low);
+    }
+    caller.token_sha256 = digest;
   }
 
   const YAML::Node scopes = fields.Get("scopes");
@@ -466,7 +479,7 @@ Result<CallerConfig> ParseCaller(const Reporter& report, const YAML::Node& node,
   return caller;
 }
 
-// server.auth: {callers: [{name, token_sha256, scopes, rules, domains}, ...]}
+// server.auth: {callers: [{name, token_sha256, client_san, scopes, rules, domains}, ...]}
 Status ParseAuth(const Reporter& report, const YAML::Node& node, Config& config) {
   Fields fields(report, node, "server.auth");
   if (Status s = fields.Check({"callers"}); !s.ok()) return s;
@@ -485,9 +498,17 @@ Status ParseAuth(const Reporter& report, const YAML::Node& node, Config& config)
         return report.At(callers[i]["name"], path + ".name",
                          "duplicate caller name '" + caller->name + "'");
       }
-      if (earlier.token_sha256 == caller->token_sha256) {
+      if (caller->token_sha256 && earlier.token_sha256 == caller->token_sha256) {
         return report.At(callers[i]["token_sha256"], path + ".token_sha256",
                          "the same token as caller '" + earlier.name + "'");
+      }
+      for (size_t j = 0; j < caller->client_san.size(); ++j) {
+        if (std::ranges::find(earlier.client_san, caller->client_san[j]) !=
+            earlier.client_san.end()) {
+          return report.At(
+              callers[i]["client_san"][j], path + ".client_san[" + std::to_string(j) + "]",
+              "'" + caller->client_san[j] + "' is already caller '" + earlier.name + "''s");
+        }
       }
     }
     auth.callers.push_back(std::move(*caller));
@@ -498,7 +519,7 @@ Status ParseAuth(const Reporter& report, const YAML::Node& node, Config& config)
 
 Result<RlsConfig> ParseRls(const Reporter& report, const YAML::Node& node) {
   Fields fields(report, node, "rls");
-  if (Status s = fields.Check({"config_dir", "grpc_listen", "shadow_mode", "quota_mode",
+  if (Status s = fields.Check({"config_dir", "grpc_listen", "tls", "shadow_mode", "quota_mode",
                                "x_ratelimit_headers", "on_error", "watch"});
       !s.ok()) {
     return s;
@@ -518,6 +539,12 @@ Result<RlsConfig> ParseRls(const Reporter& report, const YAML::Node& node) {
       return report.At(listen, fields.Path("grpc_listen"), address.status().message());
     }
     rls.grpc_listen = *address;
+  }
+  if (const YAML::Node tls = fields.Get("tls"); tls.IsDefined()) {
+    if (!rls.grpc_listen) return report.At(tls, fields.Path("tls"), "needs grpc_listen");
+    auto parsed = ParseRlsTls(report, tls);
+    if (!parsed.ok()) return parsed.status();
+    rls.tls = std::move(*parsed);
   }
   for (auto [field, target] :
        {std::pair{"shadow_mode", &rls.shadow_mode}, std::pair{"quota_mode", &rls.quota_mode},
