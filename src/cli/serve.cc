@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "auth/callers.h"
 #include "cli/signals.h"
 #include "cli/timer_thread.h"
 #include "config/config.h"
@@ -81,8 +82,11 @@ std::string FieldsNeedingRestart(const ServeFlags& flags, const config::Config& 
   compare("server.max_connections", false,
           reloaded.server.max_connections != running.server.max_connections);
   const auto rls_fields = [](const config::RlsConfig& rls) {
+    const auto tls = rls.tls.value_or(config::RlsTlsConfig{});
     return std::tuple(rls.config_dir, rls.grpc_listen ? rls.grpc_listen->ToString() : "",
-                      rls.shadow_mode, rls.x_ratelimit_headers, rls.on_error, rls.watch);
+                      rls.shadow_mode, rls.x_ratelimit_headers, rls.on_error, rls.watch,
+                      rls.tls.has_value(), tls.cert_file, tls.key_file, tls.client_ca_file,
+                      tls.client_san);
   };
   compare("rls", false, rls_fields(reloaded.rls) != rls_fields(running.rls));
   std::string list;
@@ -106,7 +110,7 @@ int IoThreads(const ServeFlags& flags, const config::Config& config) {
 // SIGHUP: the rules from the same file, atomically; the previous rules stay if the file is bad.
 // `running` is the config the service started with.
 void Reload(const ServeFlags& flags, const config::Config& running, std::string_view source,
-            Store& store, http::Metrics& metrics, http::Api& api) {
+            Store& store, http::Metrics& metrics, http::Api& api, rls::FrontEnd* rls) {
   if (flags.config_path.empty()) {
     spdlog::warn("nothing to reload: the rules are the built-in example (no --config)");
     return;
@@ -121,6 +125,7 @@ void Reload(const ServeFlags& flags, const config::Config& running, std::string_
   api.SetMaxWaiters(reloaded->server.max_waiters);
   api.SetExposeKeys(reloaded->server.expose_keys);
   api.SetCallers(auth::CallerTable::Build(reloaded->server.auth));
+  if (rls) rls->SetCallers(auth::CallerTable::Build(reloaded->server.auth));
   spdlog::info("reloaded {} rule(s) from {}", reloaded->rules.size(), source);
   if (const std::string fields = FieldsNeedingRestart(flags, running, *reloaded); !fields.empty()) {
     spdlog::warn("changed in {} but only applied on restart, still running the old values: {}",
@@ -204,7 +209,8 @@ int RunServe(const ServeFlags& flags) {
   // Envoy's rate limit service, when configured; declared before the Api, whose /json uses it.
   std::unique_ptr<rls::FrontEnd> rls;
   if (!config->rls.config_dir.empty()) {
-    auto started = rls::FrontEnd::Start(config->rls, store);
+    auto started =
+        rls::FrontEnd::Start(config->rls, store, auth::CallerTable::Build(config->server.auth));
     if (!started.ok()) {
       if (started.status().code() != StatusCode::kUnavailable) {
         return ConfigError("rls: " + started.status().message());
@@ -255,9 +261,14 @@ int RunServe(const ServeFlags& flags) {
         "limits, read /metrics and /v1/top",
         config->listen.host);
   }
+  if (rls && config->rls.grpc_listen && !IsLoopback(config->rls.grpc_listen->host) &&
+      (!config->server.auth.enabled || !config->rls.tls)) {
+    spdlog::warn("rls: gRPC on {} without {}: see docs/security.md (the rate limit service port)",
+                 config->rls.grpc_listen->host, config->rls.tls ? "server.auth" : "rls.tls");
+  }
   server.Start();
   while (signals.Next() == ServiceSignal::kReload) {
-    Reload(flags, *config, source, store, metrics, api);
+    Reload(flags, *config, source, store, metrics, api, rls.get());
     if (rls) (void)rls->Reload();  // logged either way
   }
   server.Drain();
