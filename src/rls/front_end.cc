@@ -57,7 +57,10 @@ FrontEnd::~FrontEnd() { Shutdown(Duration(0)); }
 Status FrontEnd::Reload() {
   if (config_.tls) {
     if (Status s = CheckTlsFiles(*config_.tls); !s.ok()) {
-      spdlog::error("rls: {}; new connections get the last certificate that loaded", s.message());
+      spdlog::error(
+          "rls: {}; new TLS connections fail until the files hold a certificate and "
+          "its key",
+          s.message());
     }
   }
   return Reload(nullptr);

@@ -38,8 +38,7 @@ class FrontEnd {
   ~FrontEnd();
 
   // Rereads the directory; the previous configuration stays if it is bad. Checks the TLS files
-  // too, logging an error when they no longer hold a certificate and its key (the previous ones
-  // then keep serving).
+  // too, logging an error when they no longer hold a certificate and its key (rls/server_tls.h).
   Status Reload();
   // Who may call on gRPC from now on.
   void SetCallers(std::shared_ptr<const auth::CallerTable> callers) {

@@ -3,9 +3,11 @@
 // read by gRPC's FileWatcherCertificateProvider, which re-reads the files every
 // kTlsRefreshInterval. A changed file (a rotation, whether or not followed by a SIGHUP) is served
 // to the connections made after it is read; established connections keep theirs and are not
-// dropped. A pair that fails to load (a key that does not match its certificate, a file
-// half-written) leaves the previous one serving. With client_san, the handshake itself refuses a
-// client certificate that carries none of those DNS or URI names.
+// dropped. gRPC 1.51's watcher does not check that a new key matches the new certificate: a pair
+// read mid-rotation (the certificate written, its key not yet) fails new handshakes until both
+// are in place, hence rotations by swapping a symlinked directory, and CheckTlsFiles on SIGHUP to
+// report such a pair. With client_san, the handshake itself refuses a client certificate that
+// carries none of those DNS or URI names.
 //
 // Thread safety: plain functions; the credentials may be shared by any number of servers.
 #pragma once

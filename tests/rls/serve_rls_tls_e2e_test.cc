@@ -305,5 +305,37 @@ TEST_F(ServeRlsTls, RotatedCertificateServesNewClientsAndKeepsEstablishedOnes) {
       << "the established connection was kept, not redone";
 }
 
+// A certificate written without its key (a rotation half done, not through a directory swap) is
+// reported on SIGHUP, without the key's contents; once the key follows, new clients get the new
+// certificate. (Between the two, gRPC's file watcher serves the mismatched pair: new handshakes
+// fail; README "Replacing envoyproxy/ratelimit" says to rotate by swapping a directory.)
+TEST_F(ServeRlsTls, ACertificateWithoutItsKeyIsReportedOnSighupAndTheKeyCompletesIt) {
+  const std::string cert = dir_.File("cert.pem");
+  const std::string key = dir_.File("key.pem");
+  std::filesystem::copy_file(server_cert_.cert_file, cert);
+  std::filesystem::copy_file(server_cert_.key_file, key);
+  Start("cert_file: \"" + cert + "\", key_file: \"" + key + "\"");
+
+  const IssuedCertificate next = ca_->Issue("localhost", {"DNS:localhost", "IP:127.0.0.1"});
+  WriteFile(cert, ReadFile(next.cert_file));
+  service_->process().Signal(SIGHUP);
+  EXPECT_TRUE(service_->process().WaitForLog("is not the key of")) << service_->process().Log();
+  EXPECT_EQ(service_->process().Log().find("PRIVATE KEY"), std::string::npos);
+
+  WriteFile(key, ReadFile(next.key_file));
+  const std::string new_serial = CertificateSerial(next.cert_file);
+  std::string seen;
+  const auto until = std::chrono::steady_clock::now() + seconds(20);
+  while (seen != new_serial && std::chrono::steady_clock::now() < until) {
+    const Answer fresh = Ask(*TlsChannel(), "fresh");
+    if (fresh.status.ok()) {
+      WriteFile(dir_.File("seen.pem"), fresh.server_pem);
+      seen = CertificateSerial(dir_.File("seen.pem"));
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_EQ(seen, new_serial);
+}
+
 }  // namespace
 }  // namespace sluice::testing
