@@ -3,8 +3,10 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -14,6 +16,7 @@
 #include "auth/callers.h"
 #include "cli/signals.h"
 #include "cli/timer_thread.h"
+#include "config/admin_listen.h"
 #include "config/config.h"
 #include "config/example_config.h"
 #include "core/fair_admission.h"
@@ -81,6 +84,10 @@ std::string FieldsNeedingRestart(const ServeFlags& flags, const config::Config& 
           reloaded.server.idle_timeout != running.server.idle_timeout);
   compare("server.max_connections", false,
           reloaded.server.max_connections != running.server.max_connections);
+  const auto admin_listen = [](const config::Config& c) {
+    return c.server.admin_listen ? c.server.admin_listen->ToString() : "";
+  };
+  compare("server.admin_listen", false, admin_listen(reloaded) != admin_listen(running));
   const auto rls_fields = [](const config::RlsConfig& rls) {
     const auto tls = rls.tls.value_or(config::RlsTlsConfig{});
     return std::tuple(rls.config_dir, rls.grpc_listen ? rls.grpc_listen->ToString() : "",
@@ -170,6 +177,11 @@ int RunServe(const ServeFlags& flags) {
     auto listen = config::ParseListenAddress(flags.listen);
     if (!listen.ok()) return ConfigError("--listen: " + listen.status().message());
     config->listen = *listen;
+    if (config->server.admin_listen &&
+        config::SameListenAddress(*config->server.admin_listen, config->listen)) {
+      return ConfigError("--listen: " + config->listen.ToString() +
+                         " is server.admin_listen's address: the two must differ");
+    }
   }
   if (!flags.store_url.empty()) config->store.url = flags.store_url;
 
@@ -244,10 +256,34 @@ int RunServe(const ServeFlags& flags) {
   options.read_timeout = config->server.read_timeout;
   options.idle_timeout = config->server.idle_timeout;
   options.max_connections = http::SetUpConnectionLimit(config->server.max_connections);
+  // With server.admin_listen, the operators' endpoints have a port of their own, on one I/O
+  // thread and a few connections (dashboards, scrapers, support staff), and leave this one.
+  std::optional<http::ServerOptions> admin_options;
+  if (const auto& admin = config->server.admin_listen) {
+    options.endpoints = http::Endpoints::kDecisions;
+    admin_options = options;
+    admin_options->host = admin->host;
+    admin_options->port = admin->port;
+    admin_options->io_threads = 1;
+    admin_options->max_connections = std::min<size_t>(options.max_connections, 256);
+    admin_options->endpoints = http::Endpoints::kAdmin;
+  }
   http::Server server(options, api);
   if (Status s = server.Listen(); !s.ok()) {
     spdlog::error("{}", s.message());
     return 1;
+  }
+  std::optional<http::Server> admin_server;
+  if (admin_options) {
+    admin_server.emplace(*admin_options, api);
+    if (Status s = admin_server->Listen(); !s.ok()) {
+      spdlog::error("server.admin_listen: {}", s.message());
+      return 1;
+    }
+    spdlog::info(
+        "admin endpoints (/metrics, /v1/top, the dashboard, DELETE /v1/keys) on {}:{}, not on "
+        "the decision port",
+        admin_options->host, admin_server->port());
   }
   spdlog::info(
       "serving on {}:{} with {} rule(s) from {}, store {}, {} I/O thread(s), at most {} "
@@ -255,23 +291,33 @@ int RunServe(const ServeFlags& flags) {
       config->listen.host, server.port(), config->rules.size(), source,
       redis::RedactedUrl(config->store.url), options.io_threads, options.max_connections);
 
-  if (!config->server.auth.enabled && !IsLoopback(config->listen.host)) {
-    spdlog::warn(
-        "listening on {} without server.auth: anyone who can reach it may spend any rule's "
-        "limits, read /metrics and /v1/top",
-        config->listen.host);
+  if (!config->server.auth.enabled) {
+    if (!IsLoopback(config->listen.host)) {
+      spdlog::warn(
+          "listening on {} without server.auth: anyone who can reach it may spend any rule's "
+          "limits{}",
+          config->listen.host, admin_options ? "" : ", read /metrics and /v1/top, reset keys");
+    }
+    if (admin_options && !IsLoopback(admin_options->host)) {
+      spdlog::warn(
+          "admin endpoints on {} without server.auth: anyone who can reach it may read /metrics "
+          "and /v1/top and reset keys",
+          admin_options->host);
+    }
   }
   if (rls && config->rls.grpc_listen && !IsLoopback(config->rls.grpc_listen->host) &&
       (!config->server.auth.enabled || !config->rls.tls)) {
     spdlog::warn("rls: gRPC on {} without {}: see docs/security.md (the rate limit service port)",
                  config->rls.grpc_listen->host, config->rls.tls ? "server.auth" : "rls.tls");
   }
+  if (admin_server) admin_server->Start();
   server.Start();
   while (signals.Next() == ServiceSignal::kReload) {
     Reload(flags, *config, source, store, metrics, api, rls.get());
     if (rls) (void)rls->Reload();  // logged either way
   }
   server.Drain();
+  if (admin_server) admin_server->Drain();
   if (rls) {
     // Calls in flight end within the store's deadline; a second bounds the stop, for gRPC 1.51
     // holds Shutdown to its deadline while a C++ client keeps its channel open.

@@ -7,7 +7,7 @@
 //            key_prefix: sluice, password_file: /run/secrets/redis }   # or password_env: NAME
 //   server: { io_threads: 2, read_timeout: 10s, idle_timeout: 60s,       # optional
 //             max_connections: 10000, max_waiters: 100000, max_waiters_per_key: 1000,
-//             expose_keys: false, shadow_mode: false,
+//             expose_keys: false, shadow_mode: false, admin_listen: 127.0.0.1:9090,
 //             auth: { callers: [ {name: checkout, token_sha256: <64 hex>,   # optional: who may
 //                                 scopes: [check], rules: [api]},        # call (auth/callers.h)
 //                                {name: envoy, client_san: [envoy.mesh], scopes: [check]} ] } }
@@ -151,7 +151,7 @@ inline constexpr size_t kMaxMaxMemory = size_t{1} << 40;
 // What a caller may do: the scopes of server.auth.callers, as bits.
 enum Scope : uint8_t {
   kScopeCheck = 1,    // /v1/check, /v1/acquire, /v1/auth, POST /json
-  kScopeAdmin = 2,    // /v1/top, the dashboard
+  kScopeAdmin = 2,    // /v1/top, the dashboard's data, DELETE /v1/keys
   kScopeMetrics = 4,  // /metrics
 };
 
@@ -196,6 +196,10 @@ struct ServerConfig {
   // The default of each rule's shadow_mode.
   bool shadow_mode = false;
   AuthConfig auth;
+  // A second address serving only /metrics, /v1/top, the dashboard and DELETE /v1/keys (and
+  // /healthz, /readyz), which the `listen` address then no longer serves; unset: `listen` serves
+  // everything. Applied at start only (config/admin_listen.h).
+  std::optional<ListenAddress> admin_listen;
 };
 
 // The forward_auth section: what every rule's ForwardAuth takes from it.

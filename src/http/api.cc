@@ -27,8 +27,20 @@ std::optional<config::Scope> ScopeOf(std::string_view path) {
   if (path == "/metrics") return config::kScopeMetrics;
   // The dashboard's files hold no data and a browser's navigation sends no Bearer header: they
   // are open; the page reads /metrics and /v1/top with a token (docs/dashboard.md).
-  if (path == "/v1/top") return config::kScopeAdmin;
+  if (path == "/v1/top" || path.starts_with(kKeysPathPrefix)) return config::kScopeAdmin;
   return std::nullopt;
+}
+
+// The operators' endpoints, served on the admin listener when there is one.
+bool IsAdminPath(std::string_view path) {
+  return path == "/metrics" || path == "/v1/top" || path.starts_with(kKeysPathPrefix) ||
+         FindDashboardFile(path) != nullptr;
+}
+
+// Whether a listener serving `endpoints` serves `path` (an unknown path is answered 404 anyway).
+bool Serves(Endpoints endpoints, std::string_view path) {
+  if (endpoints == Endpoints::kAll || path == "/healthz" || path == "/readyz") return true;
+  return IsAdminPath(path) == (endpoints == Endpoints::kAdmin);
 }
 
 std::string_view ScopeName(config::Scope scope) {
@@ -92,7 +104,8 @@ Api::Api(Store& store, Metrics& metrics, std::shared_ptr<const RuleTable> rules,
       checks_(store, metrics, answers_),
       auths_(store, metrics, answers_),
       acquires_(metrics, answers_, timers),
-      ready_(store, health, answers_) {}
+      ready_(store, health, answers_),
+      resets_(store, metrics, answers_) {}
 
 void Api::SetRules(std::shared_ptr<const RuleTable> rules) {
   top_keys_.Retain([&](std::string_view rule) { return rules->Find(rule) != nullptr; });
@@ -123,17 +136,19 @@ void Api::RefuseCaller(AuthRefusal refusal, std::string_view message, Exchange& 
   answers_.Fail(exchange, status, message);
 }
 
-bool Api::Authorize(const Request& request, std::string_view path, Exchange& exchange) {
+bool Api::Authorize(const Request& request, std::string_view path, Exchange& exchange,
+                    std::string* who) {
   std::shared_ptr<const CallerTable> callers;
   {
     base::MutexLock lock(rules_mu_);
     callers = callers_;
   }
+  const std::string_view peer = request.client ? request.client->peer_address() : "";
+  if (who) *who = fmt::format("an unauthenticated caller at {}", peer);
   if (!callers || !callers->enabled()) return true;
   const std::optional<config::Scope> scope = ScopeOf(path);
   if (!scope) return true;
 
-  const std::string_view peer = request.client ? request.client->peer_address() : "";
   if (auth_failures_.Throttled(peer)) {
     RefuseCaller(AuthRefusal::kThrottled, "too many failed authentications; retry later", exchange);
     return false;
@@ -150,12 +165,23 @@ bool Api::Authorize(const Request& request, std::string_view path, Exchange& exc
     return false;
   }
   const Caller& caller = *authentication.caller;
+  if (who) *who = fmt::format("caller '{}' at {}", caller.name, peer);
   if (!CallerTable::Allows(caller, *scope)) {
     RefuseCaller(
         AuthRefusal::kScope,
         fmt::format("caller '{}' may not use {} (scope {})", caller.name, path, ScopeName(*scope)),
         exchange);
     return false;
+  }
+  if (*scope == config::kScopeAdmin && caller.rules && path.starts_with(kKeysPathPrefix)) {
+    // A caller given rules resets keys of those only.
+    const std::string_view rest = path.substr(kKeysPathPrefix.size());
+    if (!CallerTable::AllowsRule(caller, rest.substr(0, rest.find('/')))) {
+      RefuseCaller(AuthRefusal::kRule,
+                   fmt::format("caller '{}' may not use this rule", caller.name), exchange);
+      return false;
+    }
+    return true;
   }
   if (*scope != config::kScopeCheck || (!caller.rules && !caller.domains)) return true;
   if (path == "/json") {
@@ -201,7 +227,14 @@ bool Api::Handle(const Request& request, Exchange& exchange) {
   exchange.acquire_.reset();
   exchange.caller_ = request.caller;
   const std::string_view path = request.target.substr(0, request.target.find('?'));
-  if (!Authorize(request, path, exchange)) return false;
+  if (!Serves(request.endpoints, path)) {
+    NotFound(request.endpoints, exchange);
+    return false;
+  }
+  // Who changes state, for its log line; only a reset does.
+  std::string who;
+  const bool resets = path.starts_with(kKeysPathPrefix);
+  if (!Authorize(request, path, exchange, resets ? &who : nullptr)) return false;
   const auto route = [&](std::string_view method) {
     if (request.method == method) return true;
     exchange.response.AddHeader("Allow", method);
@@ -242,17 +275,41 @@ bool Api::Handle(const Request& request, Exchange& exchange) {
     }
   } else if (path == "/v1/top") {
     if (route("GET")) top_.Handle(request, *rules(), exchange);
+  } else if (resets) {
+    if (route("DELETE")) {
+      resets_.Handle(path.substr(kKeysPathPrefix.size()), who, rules(), exchange);
+    }
   } else if (const DashboardFile* file = FindDashboardFile(path)) {
     if (route("GET")) {
       ServeDashboardFile(*file, exchange.response);
       answers_.Finish(exchange);
     }
   } else {
-    answers_.Fail(exchange, 404,
-                  "no such path; try POST /v1/check, /v1/acquire, any /v1/auth/{rule}, GET "
-                  "/healthz, /readyz, /metrics, /v1/top or / (the dashboard)");
+    NotFound(request.endpoints, exchange);
   }
   return false;
+}
+
+void Api::NotFound(Endpoints endpoints, Exchange& exchange) {
+  std::string_view message;
+  switch (endpoints) {
+    case Endpoints::kAll:
+      message =
+          "no such path; try POST /v1/check, /v1/acquire, any /v1/auth/{rule}, GET /healthz, "
+          "/readyz, /metrics, /v1/top, / (the dashboard) or DELETE /v1/keys/{rule}/{key}";
+      break;
+    case Endpoints::kDecisions:
+      message =
+          "no such path; try POST /v1/check, /v1/acquire, any /v1/auth/{rule}, GET /healthz or "
+          "/readyz";
+      break;
+    case Endpoints::kAdmin:
+      message =
+          "no such path; try GET /healthz, /readyz, /metrics, /v1/top, / (the dashboard) or "
+          "DELETE /v1/keys/{rule}/{key}";
+      break;
+  }
+  answers_.Fail(exchange, 404, message);
 }
 
 }  // namespace sluice::http

@@ -40,12 +40,19 @@
 //   GET / and /ui    the dashboard (see http/dashboard.h)
 //   POST /json       envoyproxy/ratelimit's endpoint, when a rate limit service is set
 //                    (SetJsonRoute; rls/json_endpoint.h), its metrics added to /metrics
+//   DELETE /v1/keys/{rule}/{key}  forgets the key's state on the store: 204, 404 for an unknown
+//                    rule, 503 when the store is out (http/reset_handler.h)
+//
+// A listener that serves only some endpoints (Request::endpoints: server.admin_listen) answers
+// the others 404, as an unknown path, before any authentication: the decision port then tells
+// nothing of the operators' endpoints, and the operators' port nothing of the decisions.
 //
 // With callers (SetCallers, auth/callers.h), every path but /healthz, /readyz, the dashboard's
 // files (which hold no data) and unknown ones needs `Authorization: Bearer TOKEN` of a caller
-// with the path's scope (check: /v1/check, /v1/acquire, /v1/auth, POST /json; admin: /v1/top;
-// metrics: /metrics) and,
-// when the caller has a list of rules (or RLS domains), naming only those: 401 with
+// with the path's scope (check: /v1/check, /v1/acquire, /v1/auth, POST /json; admin: /v1/top,
+// DELETE /v1/keys; metrics: /metrics) and,
+// when the caller has a list of rules (or RLS domains), naming only those (for check, and for
+// DELETE /v1/keys): 401 with
 // WWW-Authenticate: Bearer without a token or with an unknown one, 403 outside its scopes or
 // rules (a batch naming one rule it may not use is refused whole), and 429 while its address has
 // failed too often (auth/auth_failures.h). A refused request reaches no handler and no store;
@@ -84,6 +91,7 @@
 #include "http/exchange.h"
 #include "http/metrics.h"
 #include "http/ready_handler.h"
+#include "http/reset_handler.h"
 #include "http/rule_table.h"
 #include "http/top_handler.h"
 #include "http/top_keys.h"
@@ -157,8 +165,12 @@ class Api {
   }
 
  private:
-  // Whether the request may go on to its route; answers it (401, 403, 429) when not.
-  bool Authorize(const Request& request, std::string_view path, Exchange& exchange);
+  // Whether the request may go on to its route; answers it (401, 403, 429) when not. `who`, when
+  // given, is set to the caller's name and address, for the log of what it changes.
+  bool Authorize(const Request& request, std::string_view path, Exchange& exchange,
+                 std::string* who);
+  // Answers 404: no such path on this listener.
+  void NotFound(Endpoints endpoints, Exchange& exchange);
   void RefuseCaller(auth::AuthRefusal refusal, std::string_view message, Exchange& exchange);
   std::string AuthExposition() const;
 
@@ -175,6 +187,7 @@ class Api {
   AcquireHandler acquires_;
   ReadyHandler ready_;
   TopHandler top_{top_keys_, answers_};
+  ResetHandler resets_;
   JsonRoute json_route_;
   std::function<std::string()> json_route_metrics_;
 };

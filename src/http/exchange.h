@@ -9,6 +9,7 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,6 +27,15 @@ namespace sluice::http {
 
 inline constexpr size_t kMaxBodyBytes = 64 * 1024;
 
+// Which of the Api's endpoints a listener serves: all of them (one port), or, with a second
+// port for operators (server.admin_listen), the decisions on one and the operators' endpoints on
+// the other; /healthz and /readyz on both.
+enum class Endpoints : uint8_t {
+  kAll,
+  kDecisions,  // /v1/check, /v1/acquire, /v1/auth, POST /json
+  kAdmin,      // /metrics, /v1/top, the dashboard, DELETE /v1/keys
+};
+
 struct Request {
   std::string_view method;
   std::string_view target;
@@ -34,6 +44,8 @@ struct Request {
   const middleware::RequestView* client = nullptr;
   // Who sends it, for the store's admission (core/fair_admission.h): the HTTP connection.
   core::FairAdmission::Caller caller = 0;
+  // What the listener it came in on serves; any other path is answered 404, as an unknown one.
+  Endpoints endpoints = Endpoints::kAll;
 };
 
 struct Header {

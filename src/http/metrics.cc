@@ -115,6 +115,13 @@ std::string Metrics::Exposition() const {
       }
     }
     fmt::format_to(put,
+                   "# HELP sluice_key_resets_total Keys whose state was reset, by rule.\n"
+                   "# TYPE sluice_key_resets_total counter\n");
+    for (const auto& [name, counters] : rules_) {
+      fmt::format_to(put, "sluice_key_resets_total{{rule=\"{}\"}} {}\n", name,
+                     Load(counters->resets));
+    }
+    fmt::format_to(put,
                    "# HELP sluice_acquire_waiters Acquires in progress, by rule.\n"
                    "# TYPE sluice_acquire_waiters gauge\n");
     for (const auto& [name, counters] : rules_) {

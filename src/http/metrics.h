@@ -16,6 +16,7 @@
 //   sluice_acquires_total{rule,outcome}                 /v1/acquire requests ended, per rule and
 //                                                       outcome (admitted, denied, queue_full,
 //                                                       cancelled)
+//   sluice_key_resets_total{rule}                       keys reset (DELETE /v1/keys/{rule}/{key})
 //   sluice_acquire_waiters{rule}                        gauge: /v1/acquire requests in progress
 //                                                       (as the WaiterCounts watched count them)
 //   sluice_http_connections                             gauge: connections open, counted against
@@ -89,6 +90,7 @@ struct RuleCounters {
   std::atomic<uint64_t> shadow_allowed{0};
   std::atomic<uint64_t> shadow_denied{0};
   std::atomic<bool> shadowed{false};  // set by a rule set with the rule in shadow mode
+  std::atomic<uint64_t> resets{0};    // keys whose state the store forgot
 };
 
 // Where the acquires in progress are counted (the acquire lines, http/rule_acquirers.h): the
@@ -127,6 +129,7 @@ class Metrics {
   void CountAcquire(RuleCounters& rule, AcquireOutcome outcome) {
     rule.acquires[static_cast<size_t>(outcome)].fetch_add(1, std::memory_order_relaxed);
   }
+  void CountReset(RuleCounters& rule) { rule.resets.fetch_add(1, std::memory_order_relaxed); }
   void CountStoreError() { store_errors_.fetch_add(1, std::memory_order_relaxed); }
   // A request refused by the store's admission (core/fair_admission.h), answered 503.
   void CountAdmissionRefused() { admission_refused_.fetch_add(1, std::memory_order_relaxed); }

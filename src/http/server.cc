@@ -175,9 +175,9 @@ class Server::Session : public std::enable_shared_from_this<Session> {
     stream_.expires_never();
     in_flight_ = shared_from_this();
     const middleware::BeastRequest client(request, peer_);
-    if (server_.api_.Handle(
-            {request.method_string(), request.target(), request.body(), &client, caller_},
-            exchange_)) {
+    if (server_.api_.Handle({request.method_string(), request.target(), request.body(), &client,
+                             caller_, server_.options_.endpoints},
+                            exchange_)) {
       WatchClient();
     }
   }

@@ -66,6 +66,8 @@ struct ServerOptions {
   Duration drain_timeout = std::chrono::seconds(10);
   // Connections open at once (at least 1); see above for what happens near and at it.
   size_t max_connections = 10'000;
+  // The endpoints served on this address (http/exchange.h); any other path is 404.
+  Endpoints endpoints = Endpoints::kAll;
 };
 
 class Server {

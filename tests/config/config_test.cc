@@ -355,7 +355,7 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
       {"server:\n  waiters: 1\n",
        "bad.yaml:2: server.waiters: unknown field (expected io_threads, read_timeout, "
        "idle_timeout, max_connections, max_waiters, max_waiters_per_key, expose_keys, "
-       "shadow_mode, auth)"},
+       "shadow_mode, auth, admin_listen)"},
       {"server:\n  shadow_mode: 1\n", "bad.yaml:2: server.shadow_mode: expected true or false"},
       {"server:\n  max_connections: 0\n",
        "bad.yaml:2: server.max_connections: must be between 1 and 1000000"},
@@ -600,6 +600,26 @@ TEST(ConfigTest, KeyPrefixAndPasswordMistakesAreReportedWithFileLineAndField) {
   }
   ::unsetenv("SLUICE_CONFIG_TEST_EMPTY");
   for (const std::string& file : {empty, two_lines, secret}) std::remove(file.c_str());
+}
+
+TEST(ConfigTest, EveryNameFollowsOneRule) {
+  const std::string rules = "rules:\n  - {name: api, algorithm: gcra, limit: 1, period: 1s}\n";
+  const std::string hash(64, 'a');
+  const auto error = [](const std::string& yaml) {
+    return ParseConfig(yaml, "n.yaml").status().message();
+  };
+  EXPECT_EQ(error(rules + "server:\n  auth:\n    callers:\n      - {name: a b, token_sha256: " +
+                  hash + ", scopes: [check]}\n"),
+            "n.yaml:6: server.auth.callers[0].name: 'a b' is not a caller name: 1 to 64 "
+            "characters of A-Z, a-z, 0-9, '_', '.', ':' or '-'");
+  EXPECT_EQ(error(rules + "server:\n  auth:\n    callers:\n      - {name: a, token_sha256: " +
+                  hash + ", scopes: [check, \"a/b\"]}\n"),
+            "n.yaml:6: server.auth.callers[0].scopes[1]: 'a/b' is not a name: 1 to 64 "
+            "characters of A-Z, a-z, 0-9, '_', '.', ':' or '-'");
+  EXPECT_EQ(error("rules:\n  - {name: " + std::string(65, 'r') +
+                  ", algorithm: gcra, limit: 1, period: 1s}\n"),
+            "n.yaml:2: rules[0].name: '" + std::string(65, 'r') +
+                "' is not a rule name: 1 to 64 characters of A-Z, a-z, 0-9, '_', '.', ':' or '-'");
 }
 
 TEST(ConfigTest, UnreadableFileIsNamed) {

@@ -12,6 +12,9 @@
 //     killed, with the fail_open decisions it made) are shown as /metrics has them.
 //   - after a reload that hides the keys, the page says they are hidden.
 // Screenshots: dashboard.png (under load) and dashboard-store-down.png in the build tree.
+// With server.auth and server.admin_listen, the page is served on the admin port only, asks for a
+// token once (again only when the one given is refused), keeps it in the tab's sessionStorage
+// and shows the data read with it; a reload of the page asks nothing.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -37,6 +40,7 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 using sluice::testing::Browser;
+using sluice::testing::FreeLoopbackPort;
 using sluice::testing::LocalClient;
 using sluice::testing::MetricValue;
 using sluice::testing::RedisServer;
@@ -460,6 +464,81 @@ TEST_F(DashboardBrowserTest, ShowsWhatMetricsAndTopKeysSay) {
   EXPECT_TRUE(page.at("top").empty());
   const auto note = browser_->Text("#top-note");
   EXPECT_EQ(note.value_or("").rfind("Keys are hidden", 0), 0u) << note.value_or("");
+}
+
+// The hash is SHA-256 of "ops-token" (printf %s ops-token | sha256sum).
+constexpr char kAuthConfig[] = R"(server:
+  expose_keys: true
+  admin_listen: 127.0.0.1:ADMIN_PORT
+  auth:
+    callers:
+      - {name: ops, token_sha256: "d9310c002af91822beb0b3487d8b04f85bf6bf1f8a5496bff7d35fc7c5a29def", scopes: [admin, metrics]}
+rules:
+  - {name: api, algorithm: fixed_window, limit: 5, period: 1h}
+)";
+
+constexpr char kReadAuthPage[] = R"(
+return {
+  status: document.getElementById('status').dataset.state,
+  polls: Number(document.getElementById('dashboard').dataset.polls ?? 0),
+  rules: [...document.querySelectorAll('#rules tbody tr')].map((row) => row.dataset.rule),
+  stored: sessionStorage.getItem('sluice.token'),
+  kept: localStorage.length + document.cookie.length,
+};
+)";
+
+TEST(DashboardAuthBrowserTest, AsksForATokenOnceOnTheAdminPort) {
+  std::unique_ptr<Service> service;
+  int admin_port = 0;
+  for (int attempt = 0; attempt < 5 && !(service && service->up()); ++attempt) {
+    admin_port = FreeLoopbackPort();
+    std::string config = kAuthConfig;
+    config.replace(config.find("ADMIN_PORT"), 10, std::to_string(admin_port));
+    service = std::make_unique<Service>(config);
+  }
+  ASSERT_TRUE(service->up()) << service->process().Log();
+  ASSERT_TRUE(service->process().WaitForLog("on 127.0.0.1:" + std::to_string(admin_port)));
+  // The decision port has no dashboard.
+  EXPECT_EQ(service->Client().Get("/")->status, 404);
+
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  Browser browser(sluice::testing::BrowserOptions{
+      .chromedriver = SLUICE_CHROMEDRIVER, .chromium = SLUICE_CHROMIUM, .dir = dir.path()});
+  ASSERT_TRUE(browser.ok()) << browser.error() << "\n" << browser.Log();
+  const std::string page_url = "http://127.0.0.1:" + std::to_string(admin_port) + "/";
+  ASSERT_TRUE(browser.Navigate(page_url)) << browser.error();
+
+  std::optional<std::string> asked;
+  const auto wait_for_prompt = [&] { return (asked = browser.DialogText()).has_value(); };
+  // A token that is no caller's is refused, and the page asks again.
+  ASSERT_TRUE(WaitFor(wait_for_prompt, 10s)) << browser.error();
+  EXPECT_NE(asked->find("token"), std::string::npos) << *asked;
+  ASSERT_TRUE(browser.AnswerPrompt("not-a-caller")) << browser.error();
+  ASSERT_TRUE(WaitFor(wait_for_prompt, 10s)) << browser.error();
+  ASSERT_TRUE(browser.AnswerPrompt("ops-token")) << browser.error();
+
+  json page;
+  const auto live_after = [&](int polls) {
+    return WaitFor(
+        [&] {
+          auto read = browser.Execute(kReadAuthPage);
+          if (!read) return false;  // a dialog is open: the wait fails, and the test with it
+          page = *read;
+          return page.at("status") == "live" && page.at("polls").get<int>() >= polls;
+        },
+        10s);
+  };
+  ASSERT_TRUE(live_after(2)) << page.dump() << " " << browser.error();
+  EXPECT_EQ(page.at("rules"), json::array({"api"}));
+  EXPECT_EQ(page.at("stored"), "ops-token");
+  EXPECT_EQ(page.at("kept"), 0);
+
+  // A reload of the page in the same tab: the token is still there, nothing is asked.
+  ASSERT_TRUE(browser.Navigate(page_url)) << browser.error();
+  ASSERT_TRUE(live_after(2)) << page.dump() << " " << browser.error();
+  EXPECT_FALSE(browser.DialogText().has_value());
+  EXPECT_EQ(service->process().Log().find("ops-token"), std::string::npos);
 }
 
 }  // namespace

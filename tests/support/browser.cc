@@ -101,6 +101,9 @@ Browser::Browser(const BrowserOptions& options) {
   const json capabilities = {
       {"browserName", "chrome"},
       {"pageLoadStrategy", "normal"},
+      // A dialog the page opens stays open until the test answers it (DialogText, AnswerPrompt);
+      // other commands meanwhile fail rather than dismiss it.
+      {"unhandledPromptBehavior", "ignore"},
       {"timeouts", {{"pageLoad", 20'000}, {"script", 10'000}}},
       {"goog:chromeOptions",
        {{"binary", options.chromium},
@@ -171,6 +174,17 @@ std::optional<std::string> Browser::Text(const std::string& css) {
                                  (*element)[kElement].get<std::string>() + "/text");
   if (!text || !text->is_string()) return std::nullopt;
   return text->get<std::string>();
+}
+
+std::optional<std::string> Browser::DialogText() {
+  auto text = Command("GET", "/session/" + session_ + "/alert/text");
+  if (!text || !text->is_string()) return std::nullopt;
+  return text->get<std::string>();
+}
+
+bool Browser::AnswerPrompt(const std::string& text) {
+  return Command("POST", "/session/" + session_ + "/alert/text", {{"text", text}}).has_value() &&
+         Command("POST", "/session/" + session_ + "/alert/accept", json::object()).has_value();
 }
 
 bool Browser::Screenshot(const std::string& path) {

@@ -51,6 +51,11 @@ class Browser {
   std::optional<std::string> Text(const std::string& css);
   // Writes a PNG of the window to `path`.
   bool Screenshot(const std::string& path);
+  // The message of the page's open dialog (window.prompt, alert, confirm); nullopt when none is
+  // open. A dialog stays open until answered: other calls meanwhile fail.
+  std::optional<std::string> DialogText();
+  // Types `text` into the open prompt and accepts it.
+  bool AnswerPrompt(const std::string& text);
 
  private:
   // A WebDriver command; the answer's "value", or nullopt with error_ set.
