@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "auth/callers.h"
 #include "cli/signals.h"
 #include "cli/timer_thread.h"
 #include "config/admin_listen.h"
@@ -90,8 +91,11 @@ std::string FieldsNeedingRestart(const ServeFlags& flags, const config::Config& 
   };
   compare("server.admin_listen", false, admin_listen(reloaded) != admin_listen(running));
   const auto rls_fields = [](const config::RlsConfig& rls) {
+    const auto tls = rls.tls.value_or(config::RlsTlsConfig{});
     return std::tuple(rls.config_dir, rls.grpc_listen ? rls.grpc_listen->ToString() : "",
-                      rls.shadow_mode, rls.x_ratelimit_headers, rls.on_error, rls.watch);
+                      rls.shadow_mode, rls.x_ratelimit_headers, rls.on_error, rls.watch,
+                      rls.tls.has_value(), tls.cert_file, tls.key_file, tls.client_ca_file,
+                      tls.client_san);
   };
   compare("rls", false, rls_fields(reloaded.rls) != rls_fields(running.rls));
   std::string list;
@@ -115,7 +119,8 @@ int IoThreads(const ServeFlags& flags, const config::Config& config) {
 // SIGHUP: the rules from the same file, atomically; the previous rules stay if the file is bad.
 // `running` is the config the service started with.
 void Reload(const ServeFlags& flags, const config::Config& running, std::string_view source,
-            Store& store, http::Metrics& metrics, http::Api& api, tls::RotatingContext* tls) {
+            Store& store, http::Metrics& metrics, http::Api& api, tls::RotatingContext* tls,
+            rls::FrontEnd* rls) {
   if (flags.config_path.empty()) {
     spdlog::warn("nothing to reload: the rules are the built-in example (no --config)");
     return;
@@ -129,7 +134,8 @@ void Reload(const ServeFlags& flags, const config::Config& running, std::string_
   api.SetRules(http::RuleTable::Build(reloaded->rules, store, metrics));
   api.SetMaxWaiters(reloaded->server.max_waiters);
   api.SetExposeKeys(reloaded->server.expose_keys);
-  api.SetCallers(http::CallerTable::Build(reloaded->server.auth));
+  api.SetCallers(auth::CallerTable::Build(reloaded->server.auth));
+  if (rls) rls->SetCallers(auth::CallerTable::Build(reloaded->server.auth));
   // The files just checked: a certificate rotated since start is taken now (new connections).
   if (tls != nullptr && reloaded->server.tls == running.server.tls) (void)tls->Reload();
   spdlog::info("reloaded {} rule(s) from {}", reloaded->rules.size(), source);
@@ -220,7 +226,8 @@ int RunServe(const ServeFlags& flags) {
   // Envoy's rate limit service, when configured; declared before the Api, whose /json uses it.
   std::unique_ptr<rls::FrontEnd> rls;
   if (!config->rls.config_dir.empty()) {
-    auto started = rls::FrontEnd::Start(config->rls, store);
+    auto started =
+        rls::FrontEnd::Start(config->rls, store, auth::CallerTable::Build(config->server.auth));
     if (!started.ok()) {
       if (started.status().code() != StatusCode::kUnavailable) {
         return ConfigError("rls: " + started.status().message());
@@ -237,7 +244,7 @@ int RunServe(const ServeFlags& flags) {
                 &timers.timers());
   api.SetMaxWaiters(config->server.max_waiters);
   api.SetExposeKeys(config->server.expose_keys);
-  api.SetCallers(http::CallerTable::Build(config->server.auth));
+  api.SetCallers(auth::CallerTable::Build(config->server.auth));
   api.SetAdmission(&admission);
   if (rls) {
     api.SetJsonRoute(
@@ -322,10 +329,15 @@ int RunServe(const ServeFlags& flags) {
         "in clear",
         config->listen.host);
   }
+  if (rls && config->rls.grpc_listen && !IsLoopback(config->rls.grpc_listen->host) &&
+      (!config->server.auth.enabled || !config->rls.tls)) {
+    spdlog::warn("rls: gRPC on {} without {}: see docs/security.md (the rate limit service port)",
+                 config->rls.grpc_listen->host, config->rls.tls ? "server.auth" : "rls.tls");
+  }
   if (admin_server) admin_server->Start();
   server.Start();
   while (signals.Next() == ServiceSignal::kReload) {
-    Reload(flags, *config, source, store, metrics, api, tls.get());
+    Reload(flags, *config, source, store, metrics, api, tls.get(), rls.get());
     if (rls) (void)rls->Reload();  // logged either way
   }
   server.Drain();

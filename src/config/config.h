@@ -11,8 +11,11 @@
 //             tls: { cert_file: tls.crt, key_file: tls.key,                 # optional: HTTPS
 //                    client_ca_file: clients-ca.crt },                      # (config/tls_files.h)
 //             auth: { callers: [ {name: checkout, token_sha256: <64 hex>,   # optional: who may
-//                                 scopes: [check], rules: [api]} ] } }   # call (http/callers.h)
+//                                 scopes: [check], rules: [api]},        # call (auth/callers.h)
+//                                {name: envoy, client_san: [envoy.mesh], scopes: [check]} ] } }
 //   rls: { config_dir: /etc/ratelimit, grpc_listen: 127.0.0.1:8081,    # optional: Envoy's
+//          tls: { cert_file: rls.pem, key_file: rls.key,                 # (TLS: optional)
+//                 client_ca_file: ca.pem, client_san: [envoy.mesh] },
 //          shadow_mode: false, quota_mode: false,                        # rate limit service
 //          x_ratelimit_headers: false, on_error: fail_open, watch: true } # (rls/front_end.h)
 //   rules:
@@ -155,10 +158,14 @@ enum Scope : uint8_t {
   kScopeMetrics = 4,  // /metrics
 };
 
-// One entry of server.auth.callers: who presents the token whose SHA-256 is `token_sha256`.
+// One entry of server.auth.callers: who presents the token whose SHA-256 is `token_sha256`, or
+// a verified client certificate with one of the names `client_san` (mutual TLS), or either.
 struct CallerConfig {
   std::string name;  // for logs and metrics; [A-Za-z0-9_.:-], unique
-  std::array<uint8_t, 32> token_sha256{};
+  std::optional<std::array<uint8_t, 32>> token_sha256;  // unique among callers
+  // Matched exactly against a client certificate's DNS and URI subject alternative names; each
+  // name belongs to one caller.
+  std::vector<std::string> client_san;
   uint8_t scopes = 0;  // Scope bits, at least one
   // The rules it may check (names of `rules`), and the RLS domains it may use on POST /json;
   // unset: any.
@@ -207,11 +214,23 @@ struct ForwardAuthConfig {
   middleware::ClientPrefixes client_prefixes;
 };
 
+// TLS on the gRPC port of the rate limit service (rls.tls): its certificate chain and key (PEM
+// files, re-read when they change: rls/server_tls.h), and for mutual TLS the authority whose
+// certificates clients must present; with `client_san`, only a client certificate carrying one
+// of these DNS or URI names may connect (envoyproxy/ratelimit's GRPC_CLIENT_TLS_SAN).
+struct RlsTlsConfig {
+  std::string cert_file;
+  std::string key_file;
+  std::string client_ca_file;           // empty: no client certificate asked for
+  std::vector<std::string> client_san;  // needs client_ca_file; empty: any the authority signed
+};
+
 // The Envoy rate limit service (RLS v3): envoyproxy/ratelimit's configuration files in
 // `config_dir`, answered on gRPC at `grpc_listen` and on the HTTP port at POST /json.
 struct RlsConfig {
   std::string config_dir;                    // empty: no rate limit service
   std::optional<ListenAddress> grpc_listen;  // unset: no gRPC, /json only
+  std::optional<RlsTlsConfig> tls;           // unset: plaintext gRPC
   bool shadow_mode = false;                  // every descriptor decided and counted, never denied
   bool quota_mode = false;                   // every descriptor in quota mode (rls/service.h)
   bool x_ratelimit_headers = false;          // envoyproxy/ratelimit's X-RateLimit-* headers too

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "config/sections.h"
+#include "config/tls_identity.h"
 
 namespace sluice::config {
 namespace {
@@ -18,34 +19,46 @@ std::optional<uint8_t> HexDigit(char c) {
 Result<CallerConfig> ParseCaller(const Reporter& report, const YAML::Node& node, size_t index,
                                  const Config& config) {
   Fields fields(report, node, "server.auth.callers[" + std::to_string(index) + "]");
-  if (Status s = fields.Check({"name", "token_sha256", "scopes", "rules", "domains"}); !s.ok()) {
+  if (Status s = fields.Check({"name", "token_sha256", "client_san", "scopes", "rules", "domains"});
+      !s.ok()) {
     return s;
   }
   CallerConfig caller;
-  for (std::string_view field : {"name", "token_sha256", "scopes"}) {
+  if (!fields.Has("token_sha256") && !fields.Has("client_san")) {
+    return fields.Error("token_sha256", "expected token_sha256, client_san or both");
+  }
+  if (fields.Has("client_san")) {
+    auto sans = ParseClientSans(fields, "client_san");
+    if (!sans.ok()) return sans.status();
+    caller.client_san = std::move(*sans);
+  }
+  for (std::string_view field : {"name", "scopes"}) {
     if (!fields.Get(field).IsDefined()) return fields.Missing(field);
   }
   auto name = fields.ReadName(fields.Get("name"), "name", "caller name");
   if (!name.ok()) return name.status();
   caller.name = std::move(*name);
 
-  const YAML::Node hash = fields.Get("token_sha256");
-  auto hex = fields.ReadString(hash, "token_sha256");
-  if (!hex.ok()) return hex.status();
-  if (hex->size() != 64) {
-    return report.At(hash, fields.Path("token_sha256"),
-                     "expected the 64 hex digits of the token's SHA-256 (never the token), got " +
-                         std::to_string(hex->size()) + " characters");
-  }
-  for (size_t i = 0; i < caller.token_sha256.size(); ++i) {
-    const auto high = HexDigit((*hex)[2 * i]);
-    const auto low = HexDigit((*hex)[2 * i + 1]);
-    if (!high || !low) {
+  if (const YAML::Node hash = fields.Get("token_sha256"); hash.IsDefined()) {
+    auto hex = fields.ReadString(hash, "token_sha256");
+    if (!hex.ok()) return hex.status();
+    if (hex->size() != 64) {
       return report.At(hash, fields.Path("token_sha256"),
-                       "expected the 64 hex digits of the token's SHA-256, found a character "
-                       "that is not a hex digit");
+                       "expected the 64 hex digits of the token's SHA-256 (never the token), got " +
+                           std::to_string(hex->size()) + " characters");
     }
-    caller.token_sha256[i] = static_cast<uint8_t>(*high << 4 | *low);
+    std::array<uint8_t, 32> digest{};
+    for (size_t i = 0; i < digest.size(); ++i) {
+      const auto high = HexDigit((*hex)[2 * i]);
+      const auto low = HexDigit((*hex)[2 * i + 1]);
+      if (!high || !low) {
+        return report.At(hash, fields.Path("token_sha256"),
+                         "expected the 64 hex digits of the token's SHA-256, found a character "
+                         "that is not a hex digit");
+      }
+      digest[i] = static_cast<uint8_t>(*high << 4 | *low);
+    }
+    caller.token_sha256 = digest;
   }
 
   const YAML::Node scopes = fields.Get("scopes");
@@ -113,9 +126,17 @@ Status ParseAuthSection(const Reporter& report, const YAML::Node& node, Config& 
         return report.At(callers[i]["name"], path + ".name",
                          "duplicate caller name '" + caller->name + "'");
       }
-      if (earlier.token_sha256 == caller->token_sha256) {
+      if (caller->token_sha256 && earlier.token_sha256 == caller->token_sha256) {
         return report.At(callers[i]["token_sha256"], path + ".token_sha256",
                          "the same token as caller '" + earlier.name + "'");
+      }
+      for (size_t j = 0; j < caller->client_san.size(); ++j) {
+        if (std::ranges::find(earlier.client_san, caller->client_san[j]) !=
+            earlier.client_san.end()) {
+          return report.At(
+              callers[i]["client_san"][j], path + ".client_san[" + std::to_string(j) + "]",
+              "'" + caller->client_san[j] + "' is already caller '" + earlier.name + "''s");
+        }
       }
     }
     auth.callers.push_back(std::move(*caller));

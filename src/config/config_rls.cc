@@ -2,12 +2,13 @@
 #include <utility>
 
 #include "config/sections.h"
+#include "config/tls_identity.h"
 
 namespace sluice::config {
 
 Result<RlsConfig> ParseRlsSection(const Reporter& report, const YAML::Node& node) {
   Fields fields(report, node, "rls");
-  if (Status s = fields.Check({"config_dir", "grpc_listen", "shadow_mode", "quota_mode",
+  if (Status s = fields.Check({"config_dir", "grpc_listen", "tls", "shadow_mode", "quota_mode",
                                "x_ratelimit_headers", "on_error", "watch"});
       !s.ok()) {
     return s;
@@ -27,6 +28,12 @@ Result<RlsConfig> ParseRlsSection(const Reporter& report, const YAML::Node& node
       return report.At(listen, fields.Path("grpc_listen"), address.status().message());
     }
     rls.grpc_listen = *address;
+  }
+  if (const YAML::Node tls = fields.Get("tls"); tls.IsDefined()) {
+    if (!rls.grpc_listen) return report.At(tls, fields.Path("tls"), "needs grpc_listen");
+    auto parsed = ParseRlsTls(report, tls);
+    if (!parsed.ok()) return parsed.status();
+    rls.tls = std::move(*parsed);
   }
   for (auto [field, target] :
        {std::pair{"shadow_mode", &rls.shadow_mode}, std::pair{"quota_mode", &rls.quota_mode},

@@ -3,11 +3,21 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "http/api_json.h"
 #include "http/dashboard.h"
+#include "tls/peer_certificate.h"
 
 namespace sluice::http {
+
+using auth::AuthRefusal;
+using auth::Caller;
+using auth::CallerTable;
+
 namespace {
 
 using nlohmann::json;
@@ -148,14 +158,19 @@ bool Api::Authorize(const Request& request, std::string_view path, Exchange& exc
     RefuseCaller(AuthRefusal::kThrottled, "too many failed authentications; retry later", exchange);
     return false;
   }
-  const auto authentication = callers->Authenticate(
-      request.client ? request.client->header("Authorization") : std::nullopt);
+  std::vector<std::string> certificate_names;
+  if (request.peer_certificate) certificate_names = tls::DnsAndUriNames(*request.peer_certificate);
+  const auto authentication = callers->Identify(
+      request.client ? request.client->header("Authorization") : std::nullopt,
+      request.peer_certificate ? std::optional<std::span<const std::string>>(certificate_names)
+                               : std::nullopt);
   if (authentication.caller == nullptr) {
     auth_failures_.Count(peer);
     RefuseCaller(authentication.refusal,
                  authentication.refusal == AuthRefusal::kMissing
-                     ? "this path needs Authorization: Bearer <token>"
-                     : "the bearer token is no caller's",
+                     ? "this path needs Authorization: Bearer <token> or a caller's client "
+                       "certificate"
+                     : "the credential presented is no caller's",
                  exchange);
     return false;
   }

@@ -47,7 +47,7 @@
 // the others 404, as an unknown path, before any authentication: the decision port then tells
 // nothing of the operators' endpoints, and the operators' port nothing of the decisions.
 //
-// With callers (SetCallers, http/callers.h), every path but /healthz, /readyz, the dashboard's
+// With callers (SetCallers, auth/callers.h), every path but /healthz, /readyz, the dashboard's
 // files (which hold no data) and unknown ones needs `Authorization: Bearer TOKEN` of a caller
 // with the path's scope (check: /v1/check, /v1/acquire, /v1/auth, POST /json; admin: /v1/top,
 // DELETE /v1/keys; metrics: /metrics) and,
@@ -55,7 +55,7 @@
 // DELETE /v1/keys): 401 with
 // WWW-Authenticate: Bearer without a token or with an unknown one, 403 outside its scopes or
 // rules (a batch naming one rule it may not use is refused whole), and 429 while its address has
-// failed too often (http/auth_failures.h). A refused request reaches no handler and no store;
+// failed too often (auth/auth_failures.h). A refused request reaches no handler and no store;
 // /metrics counts it in sluice_auth_refused_total{reason}.
 //
 // Errors are {"error":"..."}: 400 bad JSON or check, 404 unknown path, 405 wrong method (with
@@ -81,12 +81,12 @@
 #include <string>
 #include <string_view>
 
+#include "auth/auth_failures.h"
+#include "auth/callers.h"
 #include "base/mutex.h"
 #include "http/acquire_handler.h"
 #include "http/answers.h"
-#include "http/auth_failures.h"
 #include "http/auth_handler.h"
-#include "http/callers.h"
 #include "http/check_handler.h"
 #include "http/exchange.h"
 #include "http/metrics.h"
@@ -142,9 +142,9 @@ class Api {
   // Whether GET /v1/top shows the keys denied most (default: no, it answers 403).
   void SetExposeKeys(bool expose) { top_.SetExposeKeys(expose); }
 
-  // Who may call, and what (http/callers.h); swapped atomically, as SetRules. Unset or not
+  // Who may call, and what (auth/callers.h); swapped atomically, as SetRules. Unset or not
   // enabled: anyone may call anything.
-  void SetCallers(std::shared_ptr<const CallerTable> callers);
+  void SetCallers(std::shared_ptr<const auth::CallerTable> callers);
 
   // Admits the store work of /v1/check, /v1/auth, /v1/acquire and /json by caller
   // (core/fair_admission.h); `admission` must outlive the Api. None by default. Set before
@@ -171,15 +171,15 @@ class Api {
                  std::string* who);
   // Answers 404: no such path on this listener.
   void NotFound(Endpoints endpoints, Exchange& exchange);
-  void RefuseCaller(AuthRefusal refusal, std::string_view message, Exchange& exchange);
+  void RefuseCaller(auth::AuthRefusal refusal, std::string_view message, Exchange& exchange);
   std::string AuthExposition() const;
 
   Metrics& metrics_;
-  AuthFailures auth_failures_;
-  std::array<std::atomic<uint64_t>, kAuthRefusalCount> auth_refused_{};
+  auth::AuthFailures auth_failures_;
+  std::array<std::atomic<uint64_t>, auth::kAuthRefusalCount> auth_refused_{};
   mutable base::Mutex rules_mu_;
   std::shared_ptr<const RuleTable> rules_ SLUICE_GUARDED_BY(rules_mu_);
-  std::shared_ptr<const CallerTable> callers_ SLUICE_GUARDED_BY(rules_mu_);
+  std::shared_ptr<const auth::CallerTable> callers_ SLUICE_GUARDED_BY(rules_mu_);
   TopKeys top_keys_{SystemClock::Instance()};
   Answers answers_{metrics_, top_keys_};
   CheckHandler checks_;

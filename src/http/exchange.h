@@ -51,7 +51,7 @@ struct Request {
   // What the listener it came in on serves; any other path is answered 404, as an unknown one.
   Endpoints endpoints = Endpoints::kAll;
   // The client's certificate, verified, under mTLS (server.tls.client_ca_file); null otherwise.
-  // tls::PresentsSan tells whether it names a caller's client_san.
+  // Its DNS and URI names identify a caller by client_san (auth/callers.h).
   const tls::PeerCertificate* peer_certificate = nullptr;
 };
 

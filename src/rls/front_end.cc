@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "rls/server_tls.h"
+
 namespace sluice::rls {
 namespace {
 
@@ -24,7 +26,9 @@ Result<std::shared_ptr<const ServiceConfig>> Load(const config::RlsConfig& confi
 
 }  // namespace
 
-Result<std::unique_ptr<FrontEnd>> FrontEnd::Start(const config::RlsConfig& config, Store& store) {
+Result<std::unique_ptr<FrontEnd>> FrontEnd::Start(
+    const config::RlsConfig& config, Store& store,
+    std::shared_ptr<const auth::CallerTable> callers) {
   // Seen before loading: whatever is written from now on is reloaded.
   auto settled = config.watch ? std::make_unique<SettledDirectory>(config.config_dir) : nullptr;
   auto loaded = Load(config);
@@ -33,7 +37,10 @@ Result<std::unique_ptr<FrontEnd>> FrontEnd::Start(const config::RlsConfig& confi
       std::make_unique<FrontEnd>(config, store, std::move(*loaded), std::move(settled));
   if (config.grpc_listen) {
     front_end->grpc_ = std::make_unique<GrpcServer>(front_end->service_);
-    if (Status s = front_end->grpc_->Start(config.grpc_listen->ToString()); !s.ok()) return s;
+    front_end->grpc_->SetCallers(std::move(callers));
+    if (Status s = front_end->grpc_->Start(config.grpc_listen->ToString(), config.tls); !s.ok()) {
+      return s;
+    }
   }
   return front_end;
 }
@@ -47,7 +54,17 @@ FrontEnd::FrontEnd(const config::RlsConfig& config, Store& store,
 
 FrontEnd::~FrontEnd() { Shutdown(Duration(0)); }
 
-Status FrontEnd::Reload() { return Reload(nullptr); }
+Status FrontEnd::Reload() {
+  if (config_.tls) {
+    if (Status s = CheckTlsFiles(*config_.tls); !s.ok()) {
+      spdlog::error(
+          "rls: {}; new TLS connections fail until the files hold a certificate and "
+          "its key",
+          s.message());
+    }
+  }
+  return Reload(nullptr);
+}
 
 Status FrontEnd::Reload(SettledDirectory* settled) {
   std::lock_guard lock(reload_mu_);

@@ -30,20 +30,29 @@ namespace sluice::rls {
 
 class FrontEnd {
  public:
-  // Loads the directory and starts serving gRPC if `config` has grpc_listen. `store` must
-  // outlive the front end.
-  static Result<std::unique_ptr<FrontEnd>> Start(const config::RlsConfig& config, Store& store);
+  // Loads the directory and starts serving gRPC if `config` has grpc_listen, to `callers` only
+  // when they are enabled (auth/callers.h). `store` must outlive the front end.
+  static Result<std::unique_ptr<FrontEnd>> Start(
+      const config::RlsConfig& config, Store& store,
+      std::shared_ptr<const auth::CallerTable> callers = nullptr);
   ~FrontEnd();
 
-  // Rereads the directory; the previous configuration stays if it is bad.
+  // Rereads the directory; the previous configuration stays if it is bad. Checks the TLS files
+  // too, logging an error when they no longer hold a certificate and its key (rls/server_tls.h).
   Status Reload();
+  // Who may call on gRPC from now on.
+  void SetCallers(std::shared_ptr<const auth::CallerTable> callers) {
+    if (grpc_) grpc_->SetCallers(std::move(callers));
+  }
   // Stops watching the directory and stops the gRPC server, waiting up to `grace` for its calls.
   void Shutdown(Duration grace);
 
   int grpc_port() const { return grpc_ ? grpc_->port() : 0; }
   size_t domains() const { return service_.config()->matcher.config().domains.size(); }
   Service& service() { return service_; }
-  std::string Exposition() const { return stats_.Exposition(); }
+  std::string Exposition() const {
+    return grpc_ ? stats_.Exposition() + grpc_->AuthExposition() : stats_.Exposition();
+  }
 
   // Watches the directory through `settled` when it is not null.
   FrontEnd(const config::RlsConfig& config, Store& store,

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "rls/server_tls.h"
 
 namespace sluice::rls {
 
@@ -32,12 +33,16 @@ grpc::Status ToGrpcStatus(const Status& status) {
 
 class GrpcServer::Handler final : public pb::RateLimitService::CallbackService {
  public:
-  explicit Handler(rls::Service& service) : service_(service) {}
+  Handler(rls::Service& service, CallerCheck& callers) : service_(service), callers_(callers) {}
 
   grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* context,
                                             const pb::RateLimitRequest* request,
                                             pb::RateLimitResponse* response) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    if (grpc::Status allowed = callers_.Check(*context, request->domain()); !allowed.ok()) {
+      reactor->Finish(allowed);
+      return reactor;
+    }
     // The peer ("ipv4:10.0.0.7:51234"): one Envoy's connection, whose calls share one share.
     service_.ShouldRateLimit(
         *request, *response, [reactor](Status status) { reactor->Finish(ToGrpcStatus(status)); },
@@ -47,17 +52,24 @@ class GrpcServer::Handler final : public pb::RateLimitService::CallbackService {
 
  private:
   rls::Service& service_;
+  CallerCheck& callers_;
 };
 
-GrpcServer::GrpcServer(rls::Service& service) : handler_(std::make_unique<Handler>(service)) {}
+GrpcServer::GrpcServer(rls::Service& service)
+    : handler_(std::make_unique<Handler>(service, callers_)) {}
 
 GrpcServer::~GrpcServer() { Shutdown(Duration(0)); }
 
-Status GrpcServer::Start(const std::string& address) {
+Status GrpcServer::Start(const std::string& address,
+                         const std::optional<config::RlsTlsConfig>& tls) {
+  if (tls) {
+    if (Status s = CheckTlsFiles(*tls); !s.ok()) return s;
+  }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort(
+      address, tls ? ServerCredentialsFor(*tls) : grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(handler_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {

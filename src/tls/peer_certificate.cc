@@ -54,13 +54,6 @@ std::vector<std::string> AlternativeNames(X509* certificate) {
   return names;
 }
 
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
-    return std::tolower(static_cast<unsigned char>(x)) ==
-           std::tolower(static_cast<unsigned char>(y));
-  });
-}
-
 }  // namespace
 
 PeerCertificate DescribeCertificate(X509* certificate) {
@@ -73,15 +66,14 @@ std::optional<PeerCertificate> VerifiedPeerCertificate(SSL* ssl) {
   return DescribeCertificate(certificate);
 }
 
-bool PresentsSan(const PeerCertificate& peer, std::string_view client_san) {
-  const size_t colon = client_san.find(':');
-  if (colon == std::string_view::npos) return false;
-  return std::any_of(peer.sans.begin(), peer.sans.end(), [&](const std::string& san) {
-    return san.size() == client_san.size() && san[colon] == ':' &&
-           EqualsIgnoringCase(std::string_view(san).substr(0, colon),
-                              client_san.substr(0, colon)) &&
-           std::string_view(san).substr(colon) == client_san.substr(colon);
-  });
+std::vector<std::string> DnsAndUriNames(const PeerCertificate& peer) {
+  std::vector<std::string> names;
+  for (const std::string& san : peer.sans) {
+    for (std::string_view kind : {"DNS:", "URI:"}) {
+      if (san.starts_with(kind)) names.push_back(san.substr(kind.size()));
+    }
+  }
+  return names;
 }
 
 }  // namespace sluice::tls

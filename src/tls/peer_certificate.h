@@ -24,8 +24,8 @@ PeerCertificate DescribeCertificate(X509* certificate);
 // nullopt when it presented none (or it was not verified).
 std::optional<PeerCertificate> VerifiedPeerCertificate(SSL* ssl);
 
-// Whether `peer` names `client_san` ("DNS:...", "URI:...", "IP:..."; the kind's letters in any
-// case, the name exactly), as server.auth identifies a caller by its certificate.
-bool PresentsSan(const PeerCertificate& peer, std::string_view client_san);
+// The DNS and URI names of `peer`'s SANs, without their kind ("checkout.internal",
+// "spiffe://prod/checkout"), as server.auth's client_san names a caller (auth/callers.h).
+std::vector<std::string> DnsAndUriNames(const PeerCertificate& peer);
 
 }  // namespace sluice::tls

@@ -314,8 +314,8 @@ TEST(ConfigTest, EachMistakeIsReportedWithFileLineAndField) {
        "bad.yaml:1: rls.on_error: unknown failure policy 'shrug' (expected fail_open, fail_closed "
        "or local_fallback) (or error)"},
       {"rls: {config_dir: d, shadow: true}\n",
-       "bad.yaml:1: rls.shadow: unknown field (expected config_dir, grpc_listen, shadow_mode, "
-       "quota_mode, x_ratelimit_headers, on_error, watch)"},
+       "bad.yaml:1: rls.shadow: unknown field (expected config_dir, grpc_listen, tls, "
+       "shadow_mode, quota_mode, x_ratelimit_headers, on_error, watch)"},
       {"rls: {config_dir: d, watch: often}\n", "bad.yaml:1: rls.watch: expected true or false"},
       {"listen: localhost\nrules: []\n",
        "bad.yaml:1: listen: bad listen address 'localhost': expected HOST:PORT"},

@@ -188,6 +188,48 @@ TEST_F(ServeTlsTest, MutualTlsTakesOnlyCertificatesOfTheClientAuthority) {
   EXPECT_EQ(MetricOnceAt(*with_certificate, "sluice_http_tls_handshake_failures_total", 3), 3);
 }
 
+TEST_F(ServeTlsTest, UnderMutualTlsACallerIsKnownByItsCertificatesName) {
+  auto clients = CertificateAuthority::Create("clients CA");
+  ASSERT_NE(clients, nullptr);
+  const IssuedCertificate checkout = clients->Issue("checkout", {"DNS:checkout.internal"});
+  const IssuedCertificate billing = clients->Issue("billing", {"URI:spiffe://test/billing"});
+  const IssuedCertificate nobody = clients->Issue("nobody", {"DNS:nobody.internal"});
+  std::string config = TlsConfig(server_, clients->ca_file());
+  config.replace(
+      config.find("}}\n"), 3,
+      "},\n  auth: {callers: [\n"
+      "    {name: checkout, client_san: [checkout.internal], scopes: [check], "
+      "rules: [api]},\n"
+      "    {name: billing, client_san: [\"spiffe://test/billing\"], scopes: [metrics]}]}}\n");
+  config += "  - { name: other, algorithm: gcra, limit: 1000000, period: 1s }\n";
+  TlsService service(config);
+  ASSERT_TRUE(service.up()) << service.process().Log();
+
+  auto as_checkout = HttpsClient(service.port(), ca_->ca_file(), &checkout);
+  auto checked = as_checkout->Post("/v1/check", kCheck, "application/json");
+  ASSERT_TRUE(checked) << httplib::to_string(checked.error());
+  EXPECT_EQ(checked->status, 200) << checked->body;
+  auto other_rule =
+      as_checkout->Post("/v1/check", R"({"rule":"other","key":"k"})", "application/json");
+  ASSERT_TRUE(other_rule);
+  EXPECT_EQ(other_rule->status, 403) << other_rule->body;
+  EXPECT_EQ(as_checkout->Get("/metrics")->status, 403);
+
+  auto as_billing = HttpsClient(service.port(), ca_->ca_file(), &billing);
+  EXPECT_EQ(as_billing->Post("/v1/check", kCheck, "application/json")->status, 403);
+  auto metrics = as_billing->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+
+  // A certificate the authority signed, naming no caller: no one.
+  auto as_nobody = HttpsClient(service.port(), ca_->ca_file(), &nobody);
+  auto refused = as_nobody->Post("/v1/check", kCheck, "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 401) << refused->body;
+  EXPECT_EQ(MetricValue(metrics->body, R"(sluice_checks_total{rule="api",result="allowed"})"), 1);
+  EXPECT_EQ(Metric(*as_billing, R"(sluice_checks_total{rule="api",result="allowed"})"), 1);
+}
+
 // A client that connects and never sends a ClientHello, or only half of one, holds its connection
 // no longer than server.read_timeout; each is counted as a failed handshake.
 TEST_F(ServeTlsTest, AHandshakeNeverStartedIsClosedAfterReadTimeout) {

@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """A second, independent client of the rate limit service: Debian's python3-grpcio with stubs
 generated at test time (grpc_tools.protoc) from the repository's protos, against the real
-`sluice serve`. Usage: python_client_test.py SLUICE_BINARY PROTO_DIR OUT_DIR"""
+`sluice serve`, in plaintext and over mutual TLS with callers' tokens (certificates made by the
+openssl command). Usage: python_client_test.py SLUICE_BINARY PROTO_DIR OUT_DIR"""
 import os
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 SLUICE, PROTO_DIR, OUT_DIR = sys.argv[1:4]
@@ -165,6 +167,130 @@ class PythonClient(unittest.TestCase):
 
     def test_stops_on_sigterm(self):
         # Runs last (alphabetical order): the service stops cleanly.
+        self.process.send_signal(signal.SIGTERM)
+        self.assertEqual(self.process.wait(timeout=10), 0)
+
+
+def openssl(directory, *args):
+    subprocess.run(["openssl", *args], cwd=directory, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def issue(directory, ca, name, sans):
+    """A key and a certificate signed by `ca` (its .pem and .key in `directory`) for `name`."""
+    key, csr, cert, ext = (os.path.join(directory, name + suffix)
+                           for suffix in (".key", ".csr", ".pem", ".ext"))
+    with open(ext, "w") as f:
+        f.write("basicConstraints = CA:FALSE\nextendedKeyUsage = serverAuth, clientAuth\n"
+                "subjectAltName = %s\n" % ",".join(sans))
+    openssl(directory, "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key)
+    openssl(directory, "req", "-new", "-key", key, "-out", csr, "-subj", "/CN=" + name)
+    openssl(directory, "x509", "-req", "-in", csr, "-CA", ca + ".pem", "-CAkey", ca + ".key",
+            "-CAcreateserial", "-days", "1", "-extfile", ext, "-out", cert)
+    return cert, key
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+# The gRPC port over mutual TLS with server.auth's callers: Envoy's client certificate and a
+# caller's token in the `authorization` metadata, as grpcio sends them.
+class PythonTlsClient(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        d = cls.dir.name
+        ca = os.path.join(d, "ca")
+        openssl(d, "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", ca + ".key")
+        openssl(d, "req", "-x509", "-new", "-key", ca + ".key", "-out", ca + ".pem", "-days", "1",
+                "-subj", "/CN=python test CA")
+        cls.ca = ca + ".pem"
+        server_cert, server_key = issue(d, ca, "localhost", ["DNS:localhost", "IP:127.0.0.1"])
+        cls.envoy = issue(d, ca, "envoy", ["DNS:envoy.mesh.internal"])
+        cls.other = issue(d, ca, "other", ["DNS:other.mesh.internal"])
+        rls_dir = os.path.join(d, "rls")
+        os.mkdir(rls_dir)
+        with open(os.path.join(rls_dir, "shop.yaml"), "w") as f:
+            f.write(DOMAIN)
+        cls.grpc_port = free_port()
+        config = os.path.join(d, "sluice.yaml")
+        # SHA-256 of "checkout-token".
+        checkout = "f73b9044d0a39db82876ca2560ec62234efc73e2560689b5b5a3fc92f70904e3"
+        with open(config, "w") as f:
+            f.write('listen: "127.0.0.1:%d"\n' % free_port())
+            f.write("server:\n  auth:\n    callers:\n")
+            f.write('      - {name: checkout, token_sha256: "%s", scopes: [check], '
+                    "domains: [shop]}\n" % checkout)
+            f.write("      - {name: envoy, client_san: [envoy.mesh.internal], scopes: [check], "
+                    "domains: [other]}\n")
+            f.write('rls: { config_dir: "%s", grpc_listen: "127.0.0.1:%d", watch: false,\n'
+                    '       tls: { cert_file: "%s", key_file: "%s", client_ca_file: "%s" } }\n'
+                    % (rls_dir, cls.grpc_port, server_cert, server_key, cls.ca))
+            f.write("rules: [ { name: api, algorithm: gcra, limit: 10, period: 1s } ]\n")
+        cls.log = open(os.path.join(d, "serve.log"), "w+")
+        cls.process = subprocess.Popen([SLUICE, "serve", "--config", config],
+                                       stdout=cls.log, stderr=subprocess.STDOUT)
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.process.poll() is None:
+            cls.process.kill()
+        cls.process.wait(timeout=10)
+        cls.log.close()
+        cls.dir.cleanup()
+
+    def channel(self, client):
+        import grpc
+        credentials = grpc.ssl_channel_credentials(
+            root_certificates=read(self.ca),
+            private_key=read(client[1]) if client else None,
+            certificate_chain=read(client[0]) if client else None)
+        channel = grpc.secure_channel("127.0.0.1:%d" % self.grpc_port, credentials,
+                                      options=(("grpc.ssl_target_name_override", "localhost"),
+                                               ("grpc.use_local_subchannel_pool", 1)))
+        self.addCleanup(channel.close)
+        return channel
+
+    def ask(self, client, domain, token=None):
+        from envoy.service.ratelimit.v3 import rls_pb2, rls_pb2_grpc
+        from envoy.extensions.common.ratelimit.v3 import ratelimit_pb2
+        request = rls_pb2.RateLimitRequest(domain=domain)
+        request.descriptors.add().entries.append(
+            ratelimit_pb2.RateLimitDescriptor.Entry(key=b"user", value=b"carol"))
+        metadata = (("authorization", "Bearer " + token),) if token else None
+        stub = rls_pb2_grpc.RateLimitServiceStub(self.channel(client))
+        return stub.ShouldRateLimit(request, timeout=10, metadata=metadata, wait_for_ready=False)
+
+    def code(self, *args, **kwargs):
+        import grpc
+        try:
+            self.ask(*args, **kwargs)
+            return grpc.StatusCode.OK
+        except grpc.RpcError as error:
+            return error.code()
+
+    def test_mutual_tls_and_tokens(self):
+        import grpc
+        from envoy.service.ratelimit.v3 import rls_pb2
+        deadline = time.monotonic() + 10
+        while self.code(self.other, "shop", "checkout-token") == grpc.StatusCode.UNAVAILABLE:
+            self.assertLess(time.monotonic(), deadline, "the service never came up")
+            time.sleep(0.1)
+        # The token identifies checkout, whose domain shop is: carol's first of 2 a day is spent.
+        # Envoy's certificate identifies envoy, whose domain shop is not.
+        self.assertEqual(self.code(self.envoy, "shop"), grpc.StatusCode.PERMISSION_DENIED)
+        self.assertEqual(self.code(self.other, "shop"), grpc.StatusCode.UNAUTHENTICATED)
+        self.assertEqual(self.code(self.other, "shop", "not-a-token"),
+                         grpc.StatusCode.UNAUTHENTICATED)
+        # No client certificate: no connection, no decision.
+        self.assertEqual(self.code(None, "shop", "checkout-token"), grpc.StatusCode.UNAVAILABLE)
+        # The refused calls spent nothing: carol has her second request still.
+        answer = self.ask(self.other, "shop", "checkout-token")
+        self.assertEqual(answer.overall_code, rls_pb2.RateLimitResponse.OK)
+        self.assertEqual(answer.statuses[0].limit_remaining, 0)
+        self.assertNotIn(b"not-a-token", read(self.log.name))
         self.process.send_signal(signal.SIGTERM)
         self.assertEqual(self.process.wait(timeout=10), 0)
 

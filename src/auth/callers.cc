@@ -1,4 +1,4 @@
-#include "http/callers.h"
+#include "auth/callers.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
-namespace sluice::http {
+namespace sluice::auth {
 namespace {
 
 bool AllowsName(const std::optional<std::vector<std::string>>& names, std::string_view name) {
@@ -48,10 +48,18 @@ std::shared_ptr<const CallerTable> CallerTable::Build(const config::AuthConfig& 
   auto table = std::make_shared<CallerTable>();
   table->enabled_ = auth.enabled;
   for (const config::CallerConfig& caller : auth.callers) {
-    table->entries_.push_back(
-        {caller.token_sha256, Caller{caller.name, caller.scopes, caller.rules, caller.domains}});
+    table->entries_.push_back({caller.token_sha256, caller.client_san,
+                               Caller{caller.name, caller.scopes, caller.rules, caller.domains}});
   }
   return table;
+}
+
+CallerTable::Authentication CallerTable::Identify(
+    std::optional<std::string_view> authorization,
+    std::optional<std::span<const std::string>> sans) const {
+  if (authorization || !sans) return Authenticate(authorization);
+  const Caller* caller = ByClientSans(*sans);
+  return {caller, caller ? AuthRefusal::kMissing : AuthRefusal::kUnknown};
 }
 
 CallerTable::Authentication CallerTable::Authenticate(
@@ -67,11 +75,25 @@ CallerTable::Authentication CallerTable::Authenticate(
   // Every caller's digest is compared, the match only remembered: no exit at the first.
   const Caller* found = nullptr;
   for (const Entry& entry : entries_) {
-    const bool same = CRYPTO_memcmp(entry.token_sha256.data(), digest.data(), digest.size()) == 0;
+    if (!entry.token_sha256) continue;  // which callers have tokens is no secret
+    const bool same = CRYPTO_memcmp(entry.token_sha256->data(), digest.data(), digest.size()) == 0;
     if (same) found = &entry.caller;
   }
   if (found == nullptr) return {nullptr, AuthRefusal::kUnknown};
   return {found, AuthRefusal::kMissing};
+}
+
+const Caller* CallerTable::ByClientSans(std::span<const std::string> sans) const {
+  const Caller* found = nullptr;
+  for (const Entry& entry : entries_) {
+    const bool named = std::ranges::any_of(sans, [&](const std::string& san) {
+      return std::ranges::find(entry.client_san, san) != entry.client_san.end();
+    });
+    if (!named) continue;
+    if (found != nullptr) return nullptr;
+    found = &entry.caller;
+  }
+  return found;
 }
 
 bool CallerTable::AllowsRule(const Caller& caller, std::string_view rule) {
@@ -82,4 +104,4 @@ bool CallerTable::AllowsDomain(const Caller& caller, std::string_view domain) {
   return AllowsName(caller.domains, domain);
 }
 
-}  // namespace sluice::http
+}  // namespace sluice::auth

@@ -14,7 +14,7 @@
 #include "sluice/limiter.h"
 #include "sluice/memory_store.h"
 
-namespace sluice::http {
+namespace sluice::auth {
 
 inline constexpr int64_t kMaxAuthFailuresPerSecond = 10;
 inline constexpr size_t kAuthFailureMemory = size_t{1} << 20;
@@ -33,4 +33,4 @@ class AuthFailures {
   Limiter failures_;
 };
 
-}  // namespace sluice::http
+}  // namespace sluice::auth

@@ -1,8 +1,8 @@
-#include "http/auth_failures.h"
+#include "auth/auth_failures.h"
 
 #include <chrono>
 
-namespace sluice::http {
+namespace sluice::auth {
 namespace {
 
 Limit FailureLimit() {
@@ -28,4 +28,4 @@ bool AuthFailures::Throttled(std::string_view peer) const {
 
 void AuthFailures::Count(std::string_view peer) { (void)failures_.Check(KeyOf(peer), 1); }
 
-}  // namespace sluice::http
+}  // namespace sluice::auth

@@ -1,6 +1,6 @@
 // The caller table of server.auth: the config that builds it (refused when bad, with the file,
 // line and field), Authenticate's Bearer parsing, and what each caller's scopes and rules allow.
-#include "http/callers.h"
+#include "auth/callers.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "config/config.h"
 
-namespace sluice::http {
+namespace sluice::auth {
 namespace {
 
 // SHA-256 of "checkout-token" and "ops-token" (printf %s TOKEN | sha256sum).
@@ -57,8 +57,9 @@ TEST(CallersConfigTest, ParsesCallersWithTheirScopesAndRules) {
   ASSERT_TRUE(auth.enabled);
   ASSERT_EQ(auth.callers.size(), 2u);
   EXPECT_EQ(auth.callers[0].name, "checkout");
-  EXPECT_EQ(auth.callers[0].token_sha256[0], 0xf7);
-  EXPECT_EQ(auth.callers[0].token_sha256[31], 0xe3);
+  ASSERT_TRUE(auth.callers[0].token_sha256.has_value());
+  EXPECT_EQ((*auth.callers[0].token_sha256)[0], 0xf7);
+  EXPECT_EQ((*auth.callers[0].token_sha256)[31], 0xe3);
   EXPECT_EQ(auth.callers[0].scopes, config::kScopeCheck);
   EXPECT_EQ(auth.callers[0].rules, (std::vector<std::string>{"api", "login"}));
   EXPECT_EQ(auth.callers[1].scopes, config::kScopeAdmin | config::kScopeMetrics);
@@ -94,14 +95,25 @@ TEST(CallersConfigTest, RefusesBadCallersNamingFileLineAndField) {
   EXPECT_EQ(ParseError(ConfigWith(CallerLine("a", kOpsHash, "scopes: [check]") +
                                   CallerLine("b", kOpsHash, "scopes: [check]"))),
             "s.yaml:9: server.auth.callers[1].token_sha256: the same token as caller 'a'");
-  EXPECT_EQ(ParseError(ConfigWith(CallerLine("a", kOpsHash, "scopes: [check], client_san: [x]"))),
-            "s.yaml:8: server.auth.callers[0].client_san: unknown field (expected name, "
-            "token_sha256, scopes, rules, domains)");
+  EXPECT_EQ(ParseError(ConfigWith(CallerLine("a", kOpsHash, "scopes: [check], san: [x]"))),
+            "s.yaml:8: server.auth.callers[0].san: unknown field (expected name, "
+            "token_sha256, client_san, scopes, rules, domains)");
+  EXPECT_EQ(ParseError(ConfigWith(CallerLine("a", kOpsHash, "scopes: [check], client_san: []"))),
+            "s.yaml:8: server.auth.callers[0].client_san: expected a non-empty list of subject "
+            "alternative names");
+  EXPECT_EQ(
+      ParseError(ConfigWith(CallerLine("a", kOpsHash, "scopes: [check], client_san: [\"a b\"]"))),
+      "s.yaml:8: server.auth.callers[0].client_san[0]: expected a DNS or URI name: 1 to 1024 "
+      "printable ASCII characters, no spaces");
+  EXPECT_EQ(ParseError(ConfigWith("      - {name: a, client_san: [x, y], scopes: [check]}\n"
+                                  "      - {name: b, client_san: [y], scopes: [check]}\n")),
+            "s.yaml:9: server.auth.callers[1].client_san[0]: 'y' is already caller 'a''s");
   EXPECT_EQ(ParseError(ConfigWith(CallerLine("a", kOpsHash, "scopes: [check], domains: [d]"))),
             "s.yaml:8: server.auth.callers[0].domains: RLS domains need the rate limit service "
             "(rls.config_dir)");
   EXPECT_EQ(ParseError(ConfigWith("      - {name: a, scopes: [check]}\n")),
-            "s.yaml:8: server.auth.callers[0].token_sha256: missing required field");
+            "s.yaml:8: server.auth.callers[0].token_sha256: expected token_sha256, client_san or "
+            "both");
 }
 
 TEST(CallerTableTest, AuthenticatesABearerTokenByItsHash) {
@@ -154,5 +166,34 @@ TEST(CallerTableTest, ScopesAndRulesAllowOnlyWhatTheConfigGives) {
   EXPECT_TRUE(CallerTable::AllowsDomain(checkout, "anything"));
 }
 
+// A caller known by its client certificate: any one of the certificate's names picks it, a
+// name of no caller's picks none, and a certificate naming two callers identifies neither.
+TEST(CallerTableTest, FindsACallerByItsClientCertificateNames) {
+  auto config = config::ParseConfig(
+      ConfigWith(
+          "      - {name: envoy, client_san: [envoy.mesh.internal, \"spiffe://mesh/envoy\"], "
+          "scopes: [check]}\n" +
+          CallerLine("ops", kOpsHash, "client_san: [ops.internal], scopes: [admin]")),
+      "s.yaml");
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_FALSE(config->server.auth.callers[0].token_sha256.has_value());
+  auto table = CallerTable::Build(config->server.auth);
+  using Names = std::vector<std::string>;
+  for (const Names& names : {Names{"envoy.mesh.internal"}, Names{"x", "spiffe://mesh/envoy"}}) {
+    const Caller* caller = table->ByClientSans(names);
+    ASSERT_NE(caller, nullptr) << names.back();
+    EXPECT_EQ(caller->name, "envoy");
+  }
+  EXPECT_EQ(table->ByClientSans(Names{"ops.internal"})->name, "ops");
+  // Both credentials identify ops.
+  EXPECT_EQ(table->Authenticate("Bearer ops-token").caller->name, "ops");
+  for (const Names& names : {Names{}, Names{"envoy.mesh"}, Names{"ENVOY.mesh.internal"},
+                             Names{"envoy.mesh.internal", "ops.internal"}}) {
+    EXPECT_EQ(table->ByClientSans(names), nullptr) << names.size();
+  }
+  // A caller without a token is never matched by one.
+  EXPECT_EQ(table->Authenticate("Bearer ").refusal, AuthRefusal::kMissing);
+}
+
 }  // namespace
-}  // namespace sluice::http
+}  // namespace sluice::auth

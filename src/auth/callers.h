@@ -1,7 +1,9 @@
 // Who may call the decision service: the callers of the config's server.auth, each known by the
-// SHA-256 of its token, and what each may do (its scopes, and the rules and RLS domains it may
-// spend). No HTTP here: the HTTP routing (api.h) asks it, and so can any other front end that
-// finds a caller's credential (a gRPC `authorization` metadata, a client certificate's SAN).
+// SHA-256 of its token or by the names of its client certificate (or both: either credential
+// identifies it), and what each may do (its scopes, and the rules and RLS domains it may spend).
+// No front end here: the HTTP routing (http/api.h) and the gRPC rate limit service
+// (rls/grpc_server.h) find the credential (an Authorization header, the `authorization` metadata,
+// a verified client certificate's names) and ask.
 //
 // Authenticate hashes the presented token once with SHA-256 and compares the digest with every
 // caller's, each in constant time (CRYPTO_memcmp) and without stopping at a match, so that the
@@ -13,13 +15,14 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "config/config.h"
 
-namespace sluice::http {
+namespace sluice::auth {
 
 // Why a request was refused before it reached a handler.
 enum class AuthRefusal {
@@ -55,6 +58,19 @@ class CallerTable {
   };
   Authentication Authenticate(std::optional<std::string_view> authorization) const;
 
+  // The caller whose client_san holds one of `sans`, the DNS and URI subject alternative names of
+  // a client certificate the TLS handshake has verified; null when none does, or when the names
+  // belong to two callers (an ambiguous certificate identifies no one). For every front end
+  // serving mutual TLS.
+  const Caller* ByClientSans(std::span<const std::string> sans) const;
+
+  // Who a request comes from, for every front end: its token (an Authorization header, gRPC's
+  // `authorization` metadata) when it presents one, whatever its certificate; else the client
+  // certificate's DNS and URI names `sans` when the handshake verified one (ByClientSans); else
+  // no one (kMissing).
+  Authentication Identify(std::optional<std::string_view> authorization,
+                          std::optional<std::span<const std::string>> sans) const;
+
   static bool Allows(const Caller& caller, config::Scope scope) {
     return (caller.scopes & scope) != 0;
   }
@@ -63,11 +79,12 @@ class CallerTable {
 
  private:
   struct Entry {
-    std::array<uint8_t, 32> token_sha256;
+    std::optional<std::array<uint8_t, 32>> token_sha256;
+    std::vector<std::string> client_san;
     Caller caller;
   };
   bool enabled_ = false;
   std::vector<Entry> entries_;
 };
 
-}  // namespace sluice::http
+}  // namespace sluice::auth
