@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "config/duration.h"
+#include "config/store_url.h"
 #include "config/yaml_fields.h"
 
 namespace sluice::config {
@@ -555,7 +556,8 @@ bool UrlHoldsPassword(std::string_view url) {
          url.substr(userinfo, at - userinfo).find(':') != std::string_view::npos;
 }
 
-// The password in the file at `path`, less one trailing newline; an error never holds it.
+}  // namespace
+
 Result<std::string> ReadPasswordFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::InvalidArgument("cannot open '" + path + "': " + std::strerror(errno));
@@ -575,6 +577,8 @@ Result<std::string> ReadPasswordFile(const std::string& path) {
   }
   return text;
 }
+
+namespace {
 
 // store.key_prefix, and the password from store.password_file or store.password_env.
 Status ParseStoreAccess(const Reporter& report, const Fields& fields, StoreConfig& store) {
@@ -662,7 +666,8 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
   if (const YAML::Node store = top.Get("store"); store.IsDefined()) {
     Fields fields(report, store, "store");
     if (Status s = fields.Check({"url", "timeout_ms", "instances", "max_memory", "key_prefix",
-                                 "password_file", "password_env"});
+                                 "password_file", "password_env", "sentinel_password_file",
+                                 "sentinel_password_env"});
         !s.ok()) {
       return s;
     }
@@ -697,6 +702,7 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
       config.store.max_memory = *bytes;
     }
     if (Status s = ParseStoreAccess(report, fields, config.store); !s.ok()) return s;
+    if (Status s = ParseStoreUrlAndSentinel(report, fields, config.store); !s.ok()) return s;
   }
 
   if (const YAML::Node server = top.Get("server"); server.IsDefined()) {
