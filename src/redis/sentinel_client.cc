@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 
 #include "redis/connection.h"
 #include "redis/sentinel_link.h"
@@ -69,13 +70,17 @@ SentinelClient::SentinelClient(SentinelClientOptions options)
     : options_(std::move(options)),
       threads_(std::make_shared<IoThreads>(std::max(1, options_.sentinel.master.io_threads))),
       alarm_(std::make_shared<Alarm>()),
-      sentinels_(options_.sentinel.sentinels) {}
+      sentinels_(options_.sentinel.sentinels) {
+  for (const std::string& address : sentinels_) {
+    subscriptions_.emplace_back().address = address;
+  }
+}
 
 SentinelClient::~SentinelClient() {
   stop_.store(true);
   alarm_->Raise();
   if (thread_.joinable()) thread_.join();
-  subscription_.reset();
+  subscriptions_.clear();
   Master last;
   {
     base::MutexLock lock(mu_);
@@ -193,6 +198,12 @@ bool SentinelClient::Discover() {
   const Duration timeout = sentinel.master.connect_timeout;
   std::string host;
   int port = 0;
+  if (!announced_.empty()) {
+    const auto colon = announced_.rfind(':');
+    host = announced_.substr(0, colon);
+    port = std::atoi(announced_.c_str() + colon + 1);
+    announced_.clear();
+  }
   for (size_t i = 0; i < sentinels_.size() && port == 0; ++i) {
     auto link = SentinelLink::Connect(sentinels_[i], sentinel.sentinel_password, timeout);
     if (!link.ok()) continue;
@@ -245,47 +256,58 @@ bool SentinelClient::Discover() {
   return true;
 }
 
-void SentinelClient::Subscribe() {
-  const size_t n = sentinels_.size();
-  const std::string address = sentinels_[next_subscription_ % n];
+void SentinelClient::Subscribe(Subscription& subscription) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < subscription.next_attempt) return;
+  subscription.next_attempt = now + options_.recheck_interval;  // a sentinel down: not at once
   const Duration timeout = options_.sentinel.master.connect_timeout;
-  auto link = SentinelLink::Connect(address, options_.sentinel.sentinel_password, timeout);
-  if (link.ok()) {
-    const std::string_view subscribe[] = {"SUBSCRIBE", kSwitchMaster};
-    auto confirmed = (*link)->Call(subscribe, timeout);
-    if (confirmed.ok() && confirmed->type == Reply::Type::kArray && !confirmed->elements.empty() &&
-        confirmed->elements[0].str == "subscribe") {
-      subscription_ = std::move(*link);
-      last_subscription_read_ = std::chrono::steady_clock::now();
-      discover_now_ = true;  // a switch announced while no link was subscribed
-      return;
-    }
+  auto link =
+      SentinelLink::Connect(subscription.address, options_.sentinel.sentinel_password, timeout);
+  if (!link.ok()) return;
+  const std::string_view subscribe[] = {"SUBSCRIBE", kSwitchMaster};
+  auto confirmed = (*link)->Call(subscribe, timeout);
+  if (confirmed.ok() && confirmed->type == Reply::Type::kArray && !confirmed->elements.empty() &&
+      confirmed->elements[0].str == "subscribe") {
+    subscription.link = std::move(*link);
+    subscription.last_read = std::chrono::steady_clock::now();
+    discover_now_ = true;  // a switch announced while no link was subscribed
   }
-  ++next_subscription_;
 }
 
-void SentinelClient::ReadMessages() {
-  while (subscription_ != nullptr) {
-    auto next = subscription_->Next(Duration::zero());
+void SentinelClient::ReadMessages(Subscription& subscription) {
+  while (subscription.link != nullptr) {
+    auto next = subscription.link->Next(Duration::zero());
     if (!next.ok()) {
-      subscription_.reset();
-      ++next_subscription_;
+      subscription.link.reset();
       discover_now_ = true;
       return;
     }
     if (!next->has_value()) return;
-    last_subscription_read_ = std::chrono::steady_clock::now();
+    subscription.last_read = std::chrono::steady_clock::now();
     const Reply& message = **next;
     if (message.type != Reply::Type::kArray || message.elements.size() != 3 ||
         message.elements[0].str != "message" || message.elements[1].str != kSwitchMaster) {
       continue;  // PING's pong
     }
     // "<master name> <old ip> <old port> <new ip> <new port>"
-    const std::string& text = message.elements[2].str;
-    if (text.substr(0, text.find(' ')) != options_.sentinel.master_name) continue;
+    std::vector<std::string_view> words;
+    std::string_view text = message.elements[2].str;
+    while (!text.empty()) {
+      const auto space = text.find(' ');
+      words.push_back(text.substr(0, space));
+      text = space == std::string_view::npos ? std::string_view() : text.substr(space + 1);
+    }
+    if (words.size() != 5 || words[0] != options_.sentinel.master_name) continue;
     {
       base::MutexLock lock(mu_);
       ++stats_.announcements;
+    }
+    announced_ = std::string(words[3]) + ":" + std::string(words[4]);
+    // It knows the newest configuration: ask it first from now on, and not one that has yet to
+    // hear of the switch (which would name the old master, still one until it is reconfigured).
+    if (auto it = std::find(sentinels_.begin(), sentinels_.end(), subscription.address);
+        it != sentinels_.end()) {
+      std::rotate(sentinels_.begin(), it, it + 1);
     }
     discover_now_ = true;
     last_discovery_ = {};  // at once, whatever the gap since the last
@@ -309,25 +331,28 @@ void SentinelClient::ReleaseRetired(bool all) {
 void SentinelClient::Run() {
   using std::chrono::steady_clock;
   const auto cap = std::chrono::milliseconds(100);
+  std::vector<pollfd> fds;
+  std::vector<Subscription*> polled;
   while (!stop_.load()) {
     auto now = steady_clock::now();
     const bool recheck = now - last_discovery_ >= options_.recheck_interval;
     if ((discover_now_ || recheck) && now - last_discovery_ >= options_.rediscover_min_gap) {
       if (!Discover()) discover_now_ = true;
-      if (recheck && subscription_ != nullptr) {
+      for (Subscription& s : subscriptions_) {
         const std::string_view ping[] = {"PING"};
-        if (!subscription_->Send(ping, options_.sentinel.master.connect_timeout).ok()) {
-          subscription_.reset();
-          ++next_subscription_;
+        if (recheck && s.link != nullptr &&
+            !s.link->Send(ping, options_.sentinel.master.connect_timeout).ok()) {
+          s.link.reset();
         }
       }
     }
     if (stop_.load()) break;
-    if (subscription_ == nullptr) {
-      Subscribe();
-    } else if (steady_clock::now() - last_subscription_read_ > 3 * options_.recheck_interval) {
-      subscription_.reset();  // a sentinel that answers no PING
-      ++next_subscription_;
+    for (Subscription& s : subscriptions_) {
+      if (s.link == nullptr) {
+        Subscribe(s);
+      } else if (steady_clock::now() - s.last_read > 3 * options_.recheck_interval) {
+        s.link.reset();  // a sentinel that answers no PING
+      }
     }
     ReleaseRetired(/*all=*/false);
 
@@ -335,18 +360,22 @@ void SentinelClient::Run() {
     const auto next =
         last_discovery_ + (discover_now_ ? options_.rediscover_min_gap : options_.recheck_interval);
     const auto wait = std::clamp(std::chrono::ceil<std::chrono::milliseconds>(next - now),
-                                 std::chrono::milliseconds(0),
-                                 subscription_ != nullptr ? cap : std::chrono::milliseconds(20));
-    pollfd fds[2] = {{.fd = alarm_->fd, .events = POLLIN, .revents = 0},
-                     {.fd = subscription_ != nullptr ? subscription_->fd() : -1,
-                      .events = POLLIN,
-                      .revents = 0}};
-    if (::poll(fds, 2, static_cast<int>(wait.count())) <= 0) continue;
+                                 std::chrono::milliseconds(0), cap);
+    fds.assign(1, pollfd{.fd = alarm_->fd, .events = POLLIN, .revents = 0});
+    polled.clear();
+    for (Subscription& s : subscriptions_) {
+      if (s.link == nullptr) continue;
+      fds.push_back(pollfd{.fd = s.link->fd(), .events = POLLIN, .revents = 0});
+      polled.push_back(&s);
+    }
+    if (::poll(fds.data(), fds.size(), static_cast<int>(wait.count())) <= 0) continue;
     if (fds[0].revents != 0) {
       alarm_->Clear();
       discover_now_ = true;
     }
-    if (fds[1].revents != 0) ReadMessages();
+    for (size_t i = 0; i < polled.size(); ++i) {
+      if (fds[i + 1].revents != 0) ReadMessages(*polled[i]);
+    }
   }
 }
 

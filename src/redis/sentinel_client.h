@@ -4,8 +4,9 @@
 // of that address whose connections are used only once the server has said ROLE master
 // (ClientOptions::require_master): no call ever reaches a replica, even on a connection to the
 // old address re-established after a failover. It follows failovers:
-//   - it is subscribed to +switch-master on one sentinel (another one when that link drops), and
-//     asks the sentinels again when the master it uses is announced switched;
+//   - it is subscribed to +switch-master on every sentinel (re-subscribing when a link drops or
+//     stops answering PING), and takes the master the first announcement names (once it has
+//     said ROLE master);
 //   - it asks again whenever the master refuses a call with READONLY (that Client is then no
 //     longer used) or a call fails with UNAVAILABLE (a connection lost), at most every
 //     rediscover_min_gap, and every recheck_interval in any case.
@@ -87,12 +88,20 @@ class SentinelClient final : public Client {
   ReplyCallback Watched(std::shared_ptr<Client> client, ReplyCallback done);
   BatchReplyCallback WatchedBatch(std::shared_ptr<Client> client, BatchReplyCallback done);
 
+  // A +switch-master subscription on one sentinel, re-made when it drops.
+  struct Subscription {
+    std::string address;
+    std::unique_ptr<class SentinelLink> link;
+    std::chrono::steady_clock::time_point last_read{}, next_attempt{};
+  };
+
   // The sentinels' thread.
   void Run();
-  // Asks the sentinels and puts a verified master in use; false when none is in use.
+  // Puts a verified master in use: the one last announced by +switch-master if any, else the one
+  // the sentinels name; false when none is in use.
   bool Discover();
-  void Subscribe();
-  void ReadMessages();
+  void Subscribe(Subscription& subscription);
+  void ReadMessages(Subscription& subscription);
   void ReleaseRetired(bool all);
 
   const SentinelClientOptions options_;
@@ -104,12 +113,12 @@ class SentinelClient final : public Client {
 
   // The sentinels' thread only.
   std::vector<std::string> sentinels_;  // the one that answered last first
-  std::unique_ptr<class SentinelLink> subscription_;
-  size_t next_subscription_ = 0;
+  // On every sentinel: the first to announce a switch is the first heard.
+  std::vector<Subscription> subscriptions_;
+  std::string announced_;  // "host:port" of the last +switch-master not yet acted on
   std::vector<std::pair<std::shared_ptr<Client>, std::chrono::steady_clock::time_point>> retired_;
   bool discover_now_ = true;
   std::chrono::steady_clock::time_point last_discovery_{};
-  std::chrono::steady_clock::time_point last_subscription_read_{};
 
   std::atomic<bool> stop_{false};
   std::thread thread_;

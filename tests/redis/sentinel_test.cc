@@ -256,8 +256,7 @@ class HttpLoad {
  private:
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_{false};
-  std::atomic<int64_t> max_us_{0}, errors_{0}, degraded_{0}, from_store_{0}, counted_admitted_{0},
-      last_store_{0};
+  std::atomic<int64_t> max_us_{0}, errors_{0}, degraded_{0}, from_store_{0}, counted_admitted_{0};
 };
 
 // What a poller saw of the two data servers every 5 ms: whether a script ran on a server while
