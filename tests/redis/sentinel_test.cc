@@ -8,6 +8,7 @@
 // replica, and the admissions the failover lost (asynchronous replication) counted and printed.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include <atomic>
@@ -153,6 +154,23 @@ TEST(SentinelConfig, ABadStoreUrlIsRefusedAtItsLine) {
     EXPECT_NE(log.find(c.says), std::string::npos) << log;
     EXPECT_EQ(log.find("hunter2"), std::string::npos) << log;
   }
+}
+
+// And a SIGHUP with such a file keeps the running config serving.
+TEST(SentinelConfig, ASighupWithABadStoreUrlKeepsTheOldConfig) {
+  Service service("rules:\n  - {name: api, algorithm: gcra, limit: 100, period: 1m}\n");
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  sluice::testing::WriteFile(service.config_path(),
+                             "rules:\n  - {name: api, algorithm: gcra, limit: 100, period: 1m}\n"
+                             "store:\n  url: \"redis+sentinel://:hunter2@127.0.0.1:26379\"\n");
+  service.process().Signal(SIGHUP);
+  ASSERT_TRUE(service.process().WaitForLog("reload rejected")) << service.process().Log();
+  const std::string log = service.process().Log();
+  EXPECT_NE(log.find(service.config_path() + ":4: store.url:"), std::string::npos) << log;
+  EXPECT_EQ(log.find("hunter2"), std::string::npos) << log;
+  auto r = service.Client().Post("/v1/check", R"({"rule":"api","key":"k"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
 }
 
 // The time the first +switch-master for the master was announced, as a client subscribed on
