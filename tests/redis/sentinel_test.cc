@@ -174,26 +174,29 @@ TEST(SentinelConfig, ASighupWithABadStoreUrlKeepsTheOldConfig) {
 }
 
 // The time the first +switch-master for the master was announced, as a client subscribed on
-// a sentinel sees it.
+// every sentinel sees it.
 class SwitchWatch {
  public:
-  SwitchWatch(int sentinel_port, const std::string& master_name) {
-    auto link = sluice::redis::SentinelLink::Connect("127.0.0.1:" + std::to_string(sentinel_port),
-                                                     kSentinelPassword, 1s);
-    if (!link.ok()) return;
-    link_ = std::move(*link);
-    const std::string_view subscribe[] = {"SUBSCRIBE", "+switch-master"};
-    if (!link_->Call(subscribe, 1s).ok()) return;
+  SwitchWatch(const std::vector<int>& sentinel_ports, const std::string& master_name) {
+    for (int port : sentinel_ports) {
+      auto link = sluice::redis::SentinelLink::Connect("127.0.0.1:" + std::to_string(port),
+                                                       kSentinelPassword, 1s);
+      if (!link.ok()) return;
+      const std::string_view subscribe[] = {"SUBSCRIBE", "+switch-master"};
+      if (!(*link)->Call(subscribe, 1s).ok()) return;
+      links_.push_back(std::move(*link));
+    }
     thread_ = std::thread([this, master_name] {
-      while (!stop_.load()) {
-        auto next = link_->Next(50ms);
-        if (!next.ok()) return;
-        if (!next->has_value()) continue;
-        const auto& m = **next;
-        if (m.elements.size() == 3 && m.elements[2].str.starts_with(master_name + " ")) {
-          at_ = Steady::now().time_since_epoch().count();
-          return;
+      while (!stop_.load() && at_.load() == 0) {
+        for (auto& link : links_) {
+          auto next = link->Next(0ms);
+          if (!next.ok() || !next->has_value()) continue;
+          const auto& m = **next;
+          if (m.elements.size() == 3 && m.elements[2].str.starts_with(master_name + " ")) {
+            at_ = Steady::now().time_since_epoch().count();
+          }
         }
+        std::this_thread::sleep_for(1ms);
       }
     });
   }
@@ -209,7 +212,7 @@ class SwitchWatch {
   }
 
  private:
-  std::unique_ptr<sluice::redis::SentinelLink> link_;
+  std::vector<std::unique_ptr<sluice::redis::SentinelLink>> links_;
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> at_{0};
   std::thread thread_;
@@ -217,7 +220,9 @@ class SwitchWatch {
 
 constexpr auto kDeadline = 50ms;  // store.timeout_ms's default
 // As tests/http/serve_fault_test.cc: the decision's own 10 ms and 15 ms for an HTTP exchange on
-// loopback on a loaded 2-core machine; bounds add the worst stall a StallWatch saw.
+// loopback on a loaded 2-core machine. Bounds add twice the worst stall a StallWatch saw in this
+// process: an answer crosses two processes (this client and `sluice serve`), each of which the
+// machine can stall on its own, and the watch sees this one only.
 constexpr auto kHttpMargin = 25ms;
 constexpr int64_t kCountedLimit = 100'000'000;
 
@@ -343,7 +348,7 @@ TEST_P(SentinelFailover, TwoServicesFollowTheNewMasterWithinTheirDeadlines) {
   HttpLoad load({&a, &b});
   std::this_thread::sleep_for(1s);
   ASSERT_GT(load.from_store(), 0) << "no decision from Redis before the fault";
-  SwitchWatch announcement(group->sentinel_ports()[1], group->setup().master_name);
+  SwitchWatch announcement(group->sentinel_ports(), group->setup().master_name);
   ASSERT_TRUE(announcement.subscribed());
 
   const auto fault_at = Steady::now();
@@ -375,7 +380,7 @@ TEST_P(SentinelFailover, TwoServicesFollowTheNewMasterWithinTheirDeadlines) {
   const int64_t counted_by_master = kCountedLimit - d["remaining"].get<int64_t>() - 1;
   const int64_t lost = load.counted_admitted() - counted_by_master;
 
-  const auto bound = kDeadline + kHttpMargin + stalls.worst();
+  const auto bound = kDeadline + kHttpMargin + 2 * stalls.worst();
   std::printf(
       "[%s] +switch-master %.0f ms after the fault; new master's first script %.1f ms after it "
       "(sampled every 5 ms); slowest answer %.1f ms (bound %.1f ms, stall %.1f ms); %lld "
