@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "redis/client.h"
 #include "redis/sentinel_link.h"
 #include "redis/url.h"
 #include "sluice/limit.h"
@@ -126,6 +127,37 @@ TEST(SentinelStore, FindsTheMasterWithItsPasswordApartFromTheSentinels) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), sluice::StatusCode::kUnavailable);
   EXPECT_EQ(group->EvalShaCalls(replica), 0);
+}
+
+// A connection that requires a master is used only once the server has said ROLE master: one to
+// the replica never carries a call.
+TEST(SentinelStore, AConnectionRequiringAMasterIsNeverUsedOnAReplica) {
+  auto group = RedisSentinel::Start(WithPasswords());
+  ASSERT_NE(group, nullptr);
+  for (const int port : {group->server(0).port(), group->server(1).port()}) {
+    sluice::redis::ClientOptions options;
+    options.port = port;
+    options.password = kMasterPassword;
+    options.require_master = true;
+    options.connect_timeout = 200ms;
+    options.timeout = 200ms;
+    auto client = sluice::redis::Client::Create(options);
+    ASSERT_TRUE(client.ok()) << client.status().message();
+    // A read, which a replica would serve (and which replication never sends it).
+    const std::string_view get[] = {"GET", "sluice:probe"};
+    auto reply = (*client)->CommandSync(get);
+    if (port == group->server(0).port()) {
+      ASSERT_TRUE(reply.ok()) << reply.status().message();
+      EXPECT_FALSE(reply->is_error()) << reply->str;
+    } else {
+      ASSERT_FALSE(reply.ok()) << "a call went to the replica";
+      EXPECT_EQ(reply.status().code(), sluice::StatusCode::kUnavailable);
+      EXPECT_FALSE((*client)->connected_for_testing());
+    }
+  }
+  EXPECT_EQ(group->Cli(group->server(1).port(), {"INFO", "commandstats"}).find("cmdstat_get"),
+            std::string::npos)
+      << "a GET reached the replica";
 }
 
 // A config whose store URL is bad is refused at its line, and the service does not start.
