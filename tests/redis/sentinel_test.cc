@@ -264,7 +264,7 @@ constexpr const char* kRules = R"(rules:
 )";
 
 // Two client threads per service, each on its own keep-alive connection, alternating a check of
-// `counted` on one key and of `open` on many; every answer timed.
+// `counted` on one key and of `open` on many, 1 ms apart; every answer timed.
 class HttpLoad {
  public:
   explicit HttpLoad(const std::vector<Service*>& services) {
@@ -279,7 +279,9 @@ class HttpLoad {
                                                    std::to_string((t * 7919 + i) % 500) + R"("})";
             const auto start = Steady::now();
             auto r = client.Post("/v1/check", body, "application/json");
-            RaiseTo(max_us_, Micros(Steady::now() - start));
+            const auto took = Steady::now() - start;
+            RaiseTo(max_us_, Micros(took));
+            if (took > kDeadline + kHttpMargin) ++late_;
             json d = r && r->status == 200 ? json::parse(r->body, nullptr, false) : json();
             if (!d.is_object() || !d.contains("source")) {
               ++errors_;
@@ -289,7 +291,7 @@ class HttpLoad {
             } else {
               ++degraded_;
             }
-            std::this_thread::sleep_for(200us);
+            std::this_thread::sleep_for(1ms);
           }
         });
       }
@@ -304,6 +306,8 @@ class HttpLoad {
   }
   int64_t max_us() const { return max_us_.load(); }
   int64_t errors() const { return errors_.load(); }
+  // Answers later than the deadline plus the HTTP margin (the machine's stalls not added).
+  int64_t late() const { return late_.load(); }
   int64_t degraded() const { return degraded_.load(); }
   int64_t from_store() const { return from_store_.load(); }
   int64_t counted_admitted() const { return counted_admitted_.load(); }
@@ -311,7 +315,8 @@ class HttpLoad {
  private:
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_{false};
-  std::atomic<int64_t> max_us_{0}, errors_{0}, degraded_{0}, from_store_{0}, counted_admitted_{0};
+  std::atomic<int64_t> max_us_{0}, errors_{0}, degraded_{0}, from_store_{0}, counted_admitted_{0},
+      late_{0};
 };
 
 // What a poller saw of the two data servers every 5 ms: whether a script ran on a server while
@@ -404,22 +409,31 @@ TEST_P(SentinelFailover, TwoServicesFollowTheNewMasterWithinTheirDeadlines) {
   const auto switch_delay = *replicas.first_use() - *announcement.at();
 
   // What the new master counted of `counted`, against what the services reported admitted.
+  // One more check, decided by Redis (a service's breaker may still be letting its first probe
+  // through; a refusal by fail_closed consumes nothing).
   httplib::Client client = a.Client();
-  auto last = client.Post("/v1/check", R"({"rule":"counted","key":"one"})", "application/json");
-  ASSERT_TRUE(last && last->status == 200);
-  const json d = json::parse(last->body);
-  ASSERT_EQ(d["source"], "store") << last->body;
+  json d;
+  for (int attempt = 0; attempt < 50 && !(d.is_object() && d["source"] == "store"); ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(100ms);
+    auto last = client.Post("/v1/check", R"({"rule":"counted","key":"one"})", "application/json");
+    ASSERT_TRUE(last && last->status == 200);
+    d = json::parse(last->body);
+  }
+  ASSERT_EQ(d["source"], "store") << d.dump();
   const int64_t counted_by_master = kCountedLimit - d["remaining"].get<int64_t>() - 1;
   const int64_t lost = load.counted_admitted() - counted_by_master;
 
   const auto bound = kDeadline + kHttpMargin + 2 * stalls.worst();
   std::printf(
       "[%s] +switch-master %.0f ms after the fault; new master's first script %.1f ms after it "
-      "(sampled every 5 ms); slowest answer %.1f ms (bound %.1f ms, stall %.1f ms); %lld "
+      "(sampled every 5 ms); slowest answer %.1f ms (bound %.1f ms, stall %.1f ms), %lld "
+      "later than %lld ms; %lld "
       "decisions from Redis, %lld by failure policy, %lld errors; admissions of `counted` "
       "reported %lld, counted by the new master %lld: %lld lost\n",
       fault_name, Millis(*announcement.at() - fault_at), Millis(switch_delay),
       load.max_us() / 1000.0, Millis(bound), stalls.worst().count() / 1000.0,
+      static_cast<long long>(load.late()),
+      static_cast<long long>(std::chrono::milliseconds(kDeadline + kHttpMargin).count()),
       static_cast<long long>(store_before_stop), static_cast<long long>(load.degraded()),
       static_cast<long long>(load.errors()), static_cast<long long>(load.counted_admitted()),
       static_cast<long long>(counted_by_master), static_cast<long long>(lost));
