@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -225,19 +226,21 @@ std::string RedisSentinel::RoleOf(int port) const {
   return lines.empty() ? std::string() : lines[0];
 }
 
-long RedisSentinel::EvalShaCalls(int port) const {
-  const std::string info = Cli(port, {"INFO", "commandstats"});
+long EvalShaCallsIn(const std::string& commandstats) {
   long total = 0;
-  for (const std::string& line : Lines(info)) {
+  for (const std::string& line : Lines(commandstats)) {
     if (!line.starts_with("cmdstat_evalsha:")) continue;
-    for (const char* field : {"calls=", "rejected_calls=", "failed_calls="}) {
-      // "calls=" also matches inside the others: count each field by its own leading comma.
-      const std::string key = std::string(field) == "calls=" ? ":calls=" : "," + std::string(field);
+    // ":calls=" first, then the others by their leading comma ("calls=" is inside them).
+    for (const char* key : {":calls=", ",rejected_calls=", ",failed_calls="}) {
       const auto at = line.find(key);
-      if (at != std::string::npos) total += std::atol(line.c_str() + at + key.size());
+      if (at != std::string::npos) total += std::atol(line.c_str() + at + std::strlen(key));
     }
   }
   return total;
+}
+
+long RedisSentinel::EvalShaCalls(int port) const {
+  return EvalShaCallsIn(Cli(port, {"INFO", "commandstats"}));
 }
 
 bool RedisSentinel::Failover() {

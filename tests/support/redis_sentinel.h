@@ -25,6 +25,9 @@ struct SentinelSetup {
   std::string sentinel_password;
 };
 
+// The EVALSHA calls (failed or rejected included) in the text of INFO commandstats.
+long EvalShaCallsIn(const std::string& commandstats);
+
 class RedisSentinel {
  public:
   // Starts the master, the replica, then the sentinels, and waits (up to 20 s) until every
