@@ -28,6 +28,7 @@
 #include "sluice/open_store.h"
 #include "sluice/store.h"
 #include "support/decision_counts.h"
+#include "support/redis_acl.h"
 #include "support/redis_sentinel.h"
 #include "support/serve_process.h"
 #include "support/stall_watch.h"
@@ -158,6 +159,29 @@ TEST(SentinelStore, AConnectionRequiringAMasterIsNeverUsedOnAReplica) {
   EXPECT_EQ(group->Cli(group->server(1).port(), {"INFO", "commandstats"}).find("cmdstat_get"),
             std::string::npos)
       << "a GET reached the replica";
+}
+
+// The Redis user of docs/redis-acl.md with +role runs checks through the sentinels; without
+// +role, no connection passes its ROLE check and no master is used.
+TEST(SentinelStore, TheDocumentedUserNeedsRoleAsWell) {
+  auto group = RedisSentinel::Start(WithPasswords());
+  ASSERT_NE(group, nullptr);
+  const sluice::Limit limit = *sluice::Limit::Create(sluice::Algorithm::kGcra, 100, 1min);
+  for (const bool with_role : {true, false}) {
+    const std::string user = with_role ? "sluice-role" : "sluice-norole";
+    for (const int port : {group->server(0).port(), group->server(1).port()}) {
+      auto acl = sluice::testing::DocumentedAclSetUser(user, "app-pw", "sluice:", "");
+      if (with_role) acl.push_back("+role");
+      ASSERT_EQ(group->Cli(port, acl), "OK");
+    }
+    const std::string url = "redis+sentinel://" + user + ":app-pw@" +
+                            group->url(false).substr(std::string("redis+sentinel://").size());
+    auto store = sluice::OpenStore(
+        url, {.timeout = 200ms, .sentinel_password = std::string(kSentinelPassword)});
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    auto d = (*store)->Check({.scope = "api", .limit = &limit, .key = "acl"});
+    EXPECT_EQ(d.ok(), with_role) << user << ": " << (d.ok() ? "" : d.status().message());
+  }
 }
 
 // A config whose store URL is bad is refused at its line, and the service does not start.
