@@ -15,7 +15,7 @@
 // deadline and the caller's failure policy decide, nothing is retried.
 //
 // Thread safety: as redis::Client. A thread of its own asks the sentinels and holds the
-// subscription (blocking, bounded waits); a replaced master's Client is destroyed there once no
+// subscriptions (blocking, bounded waits); a replaced master's Client is destroyed there once no
 // call uses it.
 #pragma once
 
@@ -33,6 +33,8 @@
 #include "redis/url.h"
 
 namespace sluice::redis {
+
+class SentinelLink;
 
 struct SentinelClientOptions {
   SentinelOptions sentinel;
@@ -91,7 +93,7 @@ class SentinelClient final : public Client {
   // A +switch-master subscription on one sentinel, re-made when it drops.
   struct Subscription {
     std::string address;
-    std::unique_ptr<class SentinelLink> link;
+    std::unique_ptr<SentinelLink> link;
     std::chrono::steady_clock::time_point last_read{}, next_attempt{};
   };
 
