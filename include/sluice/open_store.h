@@ -4,6 +4,8 @@
 //   unix:///path/to/redis.sock[?db=N]           a RedisStore over a Unix socket
 //   redis+cluster://[user:password@]host:port,host:port,...
 //                                               a RedisStore on a Redis Cluster (seed nodes)
+//   redis+sentinel://[user:password@]host:port,host:port,.../master_name
+//                                               a RedisStore on the master Redis Sentinel names
 // Thread safety: OpenStore may be called from any thread; see each store for its own contract.
 #pragma once
 
@@ -24,6 +26,7 @@ struct OpenStoreOptions {
   // RedisStoreOptions::key_prefix and ::password.
   std::string key_prefix = "sluice:";
   std::string password{};
+  std::string sentinel_password{};  // RedisStoreOptions::sentinel_password
   int io_threads = 1;
   int connections_per_thread = 0;  // RedisStoreOptions::connections_per_thread (0: its default)
   // memory://'s bound (MemoryStoreOptions::max_memory).

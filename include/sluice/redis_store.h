@@ -28,6 +28,11 @@
 // A call whose keys span slots does not follow ASK during a slot migration (it fails with
 // UNAVAILABLE, as on TRYAGAIN; see redis::CallOptions::cross_slot); MOVED is followed once.
 //
+// A master found through Redis Sentinel (redis+sentinel://) is followed across failovers
+// (redis::SentinelClient): checks reach only a server that said it is the master, and while the
+// sentinels have not yet named a new one they fail at once with UNAVAILABLE, for the failure
+// policy; admissions the old master made and had not yet replicated are lost with it.
+//
 // Failure domains (Store::FailureDomain): one Redis is one domain, 0, named by its address; on a
 // Redis Cluster, a key's domain is the master serving its slot now (redis::Client::NodeIdOf),
 // named "host:port", and 0 ("none") while no master is known for the slot.
@@ -60,13 +65,18 @@ struct CheckContext;
 
 struct RedisStoreOptions {
   // redis://[user:password@]host:port[/db]  or  unix:///path/to/socket[?db=N]  or, for a Redis
-  // Cluster, redis+cluster://[user:password@]host:port,host:port,... (seed nodes)
+  // Cluster, redis+cluster://[user:password@]host:port,host:port,... (seed nodes), or, for a
+  // master that Redis Sentinel watches, redis+sentinel://[user:password@]host:port,.../name (the
+  // sentinels, and the name they monitor the master by; the credentials are the master's).
   std::string url = "redis://127.0.0.1:6379";
   // The password to AUTH with, when it is kept out of the URL (read from a file or the
   // environment): the URL may then name only the user, redis://user@host:port, and a URL that
   // holds a password as well is refused. Empty: the URL's, if any. Never logged nor shown in an
   // error.
   std::string password{};
+  // The sentinels' own password (their requirepass) for a redis+sentinel:// URL; empty: none.
+  // Never logged nor shown in an error.
+  std::string sentinel_password{};
   // Deadline of each call (a check, a batch, a reset).
   Duration timeout = std::chrono::milliseconds(50);
   Duration connect_timeout = std::chrono::milliseconds(50);

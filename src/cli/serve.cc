@@ -77,6 +77,8 @@ std::string FieldsNeedingRestart(const ServeFlags& flags, const config::Config& 
   compare("store.max_memory", false, reloaded.store.max_memory != running.store.max_memory);
   compare("store.key_prefix", false, reloaded.store.key_prefix != running.store.key_prefix);
   compare("store.password", false, reloaded.store.password != running.store.password);
+  compare("store.sentinel_password", false,
+          reloaded.store.sentinel_password != running.store.sentinel_password);
   compare("server.io_threads", flags.io_threads > 0,
           reloaded.server.io_threads != running.server.io_threads);
   compare("server.read_timeout", false,
@@ -190,11 +192,12 @@ int RunServe(const ServeFlags& flags) {
   }
   if (!flags.store_url.empty()) config->store.url = flags.store_url;
 
-  auto backend =
-      OpenStore(config->store.url, OpenStoreOptions{.timeout = config->store.timeout,
-                                                    .key_prefix = config->store.key_prefix + ":",
-                                                    .password = config->store.password,
-                                                    .max_memory = config->store.max_memory});
+  auto backend = OpenStore(config->store.url,
+                           OpenStoreOptions{.timeout = config->store.timeout,
+                                            .key_prefix = config->store.key_prefix + ":",
+                                            .password = config->store.password,
+                                            .sentinel_password = config->store.sentinel_password,
+                                            .max_memory = config->store.max_memory});
   if (!backend.ok()) return ConfigError(backend.status().message());
 
   // A shared store can fail; each rule's failure policy then decides, for the leases taken from

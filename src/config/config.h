@@ -142,7 +142,14 @@ struct StoreConfig {
   // (one trailing newline dropped), or from the environment variable `password_env` names, at
   // each load. The URL may then name only the user (redis://user@host:port). Empty: the URL's.
   std::string password;
+  // A redis+sentinel:// store's sentinels' password (their requirepass), apart from the
+  // master's: read from store.sentinel_password_file or store.sentinel_password_env, as the
+  // password. Empty: the sentinels need none.
+  std::string sentinel_password;
 };
+
+// The password in the file at `path`, less one trailing newline; an error never holds it.
+Result<std::string> ReadPasswordFile(const std::string& path);
 
 inline constexpr size_t kMaxKeyPrefixBytes = 64;
 // The longest password file read.

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "config/sections.h"
+#include "config/store_url.h"
 
 namespace sluice::config {
 namespace {
@@ -21,27 +22,6 @@ bool UrlHoldsPassword(std::string_view url) {
   const auto at = url.rfind('@');
   return at != std::string_view::npos && at > userinfo &&
          url.substr(userinfo, at - userinfo).find(':') != std::string_view::npos;
-}
-
-// The password in the file at `path`, less one trailing newline; an error never holds it.
-Result<std::string> ReadPasswordFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::InvalidArgument("cannot open '" + path + "': " + std::strerror(errno));
-  std::string text(kMaxPasswordBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) return Status::InvalidArgument("cannot read '" + path + "'");
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxPasswordBytes) {
-    return Status::InvalidArgument("'" + path + "' is larger than " +
-                                   std::to_string(kMaxPasswordBytes) + " bytes");
-  }
-  if (text.ends_with('\n')) text.pop_back();
-  if (text.ends_with('\r')) text.pop_back();
-  if (text.empty()) return Status::InvalidArgument("'" + path + "' is empty");
-  if (text.find_first_of("\r\n") != std::string::npos) {
-    return Status::InvalidArgument("'" + path + "' holds more than one line");
-  }
-  return text;
 }
 
 // store.key_prefix, and the password from store.password_file or store.password_env.
@@ -102,10 +82,31 @@ Status ParseStoreAccess(const Reporter& report, const Fields& fields, StoreConfi
 
 }  // namespace
 
+Result<std::string> ReadPasswordFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::InvalidArgument("cannot open '" + path + "': " + std::strerror(errno));
+  std::string text(kMaxPasswordBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return Status::InvalidArgument("cannot read '" + path + "'");
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxPasswordBytes) {
+    return Status::InvalidArgument("'" + path + "' is larger than " +
+                                   std::to_string(kMaxPasswordBytes) + " bytes");
+  }
+  if (text.ends_with('\n')) text.pop_back();
+  if (text.ends_with('\r')) text.pop_back();
+  if (text.empty()) return Status::InvalidArgument("'" + path + "' is empty");
+  if (text.find_first_of("\r\n") != std::string::npos) {
+    return Status::InvalidArgument("'" + path + "' holds more than one line");
+  }
+  return text;
+}
+
 Status ParseStoreSection(const Reporter& report, const YAML::Node& node, StoreConfig& store) {
   Fields fields(report, node, "store");
   if (Status s = fields.Check({"url", "timeout_ms", "instances", "max_memory", "key_prefix",
-                               "password_file", "password_env"});
+                               "password_file", "password_env", "sentinel_password_file",
+                               "sentinel_password_env"});
       !s.ok()) {
     return s;
   }
@@ -139,7 +140,8 @@ Status ParseStoreSection(const Reporter& report, const YAML::Node& node, StoreCo
     if (!bytes.ok()) return bytes.status();
     store.max_memory = *bytes;
   }
-  return ParseStoreAccess(report, fields, store);
+  if (Status s = ParseStoreAccess(report, fields, store); !s.ok()) return s;
+  return ParseStoreUrlAndSentinel(report, fields, store);
 }
 
 }  // namespace sluice::config

@@ -29,6 +29,10 @@ struct ClientOptions {
   std::string user;
   std::string password;
   int db = 0;
+  // Each connection's handshake also asks ROLE, and the connection is used only if the server
+  // answers that it is a master: a master found through Redis Sentinel that has since become a
+  // replica never gets a call (the connection is dropped and retried like a failed AUTH).
+  bool require_master = false;
 
   Duration timeout = std::chrono::milliseconds(50);
   Duration connect_timeout = std::chrono::milliseconds(50);

@@ -41,6 +41,11 @@ Pending IgnoredReply(Steady::time_point deadline, Pending::Kind kind) {
   return p;
 }
 
+bool IsMasterRole(const Reply& role) {
+  return role.type == Reply::Type::kArray && !role.elements.empty() &&
+         role.elements[0].str == "master";
+}
+
 std::string ServerAddress(const ClientOptions& options) {
   return options.unix_path.empty() ? options.host + ":" + std::to_string(options.port)
                                    : options.unix_path;
@@ -468,6 +473,7 @@ void Connection::Handshake() {
   }
   const std::string db = std::to_string(options_.db);
   if (options_.db != 0) commands.push_back({"SELECT", db});
+  if (options_.require_master) commands.push_back({"ROLE"});
   commands.push_back({"PING"});
 
   std::string bytes;
@@ -481,9 +487,12 @@ void Connection::Handshake() {
     entries[i].done = [this, failed, gen = generation_, last = i + 1 == commands.size(),
                        what = std::string(commands[i][0])](Result<Reply> r) {
       if (gen != generation_ || *failed) return;
-      if (!r.ok() || r->is_error()) {
+      const bool not_master = what == "ROLE" && r.ok() && !IsMasterRole(*r);
+      if (!r.ok() || r->is_error() || not_master) {
         *failed = true;
-        const std::string why = r.ok() ? r->str : r.status().message();
+        const std::string why = not_master ? "the server is not a master (a replica now?)"
+                                : r.ok()   ? r->str
+                                           : r.status().message();
         // Not from inside the reply loop: drop the connection on the next turn.
         asio::post(io_, [this, self = shared_from_this(), gen, why, what] {
           if (gen == generation_) Disconnect(what + " failed: " + why);

@@ -75,6 +75,9 @@ Pending IgnoredReply(Steady::time_point deadline, Pending::Kind kind = Pending::
 // "host:port", or the socket's path.
 std::string ServerAddress(const ClientOptions& options);
 
+// Whether a reply to ROLE says the server is a master.
+bool IsMasterRole(const Reply& role);
+
 // Owned by shared_ptr: every handler it gives the io_context holds it, so it outlives its
 // client until its last handler has run (the io_context may be shared with other clients and
 // keep running, see io_threads.h).

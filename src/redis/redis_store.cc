@@ -11,6 +11,7 @@
 #include "redis/keys.h"
 #include "redis/script_call.h"
 #include "redis/scripts.h"
+#include "redis/sentinel_client.h"
 #include "redis/url.h"
 
 namespace sluice {
@@ -27,8 +28,19 @@ void ApplyTo(const RedisStoreOptions& options, int connections, redis::ClientOpt
   client.coalesce_max = options.coalesce_max;
 }
 
-// A client of the URL's single Redis, or of its Redis Cluster (one Client per master).
+// A client of the URL's single Redis, of its Redis Cluster (one Client per master), or of the
+// master its sentinels name.
 Result<std::unique_ptr<redis::Client>> Connect(const RedisStoreOptions& options) {
+  if (options.url.starts_with(redis::kSentinelScheme) ||
+      options.url.starts_with(redis::kTlsSentinelScheme)) {
+    auto sentinel = redis::ParseRedisSentinelUrl(options.url, options.password);
+    if (!sentinel.ok()) return sentinel.status();
+    ApplyTo(options, 2, sentinel->master);
+    sentinel->sentinel_password = options.sentinel_password;
+    auto client = redis::SentinelClient::Create({.sentinel = std::move(*sentinel)});
+    if (!client.ok()) return client.status();
+    return std::unique_ptr<redis::Client>(std::move(*client));
+  }
   if (options.url.starts_with(redis::kClusterScheme)) {
     auto cluster = redis::ParseRedisClusterUrl(options.url, options.password);
     if (!cluster.ok()) return cluster.status();

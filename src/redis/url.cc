@@ -9,6 +9,8 @@ namespace {
 constexpr std::string_view kSingleForms =
     "redis://[user:password@]host:port[/db] or unix:///path[?db=N]";
 constexpr std::string_view kClusterForm = "redis+cluster://[user:password@]host:port,host:port,...";
+constexpr std::string_view kSentinelForm =
+    "redis+sentinel://[user:password@]host:port,host:port,.../master_name";
 
 Status BadUrl(std::string_view url, std::string_view why,
               std::string_view expected = kSingleForms) {
@@ -127,6 +129,44 @@ Result<ClusterOptions> ParseRedisClusterUrl(std::string_view url, std::string_vi
       return BadUrl(url, why, kClusterForm);
     }
     options.seeds.push_back(seed.host + ":" + std::to_string(seed.port));
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return options;
+}
+
+Result<SentinelOptions> ParseRedisSentinelUrl(std::string_view url, std::string_view password) {
+  SentinelOptions options;
+  std::string_view rest;
+  if (url.starts_with(kSentinelScheme)) {
+    rest = url.substr(kSentinelScheme.size());
+  } else if (url.starts_with(kTlsSentinelScheme)) {
+    rest = url.substr(kTlsSentinelScheme.size());
+    options.tls = true;
+  } else {
+    return BadUrl(url, "unknown scheme", kSentinelForm);
+  }
+  if (const std::string_view why = TakeCredentials(rest, password, options.master); !why.empty()) {
+    return BadUrl(url, why, kSentinelForm);
+  }
+  const auto slash = rest.find('/');
+  if (slash == std::string_view::npos || slash + 1 == rest.size()) {
+    return BadUrl(url, "missing the master's name after the sentinels", kSentinelForm);
+  }
+  options.master_name = std::string(rest.substr(slash + 1));
+  if (options.master_name.find_first_of("/?# ") != std::string::npos) {
+    return BadUrl(url, "the master's name must not contain '/', '?', '#' or a space",
+                  kSentinelForm);
+  }
+  rest = rest.substr(0, slash);
+  while (true) {
+    const auto comma = rest.find(',');
+    ClientOptions sentinel;
+    sentinel.port = 26379;
+    if (const std::string_view why = ParseHostPort(rest.substr(0, comma), sentinel); !why.empty()) {
+      return BadUrl(url, why, kSentinelForm);
+    }
+    options.sentinels.push_back(sentinel.host + ":" + std::to_string(sentinel.port));
     if (comma == std::string_view::npos) break;
     rest = rest.substr(comma + 1);
   }

@@ -12,10 +12,12 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOp
         std::make_unique<MemoryStore>(MemoryStoreOptions{.max_memory = options.max_memory}));
   }
   if (url.starts_with("redis://") || url.starts_with("unix://") ||
-      url.starts_with("redis+cluster://")) {
+      url.starts_with("redis+cluster://") || url.starts_with(redis::kSentinelScheme) ||
+      url.starts_with(redis::kTlsSentinelScheme)) {
     auto store = RedisStore::Create(
         RedisStoreOptions{.url = std::string(url),
                           .password = options.password,
+                          .sentinel_password = options.sentinel_password,
                           .timeout = options.timeout,
                           .io_threads = options.io_threads,
                           .connections_per_thread = options.connections_per_thread,
@@ -26,7 +28,8 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOp
   }
   return Status::InvalidArgument("unknown store URL '" + redis::RedactedUrl(url) +
                                  "' (expected memory://, redis://host:port, unix:///path or "
-                                 "redis+cluster://host:port,host:port,...)");
+                                 "redis+cluster://host:port,host:port,... or "
+                                 "redis+sentinel://host:port,host:port,.../master_name)");
 }
 
 }  // namespace sluice

@@ -595,7 +595,8 @@ TEST(ConfigTest, KeyPrefixAndPasswordMistakesAreReportedWithFileLineAndField) {
        "place (the URL may name the user alone, redis://user@host:port)"},
       {"store:\n  pasword_file: x\n",
        "bad.yaml:2: store.pasword_file: unknown field (expected url, timeout_ms, instances, "
-       "max_memory, key_prefix, password_file, password_env)"},
+       "max_memory, key_prefix, password_file, password_env, sentinel_password_file, "
+       "sentinel_password_env)"},
   };
   for (const auto& [yaml, error] : cases) {
     auto config = ParseConfig(yaml + "rules: [{name: a, algorithm: gcra, limit: 1, period: 1s}]\n",

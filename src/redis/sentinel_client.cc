@@ -1,0 +1,382 @@
+#include "redis/sentinel_client.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+
+#include "redis/connection.h"
+#include "redis/sentinel_link.h"
+
+namespace sluice::redis {
+namespace {
+
+constexpr std::string_view kSwitchMaster = "+switch-master";
+// How long a replaced master's Client is kept after its replacement, for the calls being
+// submitted to it when it was replaced.
+constexpr auto kRetiredGrace = std::chrono::seconds(1);
+
+}  // namespace
+
+// What calls tell the sentinels' thread: ask the sentinels again (UNAVAILABLE, READONLY), and
+// which master refused a write with READONLY (not to be used again).
+struct SentinelClient::Alarm {
+  Alarm() : fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+  ~Alarm() { ::close(fd); }
+  void Raise() {
+    if (raised.exchange(true, std::memory_order_acq_rel)) return;
+    const uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = ::write(fd, &one, sizeof one);
+  }
+  void Clear() {
+    raised.store(false, std::memory_order_release);
+    uint64_t count;
+    [[maybe_unused]] const ssize_t n = ::read(fd, &count, sizeof count);
+  }
+  const int fd;
+  std::atomic<bool> raised{false};
+  std::atomic<const Client*> readonly{nullptr};
+};
+
+Result<std::unique_ptr<SentinelClient>> SentinelClient::Create(SentinelClientOptions options) {
+  const SentinelOptions& sentinel = options.sentinel;
+  if (sentinel.sentinels.empty()) return Status::InvalidArgument("no sentinel to ask");
+  if (sentinel.master_name.empty()) {
+    return Status::InvalidArgument("the master's name is missing (the sentinels' monitor name)");
+  }
+  if (sentinel.tls) {
+    return Status::InvalidArgument(
+        "rediss+sentinel:// needs TLS connections to Redis, which this build does not have");
+  }
+  if (sentinel.master.timeout.count() <= 0 || sentinel.master.connect_timeout.count() <= 0) {
+    return Status::InvalidArgument("Redis timeouts must be positive");
+  }
+  if (sentinel.master.connections_per_thread < 1) {
+    return Status::InvalidArgument("a Redis client needs at least one connection per thread");
+  }
+  if (options.recheck_interval.count() <= 0 || options.rediscover_min_gap.count() <= 0) {
+    return Status::InvalidArgument("the sentinel intervals must be positive");
+  }
+  std::unique_ptr<SentinelClient> client(new SentinelClient(std::move(options)));
+  client->Discover();
+  client->thread_ = std::thread([c = client.get()] { c->Run(); });
+  return client;
+}
+
+SentinelClient::SentinelClient(SentinelClientOptions options)
+    : options_(std::move(options)),
+      threads_(std::make_shared<IoThreads>(std::max(1, options_.sentinel.master.io_threads))),
+      alarm_(std::make_shared<Alarm>()),
+      sentinels_(options_.sentinel.sentinels) {
+  for (const std::string& address : sentinels_) {
+    subscriptions_.emplace_back().address = address;
+  }
+}
+
+SentinelClient::~SentinelClient() {
+  stop_.store(true);
+  alarm_->Raise();
+  if (thread_.joinable()) thread_.join();
+  subscriptions_.clear();
+  Master last;
+  {
+    base::MutexLock lock(mu_);
+    last = std::move(master_);
+  }
+  last.client.reset();
+  ReleaseRetired(/*all=*/true);
+}
+
+std::shared_ptr<Client> SentinelClient::Current() const {
+  base::MutexLock lock(mu_);
+  if (master_.client.get() == alarm_->readonly.load(std::memory_order_acquire)) return nullptr;
+  return master_.client;
+}
+
+Status SentinelClient::NoMaster() const {
+  return Status::Unavailable("no Redis master known for '" + options_.sentinel.master_name +
+                             "' (the sentinels are asked again)");
+}
+
+ReplyCallback SentinelClient::Watched(std::shared_ptr<Client> client, ReplyCallback done) {
+  return [alarm = alarm_, client = client.get(), done = std::move(done)](Result<Reply> reply) {
+    if (!reply.ok()) {
+      if (reply.status().code() == StatusCode::kUnavailable) alarm->Raise();
+    } else if (reply->is_error() && reply->str.starts_with("READONLY")) {
+      alarm->readonly.store(client, std::memory_order_release);
+      alarm->Raise();
+    }
+    done(std::move(reply));
+  };
+}
+
+BatchReplyCallback SentinelClient::WatchedBatch(std::shared_ptr<Client> client,
+                                                BatchReplyCallback done) {
+  return [alarm = alarm_, client = client.get(),
+          done = std::move(done)](std::vector<Result<Reply>> replies) {
+    for (const auto& reply : replies) {
+      if (!reply.ok()) {
+        if (reply.status().code() == StatusCode::kUnavailable) alarm->Raise();
+      } else if (reply->is_error() && reply->str.starts_with("READONLY")) {
+        alarm->readonly.store(client, std::memory_order_release);
+        alarm->Raise();
+      }
+    }
+    done(std::move(replies));
+  };
+}
+
+void SentinelClient::Command(std::span<const std::string_view> argv, const CallOptions& options,
+                             ReplyCallback done) {
+  auto client = Current();
+  if (client == nullptr) return done(NoMaster());
+  client->Command(argv, options, Watched(client, std::move(done)));
+}
+
+void SentinelClient::EvalSha(const Script& script, std::span<const std::string_view> keys,
+                             std::span<const std::string_view> args, const CallOptions& options,
+                             ReplyCallback done) {
+  auto client = Current();
+  if (client == nullptr) return done(NoMaster());
+  client->EvalSha(script, keys, args, options, Watched(client, std::move(done)));
+}
+
+void SentinelClient::EvalShaCoalesced(const CoalescibleCall& call, const CallOptions& options,
+                                      ReplyCallback done) {
+  auto client = Current();
+  if (client == nullptr) return done(NoMaster());
+  client->EvalShaCoalesced(call, options, Watched(client, std::move(done)));
+}
+
+void SentinelClient::EvalShaCoalescedBatch(std::span<const CoalescibleCall> calls,
+                                           BatchReplyCallback done) {
+  auto client = Current();
+  if (client == nullptr) {
+    return done(std::vector<Result<Reply>>(calls.size(), Result<Reply>(NoMaster())));
+  }
+  client->EvalShaCoalescedBatch(calls, WatchedBatch(client, std::move(done)));
+}
+
+void SentinelClient::EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) {
+  auto client = Current();
+  if (client == nullptr) {
+    return done(std::vector<Result<Reply>>(calls.size(), Result<Reply>(NoMaster())));
+  }
+  client->EvalShaBatch(calls, WatchedBatch(client, std::move(done)));
+}
+
+std::string SentinelClient::AddressOf(uint32_t id) const {
+  if (id != 0) return {};
+  base::MutexLock lock(mu_);
+  return master_.address;
+}
+
+bool SentinelClient::connected_for_testing() const {
+  auto client = Current();
+  return client != nullptr && client->connected_for_testing();
+}
+
+ClientStats SentinelClient::stats_for_testing() const {
+  auto client = Current();
+  return client != nullptr ? client->stats_for_testing() : ClientStats{};
+}
+
+SentinelStats SentinelClient::sentinel_stats() const {
+  base::MutexLock lock(mu_);
+  SentinelStats stats = stats_;
+  stats.master = master_.client == nullptr ? "" : master_.address;
+  return stats;
+}
+
+bool SentinelClient::Discover() {
+  last_discovery_ = std::chrono::steady_clock::now();
+  discover_now_ = false;
+  const SentinelOptions& sentinel = options_.sentinel;
+  const Duration timeout = sentinel.master.connect_timeout;
+  std::string host;
+  int port = 0;
+  if (!announced_.empty()) {
+    const auto colon = announced_.rfind(':');
+    host = announced_.substr(0, colon);
+    port = std::atoi(announced_.c_str() + colon + 1);
+    announced_.clear();
+  }
+  for (size_t i = 0; i < sentinels_.size() && port == 0; ++i) {
+    auto link = SentinelLink::Connect(sentinels_[i], sentinel.sentinel_password, timeout);
+    if (!link.ok()) continue;
+    const std::string_view ask[] = {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", sentinel.master_name};
+    auto reply = (*link)->Call(ask, timeout);
+    if (!reply.ok() || reply->type != Reply::Type::kArray || reply->elements.size() != 2) continue;
+    const std::string& port_text = reply->elements[1].str;
+    const auto [end, ec] =
+        std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    if (ec != std::errc() || end != port_text.data() + port_text.size() || port <= 0 ||
+        port > 65535) {
+      port = 0;
+      continue;
+    }
+    host = reply->elements[0].str;
+    std::rotate(sentinels_.begin(), sentinels_.begin() + static_cast<std::ptrdiff_t>(i),
+                sentinels_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+  }
+  if (port == 0) return Current() != nullptr;
+  const std::string address = host + ":" + std::to_string(port);
+  {
+    base::MutexLock lock(mu_);
+    if (master_.client != nullptr && master_.address == address &&
+        master_.client.get() != alarm_->readonly.load(std::memory_order_acquire)) {
+      return true;
+    }
+  }
+  ClientOptions options = sentinel.master;
+  options.host = host;
+  options.port = port;
+  options.unix_path.clear();
+  options.require_master = true;
+  auto created = Client::Create(std::move(options), threads_);
+  if (!created.ok()) return false;
+  std::shared_ptr<Client> client = std::move(*created);
+  const std::string_view role[] = {"ROLE"};
+  auto reply = client->CommandSync(role);
+  if (!reply.ok() || !IsMasterRole(*reply)) return false;
+  Master replaced;
+  {
+    base::MutexLock lock(mu_);
+    replaced = std::exchange(master_, Master{client, address});
+    const Client* stale = replaced.client.get();
+    alarm_->readonly.compare_exchange_strong(stale, nullptr);
+    if (replaced.client != nullptr) ++stats_.switches;
+  }
+  if (replaced.client != nullptr) {
+    retired_.emplace_back(std::move(replaced.client), std::chrono::steady_clock::now());
+  }
+  return true;
+}
+
+void SentinelClient::Subscribe(Subscription& subscription) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < subscription.next_attempt) return;
+  subscription.next_attempt = now + options_.recheck_interval;  // a sentinel down: not at once
+  const Duration timeout = options_.sentinel.master.connect_timeout;
+  auto link =
+      SentinelLink::Connect(subscription.address, options_.sentinel.sentinel_password, timeout);
+  if (!link.ok()) return;
+  const std::string_view subscribe[] = {"SUBSCRIBE", kSwitchMaster};
+  auto confirmed = (*link)->Call(subscribe, timeout);
+  if (confirmed.ok() && confirmed->type == Reply::Type::kArray && !confirmed->elements.empty() &&
+      confirmed->elements[0].str == "subscribe") {
+    subscription.link = std::move(*link);
+    subscription.last_read = std::chrono::steady_clock::now();
+    discover_now_ = true;  // a switch announced while no link was subscribed
+  }
+}
+
+void SentinelClient::ReadMessages(Subscription& subscription) {
+  while (subscription.link != nullptr) {
+    auto next = subscription.link->Next(Duration::zero());
+    if (!next.ok()) {
+      subscription.link.reset();
+      discover_now_ = true;
+      return;
+    }
+    if (!next->has_value()) return;
+    subscription.last_read = std::chrono::steady_clock::now();
+    const Reply& message = **next;
+    if (message.type != Reply::Type::kArray || message.elements.size() != 3 ||
+        message.elements[0].str != "message" || message.elements[1].str != kSwitchMaster) {
+      continue;  // PING's pong
+    }
+    // "<master name> <old ip> <old port> <new ip> <new port>"
+    std::vector<std::string_view> words;
+    std::string_view text = message.elements[2].str;
+    while (!text.empty()) {
+      const auto space = text.find(' ');
+      words.push_back(text.substr(0, space));
+      text = space == std::string_view::npos ? std::string_view() : text.substr(space + 1);
+    }
+    if (words.size() != 5 || words[0] != options_.sentinel.master_name) continue;
+    {
+      base::MutexLock lock(mu_);
+      ++stats_.announcements;
+    }
+    announced_ = std::string(words[3]) + ":" + std::string(words[4]);
+    // It knows the newest configuration: ask it first from now on, and not one that has yet to
+    // hear of the switch (which would name the old master, still one until it is reconfigured).
+    if (auto it = std::find(sentinels_.begin(), sentinels_.end(), subscription.address);
+        it != sentinels_.end()) {
+      std::rotate(sentinels_.begin(), it, it + 1);
+    }
+    discover_now_ = true;
+    last_discovery_ = {};  // at once, whatever the gap since the last
+  }
+}
+
+void SentinelClient::ReleaseRetired(bool all) {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = retired_.begin(); it != retired_.end();) {
+    if (!all && (it->first.use_count() > 1 || now - it->second < kRetiredGrace)) {
+      ++it;
+      continue;
+    }
+    const Client* gone = it->first.get();
+    it = retired_.erase(it);
+    // Its address may be a new client's now.
+    alarm_->readonly.compare_exchange_strong(gone, nullptr);
+  }
+}
+
+void SentinelClient::Run() {
+  using std::chrono::steady_clock;
+  const auto cap = std::chrono::milliseconds(100);
+  std::vector<pollfd> fds;
+  std::vector<Subscription*> polled;
+  while (!stop_.load()) {
+    auto now = steady_clock::now();
+    const bool recheck = now - last_discovery_ >= options_.recheck_interval;
+    if ((discover_now_ || recheck) && now - last_discovery_ >= options_.rediscover_min_gap) {
+      if (!Discover()) discover_now_ = true;
+      for (Subscription& s : subscriptions_) {
+        const std::string_view ping[] = {"PING"};
+        if (recheck && s.link != nullptr &&
+            !s.link->Send(ping, options_.sentinel.master.connect_timeout).ok()) {
+          s.link.reset();
+        }
+      }
+    }
+    if (stop_.load()) break;
+    for (Subscription& s : subscriptions_) {
+      if (s.link == nullptr) {
+        Subscribe(s);
+      } else if (steady_clock::now() - s.last_read > 3 * options_.recheck_interval) {
+        s.link.reset();  // a sentinel that answers no PING
+      }
+    }
+    ReleaseRetired(/*all=*/false);
+
+    now = steady_clock::now();
+    const auto next =
+        last_discovery_ + (discover_now_ ? options_.rediscover_min_gap : options_.recheck_interval);
+    const auto wait = std::clamp(std::chrono::ceil<std::chrono::milliseconds>(next - now),
+                                 std::chrono::milliseconds(0), cap);
+    fds.assign(1, pollfd{.fd = alarm_->fd, .events = POLLIN, .revents = 0});
+    polled.clear();
+    for (Subscription& s : subscriptions_) {
+      if (s.link == nullptr) continue;
+      fds.push_back(pollfd{.fd = s.link->fd(), .events = POLLIN, .revents = 0});
+      polled.push_back(&s);
+    }
+    if (::poll(fds.data(), fds.size(), static_cast<int>(wait.count())) <= 0) continue;
+    if (fds[0].revents != 0) {
+      alarm_->Clear();
+      discover_now_ = true;
+    }
+    for (size_t i = 0; i < polled.size(); ++i) {
+      if (fds[i + 1].revents != 0) ReadMessages(*polled[i]);
+    }
+  }
+}
+
+}  // namespace sluice::redis
