@@ -11,12 +11,15 @@
 # calls per decision (EVALSHA calls in INFO commandstats over the decisions), and the decisions
 # that failed or that a failure policy made instead of Redis (a call past its 50 ms deadline on
 # a loaded machine): a run with many of those measured the policy, not Redis. Medians of the
-# rounds are printed last, with the ratios the service is held to.
+# rounds are printed last, with the ratios the service is held to. With BASELINE set to another
+# sluice binary, each round also runs its serve-redis and serve-memory (base-serve-redis,
+# base-serve-memory), so that two builds are compared in one run on one machine.
 #
-# Usage: [ROUNDS=3] [DURATION=5s] [CONNECTIONS=64] [SLUICE=build/release/sluice] scripts/bench-serve.sh
+# Usage: [ROUNDS=3] [DURATION=5s] [CONNECTIONS=64] [SLUICE=build/release/sluice] [BASELINE=path]
+#        scripts/bench-serve.sh
 set -euo pipefail
 rounds=${ROUNDS:-3} duration=${DURATION:-5s} connections=${CONNECTIONS:-64}
-sluice=${SLUICE:-build/release/sluice}
+sluice=${SLUICE:-build/release/sluice} baseline=${BASELINE:-}
 # shellcheck source=scripts/redis-server.sh
 source "$(dirname "$0")/redis-server.sh"
 
@@ -44,13 +47,13 @@ done = function(summary, latency, requests)
 end
 EOF
 
-# One round of `sluice serve` on $1 under wrk: "checks/s p50 p99 calls/decision failed".
+# One round of `sluice serve` ($2) on $1 under wrk: "checks/s p50 p99 calls/decision failed".
 serve_round() {
-  local store=$1 listen
+  local store=$1 binary=$2 listen
   listen=127.0.0.1:$(free_port)
   printf 'store: {url: "%s"}\nrules:\n  - { name: bench, algorithm: gcra, limit: 1000000, period: 1s }\n' \
     "$store" >"$dir/serve.yaml"
-  "$sluice" serve --config "$dir/serve.yaml" --listen "$listen" >"$dir/serve.log" 2>&1 &
+  "$binary" serve --config "$dir/serve.yaml" --listen "$listen" >"$dir/serve.log" 2>&1 &
   local serve=$!
   for _ in $(seq 100); do curl -sf "http://$listen/healthz" >/dev/null && break; sleep 0.1; done
   kill -0 "$serve" 2>/dev/null || { cat "$dir/serve.log" >&2; exit 1; }
@@ -82,12 +85,15 @@ print("%.0f %.0f %.0f %.3f %d" % (d["decisions_per_sec"], d["p50_us"], d["p99_us
 echo "redis-server $(redis-server --version | grep -oE 'v=[0-9.]+'), $(nproc) cores," \
   "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 variants=(serve-redis serve-memory bench-plain bench-resilient)
+[[ -n $baseline ]] && variants+=(base-serve-redis base-serve-memory)
 declare -A rate=() p50=() p99=() calls=()
 for round in $(seq "$rounds"); do
   for v in "${variants[@]}"; do
     case $v in
-      serve-redis) line=$(serve_round "redis://127.0.0.1:$port") ;;
-      serve-memory) line=$(serve_round "memory://") ;;
+      serve-redis) line=$(serve_round "redis://127.0.0.1:$port" "$sluice") ;;
+      serve-memory) line=$(serve_round "memory://" "$sluice") ;;
+      base-serve-redis) line=$(serve_round "redis://127.0.0.1:$port" "$baseline") ;;
+      base-serve-memory) line=$(serve_round "memory://" "$baseline") ;;
       bench-plain) line=$(bench_round) ;;
       bench-resilient) line=$(bench_round --resilient) ;;
     esac
@@ -97,11 +103,12 @@ for round in $(seq "$rounds"); do
   done
 done
 for v in "${variants[@]}"; do
-  printf '%-15s median checks/s %s, p50 %s us, p99 %s us, script calls/decision %s\n' "$v" \
+  printf '%-17s median checks/s %s, p50 %s us, p99 %s us, script calls/decision %s\n' "$v" \
     "$(median <<<"${rate[$v]}")" "$(median <<<"${p50[$v]}")" "$(median <<<"${p99[$v]}")" \
     "$(median <<<"${calls[$v]}")"
 done
 ratio() { awk -v a="$(median <<<"${rate[$1]}")" -v b="$(median <<<"${rate[$2]}")" 'BEGIN {printf "%.2f", a / b}'; }
 echo "serve on Redis / serve on memory:// = $(ratio serve-redis serve-memory) (target >= 0.8)"
 echo "bench --resilient / bench plain = $(ratio bench-resilient bench-plain) (target >= 0.9)"
+[[ -z $baseline ]] || echo "baseline: serve on Redis / serve on memory:// = $(ratio base-serve-redis base-serve-memory)"
 echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -7,6 +7,13 @@
 // and whatever arrives while that write is in flight leaves in the next one: that is the
 // auto-pipelining. Replies come back in order, so the in-flight queue is FIFO.
 //
+// Checks (SubmitCoalesced) gather longer: their call leaves only when fewer than coalesce_behind
+// of the connection's calls await replies, so the checks that arrive during a round trip share
+// one script call. A write completes as soon as the kernel takes the bytes, long before Redis
+// answers: closing the call then would send a few checks per call from callers that each wait
+// for their previous answer (HTTP clients on keep-alive connections), and Redis would spend its
+// time starting scripts. The client's other connection keeps Redis busy meanwhile.
+//
 // Deadlines: every call on a connection has the same timeout, so deadlines grow along the FIFO
 // and one timer per connection, armed at the oldest unfinished deadline, is enough. A call whose
 // deadline passes gets DEADLINE_EXCEEDED at once but keeps its place in the queue, marked
@@ -60,6 +67,7 @@ Connection::Connection(asio::io_context& io, ClientOptions options, int index)
       reconnect_timer_(io),
       connect_timer_(io),
       reader_(std::make_unique<ReplyReader>()),
+      hold_behind_(std::max<size_t>(options_.coalesce_behind, 1)),
       backoff_(options_.reconnect_min),
       jitter_(static_cast<uint32_t>(std::random_device{}() + index)) {}
 
@@ -203,7 +211,8 @@ std::string Connection::LastError() const {
 // Moves every queued call into the in-flight queue at once, so its deadline is watched even
 // while the bytes wait behind a write that does not complete (a hung server with full socket
 // buffers); the bytes leave in one write as soon as none is in flight. A coalescing call keeps
-// taking checks until its bytes can leave, unless `close_group`.
+// taking checks while a write is in flight or coalesce_behind calls await their replies, unless
+// `close_group`.
 void Connection::Flush(bool close_group) {
   std::vector<Pending> taken;
   bool write = false;
@@ -213,7 +222,9 @@ void Connection::Flush(bool close_group) {
     base::MutexLock lock(mu_);
     flush_posted_ = false;
     connected = connected_;
-    if (close_group || !connected || !writing_active_) CloseGroupLocked();
+    if (close_group || !connected || (!writing_active_ && inflight_.size() < hold_behind_)) {
+      CloseGroupLocked();
+    }
     if (!group_.members.empty()) group_deadline = group_.deadline;
     taken.swap(incoming_);
     if (!connected) {
@@ -273,6 +284,7 @@ void Connection::Read() {
           HandleReply(entry, std::move(**reply));
           if (gen != generation_) return;  // the reply's handler dropped the connection
         }
+        if (inflight_.size() < hold_behind_) Flush();  // the checks gathered meanwhile leave
         Read();
       });
 }
@@ -376,12 +388,16 @@ void Connection::ExpireMembers(Pending& call, Steady::time_point now, Steady::ti
 void Connection::ExpireCalls() {
   const auto now = Steady::now();
   bool group_due = false;
+  // The coalescing call's earliest deadline while it waits for a call ahead to be answered.
+  Steady::time_point next = Steady::time_point::max();
   {
     base::MutexLock lock(mu_);
-    group_due = !group_.members.empty() && group_.deadline <= now;
+    if (!group_.members.empty()) {
+      group_due = group_.deadline <= now;
+      if (!group_due) next = group_.deadline;
+    }
   }
   if (group_due) Flush(/*close_group=*/true);  // into inflight_, where its checks expire
-  Steady::time_point next = Steady::time_point::max();
   for (auto& p : inflight_) {
     if (p.finished) continue;
     if (!p.members.empty()) {
@@ -396,7 +412,7 @@ void Connection::ExpireCalls() {
     p.finished = true;
     p.done(DeadlineStatus());
   }
-  if (inflight_.empty()) return;
+  if (inflight_.empty()) return ArmDeadlineTimer(next);
   // Hung: the oldest call is past its deadline and nothing was read for hang_timeout since.
   const auto hung_at = std::max(last_read_, inflight_.front().deadline) + options_.hang_timeout;
   if (hung_at <= now) {

@@ -3,6 +3,7 @@
 #include <hiredis/hiredis.h>
 
 #include <boost/uuid/detail/sha1.hpp>
+#include <charconv>
 #include <cstdio>
 
 namespace sluice::redis {
@@ -98,9 +99,11 @@ void AppendEvalShaHead(const Script& script, size_t keys, size_t args, std::stri
 }
 
 void AppendBulk(std::string_view word, std::string& out) {
-  char head[24];
-  const int len = std::snprintf(head, sizeof head, "$%zu\r\n", word.size());
-  out.append(head, static_cast<size_t>(len));
+  char head[24] = "$";
+  char* end = std::to_chars(head + 1, head + sizeof head - 2, word.size()).ptr;
+  *end++ = '\r';
+  *end++ = '\n';
+  out.append(head, static_cast<size_t>(end - head));
   out.append(word);
   out.append("\r\n");
 }
