@@ -4,6 +4,7 @@
 //   unix:///path/to/redis.sock[?db=N]           a RedisStore over a Unix socket
 //   redis+cluster://[user:password@]host:port,host:port,...
 //                                               a RedisStore on a Redis Cluster (seed nodes)
+//   rediss://...  rediss+cluster://...          the same over TLS (OpenStoreOptions::tls)
 // Thread safety: OpenStore may be called from any thread; see each store for its own contract.
 #pragma once
 
@@ -13,6 +14,7 @@
 
 #include "sluice/clock.h"
 #include "sluice/memory_store.h"
+#include "sluice/redis_tls.h"
 #include "sluice/status.h"
 #include "sluice/store.h"
 
@@ -24,6 +26,8 @@ struct OpenStoreOptions {
   // RedisStoreOptions::key_prefix and ::password.
   std::string key_prefix = "sluice:";
   std::string password{};
+  // RedisStoreOptions::tls, for rediss:// and rediss+cluster://.
+  RedisTlsOptions tls{};
   int io_threads = 1;
   int connections_per_thread = 0;  // RedisStoreOptions::connections_per_thread (0: its default)
   // memory://'s bound (MemoryStoreOptions::max_memory).

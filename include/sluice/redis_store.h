@@ -48,6 +48,7 @@
 
 #include "sluice/clock.h"
 #include "sluice/decision.h"
+#include "sluice/redis_tls.h"
 #include "sluice/status.h"
 #include "sluice/store.h"
 
@@ -55,13 +56,18 @@ namespace sluice {
 
 namespace redis {
 class Client;
+class TlsContext;
 struct CheckContext;
 }  // namespace redis
 
 struct RedisStoreOptions {
   // redis://[user:password@]host:port[/db]  or  unix:///path/to/socket[?db=N]  or, for a Redis
-  // Cluster, redis+cluster://[user:password@]host:port,host:port,... (seed nodes)
+  // Cluster, redis+cluster://[user:password@]host:port,host:port,... (seed nodes); over TLS,
+  // rediss://... and rediss+cluster://... (with `tls`).
   std::string url = "redis://127.0.0.1:6379";
+  // The TLS material of a rediss:// or rediss+cluster:// URL (sluice/redis_tls.h); any of it with
+  // a plain URL is refused.
+  RedisTlsOptions tls{};
   // The password to AUTH with, when it is kept out of the URL (read from a file or the
   // environment): the URL may then name only the user, redis://user@host:port, and a URL that
   // holds a password as well is refused. Empty: the URL's, if any. Never logged nor shown in an
@@ -114,6 +120,12 @@ class RedisStore final : public Store {
   uint32_t FailureDomain(std::string_view scope, std::string_view key) const override;
   std::string FailureDomainName(uint32_t domain) const override;
 
+  // Over TLS: reads the TLS files again (or `tls`'s other files) for the connections made from
+  // now on; those established stay. On an error (a file missing, unreadable, not a certificate)
+  // the files read before stay in use. Its server_name is the one the store was created with.
+  // INVALID_ARGUMENT on a store not over TLS.
+  Status ReloadTls(const RedisTlsOptions& tls);
+
  protected:
   // Every check joins the coalesced script call of its connection (Client::EvalShaCoalescedBatch):
   // a batch's checks in order on one connection, with the checks of other callers queued there.
@@ -127,11 +139,13 @@ class RedisStore final : public Store {
   void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override;
 
  private:
-  RedisStore(std::unique_ptr<redis::Client> client, RedisStoreOptions options);
+  RedisStore(std::unique_ptr<redis::Client> client, std::shared_ptr<redis::TlsContext> tls,
+             RedisStoreOptions options);
   // What every check sends alike; `now` read from `clock` when set.
   redis::CheckContext Context() const;
 
-  std::unique_ptr<redis::Client> client_;  // of one Redis, or a redis::ClusterClient
+  std::unique_ptr<redis::Client> client_;         // of one Redis, or a redis::ClusterClient
+  const std::shared_ptr<redis::TlsContext> tls_;  // null: plain text
   const std::string prefix_;
   const Clock* const clock_;
   const int64_t margin_ms_;

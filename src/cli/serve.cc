@@ -28,6 +28,7 @@
 #include "sluice/leasing_store.h"
 #include "sluice/memory_store.h"
 #include "sluice/open_store.h"
+#include "sluice/redis_store.h"
 #include "sluice/resilient_store.h"
 #include "sluice/store.h"
 
@@ -72,6 +73,10 @@ std::string FieldsNeedingRestart(const ServeFlags& flags, const config::Config& 
   compare("store.max_memory", false, reloaded.store.max_memory != running.store.max_memory);
   compare("store.key_prefix", false, reloaded.store.key_prefix != running.store.key_prefix);
   compare("store.password", false, reloaded.store.password != running.store.password);
+  compare("store.tls.server_name", false,
+          reloaded.store.tls.server_name != running.store.tls.server_name);
+  compare("store.tls.insecure_skip_verify", false,
+          reloaded.store.tls.insecure_skip_verify != running.store.tls.insecure_skip_verify);
   compare("server.io_threads", flags.io_threads > 0,
           reloaded.server.io_threads != running.server.io_threads);
   compare("server.read_timeout", false,
@@ -104,9 +109,10 @@ int IoThreads(const ServeFlags& flags, const config::Config& config) {
 }
 
 // SIGHUP: the rules from the same file, atomically; the previous rules stay if the file is bad.
-// `running` is the config the service started with.
+// `running` is the config the service started with. A Redis store over TLS (`redis`) reads its
+// TLS files again for its new connections.
 void Reload(const ServeFlags& flags, const config::Config& running, std::string_view source,
-            Store& store, http::Metrics& metrics, http::Api& api) {
+            Store& store, RedisStore* redis, http::Metrics& metrics, http::Api& api) {
   if (flags.config_path.empty()) {
     spdlog::warn("nothing to reload: the rules are the built-in example (no --config)");
     return;
@@ -116,6 +122,13 @@ void Reload(const ServeFlags& flags, const config::Config& running, std::string_
     spdlog::error("reload rejected, the previous rules stay in force: {}",
                   reloaded.status().message());
     return;
+  }
+  if (redis != nullptr && redis::IsTlsUrl(running.store.url)) {
+    if (Status s = redis->ReloadTls(reloaded->store.tls); !s.ok()) {
+      spdlog::error("reload rejected, the previous config stays in force: store.tls: {}",
+                    s.message());
+      return;
+    }
   }
   api.SetRules(http::RuleTable::Build(reloaded->rules, store, metrics));
   api.SetMaxWaiters(reloaded->server.max_waiters);
@@ -136,9 +149,10 @@ CLI::App* AddServeCommand(CLI::App& app, ServeFlags& flags) {
                                    "YAML rule set (default: the built-in examples/sluice.yaml)");
   auto* listen =
       serve->add_option("--listen", flags.listen, "HOST:PORT to listen on; overrides the config");
-  auto* store = serve->add_option("--store", flags.store_url,
-                                  "Store URL: memory://, redis://HOST:PORT[/DB], unix:///PATH or "
-                                  "redis+cluster://HOST:PORT,...; overrides the config");
+  auto* store =
+      serve->add_option("--store", flags.store_url,
+                        "Store URL: memory://, redis[s]://HOST:PORT[/DB], unix:///PATH or "
+                        "redis[s]+cluster://HOST:PORT,...; overrides the config");
   auto* io_threads =
       serve->add_option("--io-threads", flags.io_threads, "I/O threads; overrides the config")
           ->check(CLI::Range(1, 256));
@@ -168,12 +182,19 @@ int RunServe(const ServeFlags& flags) {
   }
   if (!flags.store_url.empty()) config->store.url = flags.store_url;
 
-  auto backend =
-      OpenStore(config->store.url, OpenStoreOptions{.timeout = config->store.timeout,
-                                                    .key_prefix = config->store.key_prefix + ":",
-                                                    .password = config->store.password,
-                                                    .max_memory = config->store.max_memory});
+  OpenStoreOptions store_options;
+  store_options.timeout = config->store.timeout;
+  store_options.key_prefix = config->store.key_prefix + ":";
+  store_options.password = config->store.password;
+  store_options.tls = config->store.tls;
+  store_options.max_memory = config->store.max_memory;
+  auto backend = OpenStore(config->store.url, store_options);
   if (!backend.ok()) return ConfigError(backend.status().message());
+  if (config->store.tls.insecure_skip_verify) {
+    spdlog::warn(
+        "store.tls.insecure_skip_verify is on: the Redis server's certificate is not verified, "
+        "anyone on the path to it can read and alter the limits");
+  }
 
   // A shared store can fail; each rule's failure policy then decides, for the leases taken from
   // it as for any check: Api -> ResilientStore -> LeasingStore -> the store. The in-memory store
@@ -257,7 +278,7 @@ int RunServe(const ServeFlags& flags) {
   }
   server.Start();
   while (signals.Next() == ServiceSignal::kReload) {
-    Reload(flags, *config, source, store, metrics, api);
+    Reload(flags, *config, source, store, dynamic_cast<RedisStore*>(backend->get()), metrics, api);
     if (rls) (void)rls->Reload();  // logged either way
   }
   server.Drain();

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "config/duration.h"
+#include "config/store_tls.h"
 #include "config/yaml_fields.h"
 
 namespace sluice::config {
@@ -662,7 +663,7 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
   if (const YAML::Node store = top.Get("store"); store.IsDefined()) {
     Fields fields(report, store, "store");
     if (Status s = fields.Check({"url", "timeout_ms", "instances", "max_memory", "key_prefix",
-                                 "password_file", "password_env"});
+                                 "password_file", "password_env", "tls"});
         !s.ok()) {
       return s;
     }
@@ -697,6 +698,11 @@ Result<Config> ParseDocument(const Reporter& report, const YAML::Node& root) {
       config.store.max_memory = *bytes;
     }
     if (Status s = ParseStoreAccess(report, fields, config.store); !s.ok()) return s;
+    if (const YAML::Node tls = fields.Get("tls"); tls.IsDefined()) {
+      auto options = ParseStoreTls(report, tls, config.store.url);
+      if (!options.ok()) return options.status();
+      config.store.tls = std::move(*options);
+    }
   }
 
   if (const YAML::Node server = top.Get("server"); server.IsDefined()) {

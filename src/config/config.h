@@ -47,6 +47,7 @@
 #include "sluice/clock.h"
 #include "sluice/limit.h"
 #include "sluice/middleware/middleware.h"
+#include "sluice/redis_tls.h"
 #include "sluice/status.h"
 #include "sluice/store.h"
 
@@ -136,6 +137,8 @@ struct StoreConfig {
   // (one trailing newline dropped), or from the environment variable `password_env` names, at
   // each load. The URL may then name only the user (redis://user@host:port). Empty: the URL's.
   std::string password;
+  // store.tls: the TLS material of a rediss:// or rediss+cluster:// URL (config/store_tls.h).
+  RedisTlsOptions tls;
 };
 
 inline constexpr size_t kMaxKeyPrefixBytes = 64;

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,8 @@
 #include "sluice/status.h"
 
 namespace sluice::redis {
+
+class TlsContext;
 
 struct ClientOptions {
   // TCP
@@ -29,6 +32,9 @@ struct ClientOptions {
   std::string user;
   std::string password;
   int db = 0;
+  // TLS over the socket when set (rediss://), verifying `tls_server_name` (tls_context.h).
+  std::shared_ptr<TlsContext> tls;
+  std::string tls_server_name;
 
   Duration timeout = std::chrono::milliseconds(50);
   Duration connect_timeout = std::chrono::milliseconds(50);

@@ -11,10 +11,11 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOp
     return std::unique_ptr<Store>(
         std::make_unique<MemoryStore>(MemoryStoreOptions{.max_memory = options.max_memory}));
   }
-  if (url.starts_with("redis://") || url.starts_with("unix://") ||
-      url.starts_with("redis+cluster://")) {
+  if (url.starts_with("redis://") || url.starts_with("unix://") || redis::IsClusterUrl(url) ||
+      redis::IsTlsUrl(url)) {
     auto store = RedisStore::Create(
         RedisStoreOptions{.url = std::string(url),
+                          .tls = options.tls,
                           .password = options.password,
                           .timeout = options.timeout,
                           .io_threads = options.io_threads,
@@ -25,8 +26,9 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOp
     return std::unique_ptr<Store>(std::move(store).value());
   }
   return Status::InvalidArgument("unknown store URL '" + redis::RedactedUrl(url) +
-                                 "' (expected memory://, redis://host:port, unix:///path or "
-                                 "redis+cluster://host:port,host:port,...)");
+                                 "' (expected memory://, redis://host:port, rediss://host:port, "
+                                 "unix:///path, redis+cluster://host:port,host:port,... or "
+                                 "rediss+cluster://host:port,host:port,...)");
 }
 
 }  // namespace sluice
