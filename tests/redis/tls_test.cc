@@ -2,14 +2,19 @@
 // a verified connection decides; a wrong authority, an expired certificate, a name mismatch or a
 // plain-text server fails the connection with the cause named, quickly, and never falls back to
 // plain text; a client certificate when the server requires one; the TLS files read again for new
-// connections (rotation), a bad file keeping the old ones; TLS URLs and options checked.
+// connections (rotation), a bad file keeping the old ones; a Redis Cluster over TLS, MOVED
+// included; TLS URLs and options checked.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "redis/cluster_client.h"
+#include "redis/cluster_slots.h"
+#include "redis/resp.h"
 #include "redis/url.h"
 #include "sluice/limit.h"
 #include "sluice/redis_store.h"
@@ -230,6 +235,74 @@ TEST_F(RedisTls, BadOptionsAreRefusedAtCreation) {
   ASSERT_FALSE(plain.ok());
   EXPECT_NE(plain.status().message().find("rediss://"), std::string::npos)
       << plain.status().ToString();
+}
+
+// A Redis Cluster with tls-cluster yes: the seeds and the nodes CLUSTER SLOTS names (their TLS
+// ports) are dialled over TLS, each verified; a MOVED is followed over TLS.
+TEST_F(RedisTls, ClusterNodesOverTlsAndMoved) {
+  const IssuedCertificate certificate = ca_->Issue("localhost", {"IP:127.0.0.1"});
+  std::vector<std::unique_ptr<RedisServer>> nodes;
+  std::vector<std::string> create = {"--cluster", "create"};
+  for (int i = 0; i < 3; ++i) {
+    nodes.push_back(RedisServer::StartTls(
+        {.cert_file = certificate.cert_file,
+         .key_file = certificate.key_file,
+         .ca_file = ca_->ca_file()},
+        {"--cluster-enabled", "yes", "--tls-cluster", "yes", "--tls-replication", "yes"}));
+    ASSERT_NE(nodes.back(), nullptr);
+    create.push_back("127.0.0.1:" + std::to_string(nodes.back()->tls_port()));
+  }
+  create.insert(create.end(),
+                {"--cluster-replicas", "0", "--cluster-yes", "--tls", "--cacert", ca_->ca_file()});
+  const std::string created = nodes[0]->Cli(create);
+  ASSERT_NE(created.find("All 16384 slots covered"), std::string::npos) << created;
+  const auto healthy_by = Steady::now() + 30s;
+  for (const auto& node : nodes) {
+    while (node->Cli({"CLUSTER", "INFO"}).find("cluster_state:ok") == std::string::npos &&
+           Steady::now() < healthy_by) {
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+
+  auto options = redis::ParseRedisClusterUrl(
+      "rediss+cluster://127.0.0.1:" + std::to_string(nodes[0]->tls_port()), {},
+      {.ca_file = ca_->ca_file()});
+  ASSERT_TRUE(options.ok()) << options.status().ToString();
+  options->node.timeout = 2s;
+  options->node.connect_timeout = 1s;
+  options->refresh_interval = 60s;  // the map changes by MOVED alone
+  auto client = redis::ClusterClient::Create(std::move(*options));
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  const redis::Script incr = redis::Script::FromSource("return redis.call('INCR', KEYS[1])");
+  auto increment = [&](const std::string& key) -> int64_t {
+    const std::string_view keys[] = {key};
+    for (int attempt = 0; attempt < 100; ++attempt) {  // until the masters are connected
+      auto r = (*client)->EvalShaSyncForTesting(incr, keys, {});
+      if (r.ok()) return r->integer;
+      std::this_thread::sleep_for(50ms);
+    }
+    ADD_FAILURE() << "no reply for " << key;
+    return -1;
+  };
+  for (int i = 0; i < 30; ++i) ASSERT_EQ(increment("key-" + std::to_string(i)), 1);
+  for (const auto& node : nodes) EXPECT_NE(node->Cli({"DBSIZE"}), "0") << "a master unused";
+
+  // An empty slot moved to another master: the client learns it from MOVED.
+  const std::string key = "moving";
+  const uint16_t slot = redis::KeySlot(key);
+  const std::string owner = (*client)->MasterOfForTesting(slot);
+  RedisServer* target = nullptr;
+  for (const auto& node : nodes) {
+    if (owner != "127.0.0.1:" + std::to_string(node->tls_port())) target = node.get();
+  }
+  ASSERT_NE(target, nullptr);
+  const std::string target_id = target->Cli({"CLUSTER", "MYID"});
+  for (const auto& node : nodes) {
+    ASSERT_EQ(node->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", target_id}), "OK");
+  }
+  EXPECT_EQ(increment(key), 1);
+  EXPECT_EQ((*client)->cluster_stats_for_testing().moved, 1u);
+  EXPECT_EQ(target->Cli({"GET", key}), "1") << "written on the new owner, over TLS";
 }
 
 TEST(RedisTlsUrl, SchemesAndTheNameVerified) {
