@@ -328,6 +328,9 @@ class FaultTest : public ::testing::TestWithParam<FaultOverTransport> {
       limiters_.push_back(std::make_unique<Limiter>(
           *resilient_, std::string("load-") + FailurePolicyName(policy), *limit, policy));
     }
+    // Connected before the load starts: a loaded machine can make the first connection (over
+    // TLS, its handshake too) miss the connect deadline.
+    ASSERT_TRUE(AwaitStore()) << "the store connects";
   }
 
   void TearDown() override {
@@ -362,7 +365,17 @@ class FaultTest : public ::testing::TestWithParam<FaultOverTransport> {
       for (size_t i = first; i < std::min(keys.size(), first + 32); ++i) {
         peeks.push_back({.scope = scope, .limit = &limit, .key = keys[i], .cost = 0});
       }
-      for (const Result<Decision>& d : redis_->CheckBatch(peeks)) {
+      // A peek consumes nothing: one that misses its deadline on a loaded machine (each reads a
+      // long log) is asked again.
+      std::vector<Result<Decision>> decided;
+      for (int attempt = 0; attempt < 5; ++attempt) {
+        decided = redis_->CheckBatch(peeks);
+        if (std::all_of(decided.begin(), decided.end(),
+                        [](const Result<Decision>& d) { return d.ok(); })) {
+          break;
+        }
+      }
+      for (const Result<Decision>& d : decided) {
         if (!d.ok()) return d.status();
         held += limit.count() - d->remaining;
       }
