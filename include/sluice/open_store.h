@@ -26,14 +26,14 @@ struct OpenStoreOptions {
   // RedisStoreOptions::key_prefix and ::password.
   std::string key_prefix = "sluice:";
   std::string password{};
-  // RedisStoreOptions::tls, for rediss:// and rediss+cluster://.
-  RedisTlsOptions tls{};
   int io_threads = 1;
   int connections_per_thread = 0;  // RedisStoreOptions::connections_per_thread (0: its default)
   // memory://'s bound (MemoryStoreOptions::max_memory).
   size_t max_memory = MemoryStoreOptions{}.max_memory;
   // RedisStoreOptions::coalesce_max: checks decided by one script call at most.
   size_t coalesce_max = 64;
+  // RedisStoreOptions::tls, for rediss:// and rediss+cluster://.
+  RedisTlsOptions tls{};
 };
 
 Result<std::unique_ptr<Store>> OpenStore(std::string_view url,

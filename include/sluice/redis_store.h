@@ -65,9 +65,6 @@ struct RedisStoreOptions {
   // Cluster, redis+cluster://[user:password@]host:port,host:port,... (seed nodes); over TLS,
   // rediss://... and rediss+cluster://... (with `tls`).
   std::string url = "redis://127.0.0.1:6379";
-  // The TLS material of a rediss:// or rediss+cluster:// URL (sluice/redis_tls.h); any of it with
-  // a plain URL is refused.
-  RedisTlsOptions tls{};
   // The password to AUTH with, when it is kept out of the URL (read from a file or the
   // environment): the URL may then name only the user, redis://user@host:port, and a URL that
   // holds a password as well is refused. Empty: the URL's, if any. Never logged nor shown in an
@@ -103,6 +100,9 @@ struct RedisStoreOptions {
   // millisecond clock). With `clock` set, make it cover the skew between the callers' clocks
   // and the Redis server's.
   Duration expiry_margin = std::chrono::milliseconds(1);
+  // The TLS material of a rediss:// or rediss+cluster:// URL (sluice/redis_tls.h); any of it with
+  // a plain URL is refused.
+  RedisTlsOptions tls{};
 };
 
 class RedisStore final : public Store {

@@ -15,13 +15,13 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOp
       redis::IsTlsUrl(url)) {
     auto store = RedisStore::Create(
         RedisStoreOptions{.url = std::string(url),
-                          .tls = options.tls,
                           .password = options.password,
                           .timeout = options.timeout,
                           .io_threads = options.io_threads,
                           .connections_per_thread = options.connections_per_thread,
                           .coalesce_max = options.coalesce_max,
-                          .key_prefix = options.key_prefix});
+                          .key_prefix = options.key_prefix,
+                          .tls = options.tls});
     if (!store.ok()) return store.status();
     return std::unique_ptr<Store>(std::move(store).value());
   }

@@ -313,9 +313,9 @@ class FaultTest : public ::testing::TestWithParam<FaultOverTransport> {
     const std::string url =
         OverTls() ? server_->tls_url() : "redis://127.0.0.1:" + std::to_string(injector_->port());
     auto store = RedisStore::Create(RedisStoreOptions{.url = url,
-                                                      .tls = tls,
                                                       .max_pending_per_connection = MaxPending(),
-                                                      .key_prefix = "fault:"});
+                                                      .key_prefix = "fault:",
+                                                      .tls = tls});
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     redis_ = std::move(store).value();
     observed_ = std::make_unique<ObservedStore>(*redis_);

@@ -57,7 +57,7 @@ class RedisTls : public ::testing::Test {
   static Result<std::unique_ptr<RedisStore>> Store(const std::string& url,
                                                    const RedisTlsOptions& tls) {
     return RedisStore::Create(RedisStoreOptions{
-        .url = url, .tls = tls, .timeout = 2s, .connect_timeout = 500ms, .key_prefix = "tls:"});
+        .url = url, .timeout = 2s, .connect_timeout = 500ms, .key_prefix = "tls:", .tls = tls});
   }
 
   Result<Decision> Check(RedisStore& store, const std::string& key) {
