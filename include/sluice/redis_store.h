@@ -53,6 +53,7 @@
 
 #include "sluice/clock.h"
 #include "sluice/decision.h"
+#include "sluice/redis_tls.h"
 #include "sluice/status.h"
 #include "sluice/store.h"
 
@@ -60,6 +61,7 @@ namespace sluice {
 
 namespace redis {
 class Client;
+class TlsContext;
 struct CheckContext;
 }  // namespace redis
 
@@ -67,7 +69,8 @@ struct RedisStoreOptions {
   // redis://[user:password@]host:port[/db]  or  unix:///path/to/socket[?db=N]  or, for a Redis
   // Cluster, redis+cluster://[user:password@]host:port,host:port,... (seed nodes), or, for a
   // master that Redis Sentinel watches, redis+sentinel://[user:password@]host:port,.../name (the
-  // sentinels, and the name they monitor the master by; the credentials are the master's).
+  // sentinels, and the name they monitor the master by; the credentials are the master's); over
+  // TLS, rediss://..., rediss+cluster://... and rediss+sentinel://... (with `tls`).
   std::string url = "redis://127.0.0.1:6379";
   // The password to AUTH with, when it is kept out of the URL (read from a file or the
   // environment): the URL may then name only the user, redis://user@host:port, and a URL that
@@ -107,6 +110,9 @@ struct RedisStoreOptions {
   // millisecond clock). With `clock` set, make it cover the skew between the callers' clocks
   // and the Redis server's.
   Duration expiry_margin = std::chrono::milliseconds(1);
+  // The TLS material of a rediss:// or rediss+cluster:// URL (sluice/redis_tls.h); any of it with
+  // a plain URL is refused.
+  RedisTlsOptions tls{};
 };
 
 class RedisStore final : public Store {
@@ -124,6 +130,12 @@ class RedisStore final : public Store {
   uint32_t FailureDomain(std::string_view scope, std::string_view key) const override;
   std::string FailureDomainName(uint32_t domain) const override;
 
+  // Over TLS: reads the TLS files again (or `tls`'s other files) for the connections made from
+  // now on; those established stay. On an error (a file missing, unreadable, not a certificate)
+  // the files read before stay in use. Its server_name is the one the store was created with.
+  // INVALID_ARGUMENT on a store not over TLS.
+  Status ReloadTls(const RedisTlsOptions& tls);
+
  protected:
   // Every check joins the coalesced script call of its connection (Client::EvalShaCoalescedBatch):
   // a batch's checks in order on one connection, with the checks of other callers queued there.
@@ -137,11 +149,13 @@ class RedisStore final : public Store {
   void DoCheckAllAsync(std::span<const CheckRequest> requests, AllCallback done) override;
 
  private:
-  RedisStore(std::unique_ptr<redis::Client> client, RedisStoreOptions options);
+  RedisStore(std::unique_ptr<redis::Client> client, std::shared_ptr<redis::TlsContext> tls,
+             RedisStoreOptions options);
   // What every check sends alike; `now` read from `clock` when set.
   redis::CheckContext Context() const;
 
-  std::unique_ptr<redis::Client> client_;  // of one Redis, or a redis::ClusterClient
+  std::unique_ptr<redis::Client> client_;         // of one Redis, or a redis::ClusterClient
+  const std::shared_ptr<redis::TlsContext> tls_;  // null: plain text
   const std::string prefix_;
   const Clock* const clock_;
   const int64_t margin_ms_;

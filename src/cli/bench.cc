@@ -182,8 +182,17 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchFlags& f) {
       app.add_subcommand("bench", "Closed- or open-loop load on a store: decisions/s, latency");
   bench
       ->add_option("--store", f.store_url,
-                   "memory://, redis://HOST:PORT, unix:///PATH or redis+cluster://HOST:PORT,...")
+                   "memory://, redis[s]://HOST:PORT, unix:///PATH or "
+                   "redis[s]+cluster://HOST:PORT,...")
       ->capture_default_str();
+  bench->add_option("--tls-ca-file", f.tls.ca_file,
+                    "rediss: PEM authorities to verify Redis with (default: the system's)");
+  bench->add_option("--tls-cert-file", f.tls.cert_file, "rediss: client certificate (PEM)");
+  bench->add_option("--tls-key-file", f.tls.key_file, "rediss: the client certificate's key");
+  bench->add_option("--tls-server-name", f.tls.server_name,
+                    "rediss: the name verified (default: the URL's host)");
+  bench->add_flag("--tls-insecure-skip-verify", f.tls.insecure_skip_verify,
+                  "rediss: do not verify Redis's certificate (tests only)");
   bench->add_option("--algorithm", f.algorithm)->capture_default_str();
   bench->add_option("--keys", f.keys, "Distinct keys")->capture_default_str();
   bench->add_option("--concurrency", f.concurrency, "Checks in flight")->capture_default_str();
@@ -256,9 +265,12 @@ int RunBench(const BenchFlags& f) {
       return Fail("--lease-units, --lease-lifetime: " + valid.message());
     }
   }
-  auto store = OpenStore(f.store_url, OpenStoreOptions{.io_threads = f.io_threads,
-                                                       .connections_per_thread = f.connections,
-                                                       .coalesce_max = f.coalesce_max});
+  OpenStoreOptions store_options;
+  store_options.tls = f.tls;
+  store_options.io_threads = f.io_threads;
+  store_options.connections_per_thread = f.connections;
+  store_options.coalesce_max = f.coalesce_max;
+  auto store = OpenStore(f.store_url, store_options);
   if (!store.ok()) return Fail(store.status().message());
   // Leases sit on the backend, under the resilient store: what it caches or decides by policy
   // never reaches them.

@@ -9,10 +9,13 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "sluice/redis_tls.h"
+
 namespace sluice::cli {
 
 struct BenchFlags {
   std::string store_url = "memory://";
+  RedisTlsOptions tls;  // for rediss:// and rediss+cluster://
   std::string algorithm = "gcra";
   int64_t keys = 10'000;
   int concurrency = 32;

@@ -32,6 +32,7 @@
 #include "sluice/leasing_store.h"
 #include "sluice/memory_store.h"
 #include "sluice/open_store.h"
+#include "sluice/redis_store.h"
 #include "sluice/resilient_store.h"
 #include "sluice/store.h"
 #include "tls/rotating_context.h"
@@ -79,6 +80,10 @@ std::string FieldsNeedingRestart(const ServeFlags& flags, const config::Config& 
   compare("store.password", false, reloaded.store.password != running.store.password);
   compare("store.sentinel_password", false,
           reloaded.store.sentinel_password != running.store.sentinel_password);
+  compare("store.tls.server_name", false,
+          reloaded.store.tls.server_name != running.store.tls.server_name);
+  compare("store.tls.insecure_skip_verify", false,
+          reloaded.store.tls.insecure_skip_verify != running.store.tls.insecure_skip_verify);
   compare("server.io_threads", flags.io_threads > 0,
           reloaded.server.io_threads != running.server.io_threads);
   compare("server.read_timeout", false,
@@ -119,10 +124,11 @@ int IoThreads(const ServeFlags& flags, const config::Config& config) {
 }
 
 // SIGHUP: the rules from the same file, atomically; the previous rules stay if the file is bad.
-// `running` is the config the service started with.
+// `running` is the config the service started with. A Redis store over TLS (`redis`) reads its
+// TLS files again for its new connections.
 void Reload(const ServeFlags& flags, const config::Config& running, std::string_view source,
-            Store& store, http::Metrics& metrics, http::Api& api, tls::RotatingContext* tls,
-            rls::FrontEnd* rls) {
+            Store& store, RedisStore* redis, http::Metrics& metrics, http::Api& api,
+            tls::RotatingContext* tls, rls::FrontEnd* rls) {
   if (flags.config_path.empty()) {
     spdlog::warn("nothing to reload: the rules are the built-in example (no --config)");
     return;
@@ -132,6 +138,13 @@ void Reload(const ServeFlags& flags, const config::Config& running, std::string_
     spdlog::error("reload rejected, the previous rules stay in force: {}",
                   reloaded.status().message());
     return;
+  }
+  if (redis != nullptr && redis::IsTlsUrl(running.store.url)) {
+    if (Status s = redis->ReloadTls(reloaded->store.tls); !s.ok()) {
+      spdlog::error("reload rejected, the previous config stays in force: store.tls: {}",
+                    s.message());
+      return;
+    }
   }
   api.SetRules(http::RuleTable::Build(reloaded->rules, store, metrics));
   api.SetMaxWaiters(reloaded->server.max_waiters);
@@ -155,9 +168,10 @@ CLI::App* AddServeCommand(CLI::App& app, ServeFlags& flags) {
                                    "YAML rule set (default: the built-in examples/sluice.yaml)");
   auto* listen =
       serve->add_option("--listen", flags.listen, "HOST:PORT to listen on; overrides the config");
-  auto* store = serve->add_option("--store", flags.store_url,
-                                  "Store URL: memory://, redis://HOST:PORT[/DB], unix:///PATH or "
-                                  "redis+cluster://HOST:PORT,...; overrides the config");
+  auto* store =
+      serve->add_option("--store", flags.store_url,
+                        "Store URL: memory://, redis[s]://HOST:PORT[/DB], unix:///PATH or "
+                        "redis[s]+cluster://HOST:PORT,...; overrides the config");
   auto* io_threads =
       serve->add_option("--io-threads", flags.io_threads, "I/O threads; overrides the config")
           ->check(CLI::Range(1, 256));
@@ -192,13 +206,20 @@ int RunServe(const ServeFlags& flags) {
   }
   if (!flags.store_url.empty()) config->store.url = flags.store_url;
 
-  auto backend = OpenStore(config->store.url,
-                           OpenStoreOptions{.timeout = config->store.timeout,
-                                            .key_prefix = config->store.key_prefix + ":",
-                                            .password = config->store.password,
-                                            .sentinel_password = config->store.sentinel_password,
-                                            .max_memory = config->store.max_memory});
+  OpenStoreOptions store_options;
+  store_options.timeout = config->store.timeout;
+  store_options.key_prefix = config->store.key_prefix + ":";
+  store_options.password = config->store.password;
+  store_options.sentinel_password = config->store.sentinel_password;
+  store_options.tls = config->store.tls;
+  store_options.max_memory = config->store.max_memory;
+  auto backend = OpenStore(config->store.url, store_options);
   if (!backend.ok()) return ConfigError(backend.status().message());
+  if (config->store.tls.insecure_skip_verify) {
+    spdlog::warn(
+        "store.tls.insecure_skip_verify is on: the Redis server's certificate is not verified, "
+        "anyone on the path to it can read and alter the limits");
+  }
 
   // A shared store can fail; each rule's failure policy then decides, for the leases taken from
   // it as for any check: Api -> ResilientStore -> LeasingStore -> the store. The in-memory store
@@ -340,7 +361,8 @@ int RunServe(const ServeFlags& flags) {
   if (admin_server) admin_server->Start();
   server.Start();
   while (signals.Next() == ServiceSignal::kReload) {
-    Reload(flags, *config, source, store, metrics, api, tls.get(), rls.get());
+    Reload(flags, *config, source, store, dynamic_cast<RedisStore*>(backend->get()), metrics, api,
+           tls.get(), rls.get());
     if (rls) (void)rls->Reload();  // logged either way
   }
   server.Drain();

@@ -52,6 +52,7 @@
 #include "sluice/clock.h"
 #include "sluice/limit.h"
 #include "sluice/middleware/middleware.h"
+#include "sluice/redis_tls.h"
 #include "sluice/status.h"
 #include "sluice/store.h"
 #include "tls/server_files.h"
@@ -146,6 +147,8 @@ struct StoreConfig {
   // master's: read from store.sentinel_password_file or store.sentinel_password_env, as the
   // password. Empty: the sentinels need none.
   std::string sentinel_password;
+  // store.tls: the TLS material of a rediss:// or rediss+cluster:// URL (config/store_tls.h).
+  RedisTlsOptions tls;
 };
 
 // The password in the file at `path`, less one trailing newline; an error never holds it.

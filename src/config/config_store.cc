@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "config/sections.h"
+#include "config/store_tls.h"
 #include "config/store_url.h"
 
 namespace sluice::config {
@@ -106,7 +107,7 @@ Status ParseStoreSection(const Reporter& report, const YAML::Node& node, StoreCo
   Fields fields(report, node, "store");
   if (Status s = fields.Check({"url", "timeout_ms", "instances", "max_memory", "key_prefix",
                                "password_file", "password_env", "sentinel_password_file",
-                               "sentinel_password_env"});
+                               "sentinel_password_env", "tls"});
       !s.ok()) {
     return s;
   }
@@ -139,6 +140,11 @@ Status ParseStoreSection(const Reporter& report, const YAML::Node& node, StoreCo
     auto bytes = fields.ReadMemorySize(max, "max_memory");
     if (!bytes.ok()) return bytes.status();
     store.max_memory = *bytes;
+  }
+  if (const YAML::Node tls = fields.Get("tls"); tls.IsDefined()) {
+    auto options = ParseStoreTls(report, tls, store.url);
+    if (!options.ok()) return options.status();
+    store.tls = std::move(*options);
   }
   if (Status s = ParseStoreAccess(report, fields, store); !s.ok()) return s;
   return ParseStoreUrlAndSentinel(report, fields, store);

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,8 @@
 #include "sluice/status.h"
 
 namespace sluice::redis {
+
+class TlsContext;
 
 struct ClientOptions {
   // TCP
@@ -33,6 +36,9 @@ struct ClientOptions {
   // answers that it is a master: a master found through Redis Sentinel that has since become a
   // replica never gets a call (the connection is dropped and retried like a failed AUTH).
   bool require_master = false;
+  // TLS over the socket when set (rediss://), verifying `tls_server_name` (tls_context.h).
+  std::shared_ptr<TlsContext> tls;
+  std::string tls_server_name;
 
   Duration timeout = std::chrono::milliseconds(50);
   Duration connect_timeout = std::chrono::milliseconds(50);

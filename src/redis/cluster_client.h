@@ -41,6 +41,9 @@ struct ClusterOptions {
   std::vector<std::string> seeds;
   // For each node's Client: credentials, deadlines, connections, bounds (host and port are the
   // node's; db must be 0). io_threads is the number of I/O threads all the nodes share.
+  // Over TLS, each node (seeds included) is verified against its own host when that is a name
+  // (a cluster announcing hostnames, cluster-preferred-endpoint-type hostname), else against
+  // node.tls_server_name when set, else against its IP address.
   ClientOptions node;
   Duration refresh_interval = std::chrono::seconds(2);
   Duration refresh_min_gap = std::chrono::milliseconds(100);

@@ -6,6 +6,7 @@
 // I/O thread (a Client cannot be destroyed on its own I/O thread). Each address gets a small id
 // (NodeIdOf) when it first appears in a map and keeps it.
 #include <algorithm>
+#include <boost/asio/ip/address.hpp>
 #include <charconv>
 
 #include "redis/cluster_client.h"
@@ -24,6 +25,11 @@ Result<std::shared_ptr<cluster::Node>> Connect(const ClientOptions& node_options
   options.host = std::string(HostOf(address));
   const auto port = std::string_view(address).substr(address.rfind(':') + 1);
   std::from_chars(port.data(), port.data() + port.size(), options.port);
+  if (options.tls) {
+    boost::system::error_code not_ip;
+    boost::asio::ip::make_address(options.host, not_ip);
+    if (not_ip || options.tls_server_name.empty()) options.tls_server_name = options.host;
+  }
   auto client = Client::Create(std::move(options), std::move(threads));
   if (!client.ok()) return client.status();
   return std::make_shared<cluster::Node>(cluster::Node{address, std::move(*client)});

@@ -61,7 +61,7 @@ std::string ServerAddress(const ClientOptions& options) {
 Connection::Connection(asio::io_context& io, ClientOptions options, int index)
     : io_(io),
       options_(std::move(options)),
-      socket_(io),
+      transport_(io),
       resolver_(io),
       deadline_timer_(io),
       reconnect_timer_(io),
@@ -252,25 +252,25 @@ void Connection::Flush(bool close_group) {
 void Connection::Write() {
   writing_active_ = true;
   writes_.fetch_add(1, std::memory_order_relaxed);
-  asio::async_write(
-      socket_, asio::buffer(writing_),
+  transport_.AsyncWrite(
+      asio::buffer(writing_),
       [this, self = shared_from_this(), gen = generation_](boost::system::error_code ec, size_t) {
         if (gen != generation_) return;
         writing_active_ = false;
         writing_.clear();
-        if (ec) return Disconnect("write failed: " + ec.message());
+        if (ec) return Disconnect("write failed: " + Transport::Reason(ec));
         Flush();
       });
 }
 
 void Connection::Read() {
-  socket_.async_read_some(
+  transport_.AsyncReadSome(
       asio::buffer(read_buffer_),
       [this, self = shared_from_this(), gen = generation_](boost::system::error_code ec, size_t n) {
         if (gen != generation_) return;
         if (ec) {
           return Disconnect(ec == asio::error::eof ? "Redis closed the connection"
-                                                   : "read failed: " + ec.message());
+                                                   : "read failed: " + Transport::Reason(ec));
         }
         last_read_ = Steady::now();
         if (!reader_->Feed(read_buffer_.data(), n)) return Disconnect("bad reply from Redis");
@@ -425,14 +425,13 @@ void Connection::ExpireCalls() {
 void Connection::Connect() {
   if (stopping_) return;
   ++generation_;
-  socket_ = Socket(io_);
+  transport_.Close();
   connect_timer_.expires_after(options_.connect_timeout);
   connect_timer_.async_wait(
       [this, self = shared_from_this(), gen = generation_](boost::system::error_code ec) {
         if (ec || gen != generation_ || ConnectedOnIoThread()) return;
         resolver_.cancel();
-        boost::system::error_code ignored;
-        socket_.close(ignored);
+        transport_.Close();
       });
   if (!options_.unix_path.empty()) {
     return ConnectTo({Endpoint(asio::local::stream_protocol::endpoint(options_.unix_path))});
@@ -451,23 +450,37 @@ void Connection::Connect() {
 
 void Connection::ConnectTo(std::vector<Endpoint> endpoints, size_t next) {
   if (next >= endpoints.size()) return ConnectFailed("cannot connect to " + Address());
-  socket_ = Socket(io_);
-  socket_.async_connect(endpoints[next], [this, self = shared_from_this(), gen = generation_,
-                                          endpoints, next](boost::system::error_code ec) mutable {
-    if (gen != generation_) return;
-    if (ec == asio::error::operation_aborted) {
-      return ConnectFailed("connecting to " + Address() + " timed out");
-    }
-    if (ec) return ConnectTo(std::move(endpoints), next + 1);
-    Connected();
-  });
+  transport_.Reset(options_.tls.get(), options_.tls_server_name);
+  transport_.socket().async_connect(
+      endpoints[next], [this, self = shared_from_this(), gen = generation_, endpoints,
+                        next](boost::system::error_code ec) mutable {
+        if (gen != generation_) return;
+        if (ec == asio::error::operation_aborted) {
+          return ConnectFailed("connecting to " + Address() + " timed out");
+        }
+        if (ec) return ConnectTo(std::move(endpoints), next + 1);
+        Secure();
+      });
+}
+
+void Connection::Secure() {
+  if (options_.unix_path.empty()) {
+    const int one = 1;
+    setsockopt(transport_.socket().native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  if (!transport_.tls()) return Connected();
+  transport_.AsyncHandshake(
+      [this, self = shared_from_this(), gen = generation_](boost::system::error_code ec) {
+        if (gen != generation_) return;
+        if (ec == asio::error::operation_aborted) {
+          return ConnectFailed("TLS handshake with " + Address() + " timed out");
+        }
+        if (ec) return ConnectFailed(transport_.HandshakeError(ec));
+        Connected();
+      });
 }
 
 void Connection::Connected() {
-  if (options_.unix_path.empty()) {
-    const int one = 1;
-    setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  }
   {
     base::MutexLock lock(mu_);
     connected_ = true;
@@ -530,8 +543,7 @@ void Connection::Handshake() {
 void Connection::ConnectFailed(const std::string& why) {
   SetError(why);
   connect_timer_.cancel();
-  boost::system::error_code ignored;
-  socket_.close(ignored);
+  transport_.Close();
   ScheduleReconnect();
 }
 
@@ -544,8 +556,7 @@ void Connection::Disconnect(const std::string& why) {
 // Closes the socket and fails every call that has not been answered.
 void Connection::Drop(const Status& status) {
   ++generation_;
-  boost::system::error_code ignored;
-  socket_.close(ignored);
+  transport_.Close();
   reader_ = std::make_unique<ReplyReader>();
   writing_active_ = false;
   writing_.clear();

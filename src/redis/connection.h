@@ -23,6 +23,7 @@
 #include "redis/client_options.h"
 #include "redis/resp.h"
 #include "redis/script_call.h"
+#include "redis/transport.h"
 
 namespace sluice::redis {
 
@@ -109,7 +110,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ClientStats stats() const;
 
  private:
-  using Socket = asio::generic::stream_protocol::socket;
   using Endpoint = asio::generic::stream_protocol::endpoint;
   enum class Refusal { kNone, kNotConnected, kTooManyPending };
   Refusal Admit(size_t n) SLUICE_REQUIRES(mu_);
@@ -159,6 +159,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Status DeadlineStatus() const;
   void Connect();
   void ConnectTo(std::vector<Endpoint> endpoints, size_t next = 0);
+  // The TLS handshake, if any, within the connect deadline; then Connected.
+  void Secure();
   void Connected();
 
   // AUTH, SELECT and a PING, before any caller's command; ready once all have answered.
@@ -177,7 +179,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void SetError(const std::string& why);
   asio::io_context& io_;
   const ClientOptions options_;
-  Socket socket_;
+  Transport transport_;
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer deadline_timer_, reconnect_timer_, connect_timer_;
   std::unique_ptr<ReplyReader> reader_;

@@ -12,6 +12,7 @@
 #include "redis/script_call.h"
 #include "redis/scripts.h"
 #include "redis/sentinel_client.h"
+#include "redis/tls_context.h"
 #include "redis/url.h"
 
 namespace sluice {
@@ -29,8 +30,9 @@ void ApplyTo(const RedisStoreOptions& options, int connections, redis::ClientOpt
 }
 
 // A client of the URL's single Redis, of its Redis Cluster (one Client per master), or of the
-// master its sentinels name.
-Result<std::unique_ptr<redis::Client>> Connect(const RedisStoreOptions& options) {
+// master its sentinels name; `tls` gets the TLS context its connections share, if any.
+Result<std::unique_ptr<redis::Client>> Connect(const RedisStoreOptions& options,
+                                               std::shared_ptr<redis::TlsContext>& tls) {
   if (options.url.starts_with(redis::kSentinelScheme) ||
       options.url.starts_with(redis::kTlsSentinelScheme)) {
     auto sentinel = redis::ParseRedisSentinelUrl(options.url, options.password);
@@ -41,17 +43,19 @@ Result<std::unique_ptr<redis::Client>> Connect(const RedisStoreOptions& options)
     if (!client.ok()) return client.status();
     return std::unique_ptr<redis::Client>(std::move(*client));
   }
-  if (options.url.starts_with(redis::kClusterScheme)) {
-    auto cluster = redis::ParseRedisClusterUrl(options.url, options.password);
+  if (redis::IsClusterUrl(options.url)) {
+    auto cluster = redis::ParseRedisClusterUrl(options.url, options.password, options.tls);
     if (!cluster.ok()) return cluster.status();
     ApplyTo(options, 1, cluster->node);
+    tls = cluster->node.tls;
     auto client = redis::ClusterClient::Create(std::move(*cluster));
     if (!client.ok()) return client.status();
     return std::unique_ptr<redis::Client>(std::move(*client));
   }
-  auto single = redis::ParseRedisUrl(options.url, options.password);
+  auto single = redis::ParseRedisUrl(options.url, options.password, options.tls);
   if (!single.ok()) return single.status();
   ApplyTo(options, 2, *single);
+  tls = single->tls;
   return redis::Client::Create(std::move(*single));
 }
 
@@ -75,20 +79,29 @@ Result<std::unique_ptr<RedisStore>> RedisStore::Create(RedisStoreOptions options
   if (options.expiry_margin < std::chrono::milliseconds(1)) {
     return Status::InvalidArgument("expiry margin must be at least 1ms");
   }
-  auto client = Connect(options);
+  std::shared_ptr<redis::TlsContext> tls;
+  auto client = Connect(options, tls);
   if (!client.ok()) return client.status();
-  return std::unique_ptr<RedisStore>(new RedisStore(std::move(*client), std::move(options)));
+  return std::unique_ptr<RedisStore>(
+      new RedisStore(std::move(*client), std::move(tls), std::move(options)));
 }
 
-RedisStore::RedisStore(std::unique_ptr<redis::Client> client, RedisStoreOptions options)
+RedisStore::RedisStore(std::unique_ptr<redis::Client> client,
+                       std::shared_ptr<redis::TlsContext> tls, RedisStoreOptions options)
     : client_(std::move(client)),
+      tls_(std::move(tls)),
       prefix_(std::move(options.key_prefix)),
       clock_(options.clock),
       margin_ms_((options.expiry_margin.count() + 999) / 1000),
       timeout_(options.timeout),
-      cluster_(options.url.starts_with(redis::kClusterScheme)) {}
+      cluster_(redis::IsClusterUrl(options.url)) {}
 
 RedisStore::~RedisStore() = default;
+
+Status RedisStore::ReloadTls(const RedisTlsOptions& tls) {
+  if (tls_ == nullptr) return Status::InvalidArgument("the Redis store is not over TLS");
+  return tls_->Reload(tls);
+}
 
 std::vector<std::string> RedisStore::KeysOf(std::string_view scope, std::string_view key) const {
   std::string state;

@@ -49,7 +49,8 @@ Result<std::unique_ptr<SentinelClient>> SentinelClient::Create(SentinelClientOpt
   }
   if (sentinel.tls) {
     return Status::InvalidArgument(
-        "rediss+sentinel:// needs TLS connections to Redis, which this build does not have");
+        "rediss+sentinel:// is not supported yet: reach the sentinels and the master over plain "
+        "TCP (redis+sentinel://), or use rediss:// to one master");
   }
   if (sentinel.master.timeout.count() <= 0 || sentinel.master.connect_timeout.count() <= 0) {
     return Status::InvalidArgument("Redis timeouts must be positive");

@@ -3,14 +3,21 @@
 #include <charconv>
 #include <string>
 
+#include "redis/tls_context.h"
+
 namespace sluice::redis {
 namespace {
 
 constexpr std::string_view kSingleForms =
-    "redis://[user:password@]host:port[/db] or unix:///path[?db=N]";
-constexpr std::string_view kClusterForm = "redis+cluster://[user:password@]host:port,host:port,...";
+    "redis://[user:password@]host:port[/db], rediss://[user:password@]host:port[/db] (TLS) or "
+    "unix:///path[?db=N]";
+constexpr std::string_view kClusterForm =
+    "redis+cluster://[user:password@]host:port,host:port,... or rediss+cluster://... (TLS)";
 constexpr std::string_view kSentinelForm =
     "redis+sentinel://[user:password@]host:port,host:port,.../master_name";
+constexpr std::string_view kKnownSchemes =
+    "the schemes known are redis://, rediss://, unix://, redis+cluster://, rediss+cluster://, "
+    "redis+sentinel:// and rediss+sentinel://";
 
 Status BadUrl(std::string_view url, std::string_view why,
               std::string_view expected = kSingleForms) {
@@ -64,7 +71,34 @@ std::string_view ParseHostPort(std::string_view text, ClientOptions& options) {
   return {};
 }
 
+bool HasTlsOptions(const RedisTlsOptions& tls) {
+  return !tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() ||
+         !tls.server_name.empty() || tls.insecure_skip_verify;
+}
+
+// The TLS context of a TLS URL into `options`; a plain URL with TLS options is refused.
+Status TakeTls(std::string_view url, const RedisTlsOptions& tls, ClientOptions& options) {
+  if (!IsTlsUrl(url)) {
+    if (!HasTlsOptions(tls)) return Status::Ok();
+    return Status::InvalidArgument("TLS options are given for '" + RedactedUrl(url) +
+                                   "', a plain-text URL: use rediss:// or rediss+cluster://");
+  }
+  auto context = TlsContext::Create(tls);
+  if (!context.ok()) return context.status();
+  options.tls = std::move(*context);
+  options.tls_server_name = tls.server_name;
+  return Status::Ok();
+}
+
 }  // namespace
+
+bool IsClusterUrl(std::string_view url) {
+  return url.starts_with(kClusterScheme) || url.starts_with(kTlsClusterScheme);
+}
+
+bool IsTlsUrl(std::string_view url) {
+  return url.starts_with("rediss://") || url.starts_with(kTlsClusterScheme);
+}
 
 std::string RedactedUrl(std::string_view url) {
   const auto scheme_end = url.find("://");
@@ -76,9 +110,10 @@ std::string RedactedUrl(std::string_view url) {
   return std::string(url.substr(0, secret)) + "***" + std::string(url.substr(at));
 }
 
-Result<ClientOptions> ParseRedisUrl(std::string_view url, std::string_view password) {
+Result<ClientOptions> ParseRedisUrl(std::string_view url, std::string_view password,
+                                    const RedisTlsOptions& tls) {
   ClientOptions options;
-  constexpr std::string_view kRedis = "redis://", kUnix = "unix://";
+  constexpr std::string_view kRedis = "redis://", kRediss = "rediss://", kUnix = "unix://";
   if (url.starts_with(kUnix)) {
     std::string_view rest = url.substr(kUnix.size());
     if (const auto q = rest.find('?'); q != std::string_view::npos) {
@@ -92,10 +127,13 @@ Result<ClientOptions> ParseRedisUrl(std::string_view url, std::string_view passw
     if (!rest.starts_with('/')) return BadUrl(url, "the socket path must be absolute");
     options.unix_path = std::string(rest);
     options.password = std::string(password);
+    if (Status s = TakeTls(url, tls, options); !s.ok()) return s;
     return options;
   }
-  if (!url.starts_with(kRedis)) return BadUrl(url, "unknown scheme");
-  std::string_view rest = url.substr(kRedis.size());
+  if (!url.starts_with(kRedis) && !url.starts_with(kRediss)) {
+    return BadUrl(url, std::string("unknown scheme: ") + std::string(kKnownSchemes));
+  }
+  std::string_view rest = url.substr(url.starts_with(kRedis) ? kRedis.size() : kRediss.size());
   if (const std::string_view why = TakeCredentials(rest, password, options); !why.empty()) {
     return BadUrl(url, why);
   }
@@ -109,13 +147,19 @@ Result<ClientOptions> ParseRedisUrl(std::string_view url, std::string_view passw
   if (const std::string_view why = ParseHostPort(rest, options); !why.empty()) {
     return BadUrl(url, why);
   }
+  if (Status s = TakeTls(url, tls, options); !s.ok()) return s;
+  if (options.tls && options.tls_server_name.empty()) options.tls_server_name = options.host;
   return options;
 }
 
-Result<ClusterOptions> ParseRedisClusterUrl(std::string_view url, std::string_view password) {
-  if (!url.starts_with(kClusterScheme)) return BadUrl(url, "unknown scheme", kClusterForm);
+Result<ClusterOptions> ParseRedisClusterUrl(std::string_view url, std::string_view password,
+                                            const RedisTlsOptions& tls) {
+  if (!IsClusterUrl(url)) {
+    return BadUrl(url, std::string("unknown scheme: ") + std::string(kKnownSchemes), kClusterForm);
+  }
   ClusterOptions options;
-  std::string_view rest = url.substr(kClusterScheme.size());
+  std::string_view rest = url.substr(url.starts_with(kClusterScheme) ? kClusterScheme.size()
+                                                                     : kTlsClusterScheme.size());
   if (const std::string_view why = TakeCredentials(rest, password, options.node); !why.empty()) {
     return BadUrl(url, why, kClusterForm);
   }
@@ -132,6 +176,7 @@ Result<ClusterOptions> ParseRedisClusterUrl(std::string_view url, std::string_vi
     if (comma == std::string_view::npos) break;
     rest = rest.substr(comma + 1);
   }
+  if (Status s = TakeTls(url, tls, options.node); !s.ok()) return s;
   return options;
 }
 

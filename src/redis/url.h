@@ -1,5 +1,6 @@
 // The URLs a Redis store is configured with, parsed into client options. An error names what is
-// wrong and never shows the password. Pure functions, safe from any thread.
+// wrong and never shows the password. Safe from any thread; a TLS URL's parse reads the TLS files
+// (tls_context.h).
 #pragma once
 
 #include <string>
@@ -8,11 +9,19 @@
 
 #include "redis/client.h"
 #include "redis/cluster_client.h"
+#include "sluice/redis_tls.h"
 #include "sluice/status.h"
 
 namespace sluice::redis {
 
 inline constexpr std::string_view kClusterScheme = "redis+cluster://";
+inline constexpr std::string_view kTlsClusterScheme = "rediss+cluster://";
+
+// A Redis Cluster's URL (redis+cluster:// or rediss+cluster://).
+bool IsClusterUrl(std::string_view url);
+// A URL of Redis over TLS (rediss:// or rediss+cluster://).
+bool IsTlsUrl(std::string_view url);
+
 inline constexpr std::string_view kSentinelScheme = "redis+sentinel://";
 inline constexpr std::string_view kTlsSentinelScheme = "rediss+sentinel://";
 
@@ -33,11 +42,18 @@ struct SentinelOptions {
 // credentials may only name the user, "user@", and a URL that holds a password is refused: the
 // password is then in one place only.
 
-// redis://[user:password@]host:port[/db]  or  unix:///path/to/socket[?db=N]
-Result<ClientOptions> ParseRedisUrl(std::string_view url, std::string_view password = {});
+// Over TLS (rediss), the connections use `tls`'s files, read here, and verify its server_name, by
+// default the URL's host; a plain URL with any TLS option set is refused, so that a URL missing
+// its 's' is never plain text by mistake.
 
-// redis+cluster://[user:password@]host:port,host:port,...
-Result<ClusterOptions> ParseRedisClusterUrl(std::string_view url, std::string_view password = {});
+// redis[s]://[user:password@]host:port[/db]  or  unix:///path/to/socket[?db=N]
+Result<ClientOptions> ParseRedisUrl(std::string_view url, std::string_view password = {},
+                                    const RedisTlsOptions& tls = {});
+
+// redis[s]+cluster://[user:password@]host:port,host:port,...  Over TLS, each node verifies the
+// name cluster_client.h says (ClusterOptions).
+Result<ClusterOptions> ParseRedisClusterUrl(std::string_view url, std::string_view password = {},
+                                            const RedisTlsOptions& tls = {});
 
 // redis+sentinel://[user:password@]host:port,host:port,.../master_name (or rediss+sentinel://):
 // the credentials are the master's; the sentinels' password is given apart.

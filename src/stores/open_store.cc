@@ -11,9 +11,8 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOp
     return std::unique_ptr<Store>(
         std::make_unique<MemoryStore>(MemoryStoreOptions{.max_memory = options.max_memory}));
   }
-  if (url.starts_with("redis://") || url.starts_with("unix://") ||
-      url.starts_with("redis+cluster://") || url.starts_with(redis::kSentinelScheme) ||
-      url.starts_with(redis::kTlsSentinelScheme)) {
+  if (url.starts_with("redis://") || url.starts_with("unix://") || redis::IsClusterUrl(url) ||
+      redis::IsTlsUrl(url) || url.starts_with(redis::kSentinelScheme)) {
     auto store = RedisStore::Create(
         RedisStoreOptions{.url = std::string(url),
                           .password = options.password,
@@ -22,14 +21,17 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOp
                           .io_threads = options.io_threads,
                           .connections_per_thread = options.connections_per_thread,
                           .coalesce_max = options.coalesce_max,
-                          .key_prefix = options.key_prefix});
+                          .key_prefix = options.key_prefix,
+                          .tls = options.tls});
     if (!store.ok()) return store.status();
     return std::unique_ptr<Store>(std::move(store).value());
   }
   return Status::InvalidArgument("unknown store URL '" + redis::RedactedUrl(url) +
-                                 "' (expected memory://, redis://host:port, unix:///path or "
-                                 "redis+cluster://host:port,host:port,... or "
-                                 "redis+sentinel://host:port,host:port,.../master_name)");
+                                 "' (expected memory://, redis://host:port, rediss://host:port, "
+                                 "unix:///path, redis+cluster://host:port,host:port,..., "
+                                 "rediss+cluster://host:port,host:port,..., "
+                                 "redis+sentinel://host:port,host:port,.../master_name or "
+                                 "rediss+sentinel://...)");
 }
 
 }  // namespace sluice

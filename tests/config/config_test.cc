@@ -596,7 +596,7 @@ TEST(ConfigTest, KeyPrefixAndPasswordMistakesAreReportedWithFileLineAndField) {
       {"store:\n  pasword_file: x\n",
        "bad.yaml:2: store.pasword_file: unknown field (expected url, timeout_ms, instances, "
        "max_memory, key_prefix, password_file, password_env, sentinel_password_file, "
-       "sentinel_password_env)"},
+       "sentinel_password_env, tls)"},
   };
   for (const auto& [yaml, error] : cases) {
     auto config = ParseConfig(yaml + "rules: [{name: a, algorithm: gcra, limit: 1, period: 1s}]\n",
@@ -628,6 +628,44 @@ TEST(ConfigTest, EveryNameFollowsOneRule) {
                   ", algorithm: gcra, limit: 1, period: 1s}\n"),
             "n.yaml:2: rules[0].name: '" + std::string(65, 'r') +
                 "' is not a rule name: 1 to 64 characters of A-Z, a-z, 0-9, '_', '.', ':' or '-'");
+}
+
+// store.tls: the TLS files of a rediss:// store, read as the store will; a file missing or not
+// what it should be, or TLS options for a plain URL, refused with file, line and field.
+TEST(ConfigTest, StoreTlsFilesAreCheckedWithFileLineAndField) {
+  const std::string dir = ::testing::TempDir();
+  const std::string not_pem = dir + "sluice_config_test_not_a_certificate";
+  std::ofstream(not_pem) << "not a certificate\n";
+  const std::string rules = "rules: [{name: a, algorithm: gcra, limit: 1, period: 1s}]\n";
+  auto good = ParseConfig(
+      "store:\n  url: rediss://cache:6380\n  tls: {server_name: cache.example}\n" + rules, "x");
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_EQ(good->store.tls.server_name, "cache.example");
+  EXPECT_FALSE(good->store.tls.insecure_skip_verify);
+
+  const std::pair<std::string, std::string> cases[] = {
+      {"store:\n  url: rediss://h:1\n  tls:\n    ca_file: /nonexistent/ca.pem\n",
+       "bad.yaml:4: store.tls.ca_file: cannot read '/nonexistent/ca.pem': No such file or "
+       "directory"},
+      {"store:\n  url: rediss://h:1\n  tls:\n    cert_file: /nonexistent/c.pem\n",
+       "bad.yaml:4: store.tls.cert_file: cannot read '/nonexistent/c.pem': No such file or "
+       "directory"},
+      {"store:\n  url: rediss://h:1\n  tls:\n    ca_file: " + not_pem + "\n",
+       "bad.yaml:4: store.tls.ca_file: cannot use ca_file '" + not_pem + "': "},
+      {"store:\n  url: redis://h:1\n  tls: {server_name: h}\n",
+       "bad.yaml:3: store.tls: the store URL is not one over TLS: use rediss:// or "
+       "rediss+cluster://"},
+      {"store:\n  url: rediss://h:1\n  tls: {insecure: true}\n",
+       "bad.yaml:3: store.tls.insecure: unknown field (expected ca_file, cert_file, key_file, "
+       "server_name, insecure_skip_verify)"},
+  };
+  for (const auto& [yaml, error] : cases) {
+    auto config = ParseConfig(yaml + rules, "bad.yaml");
+    ASSERT_FALSE(config.ok()) << yaml;
+    EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_TRUE(config.status().message().starts_with(error)) << config.status().message();
+  }
+  std::remove(not_pem.c_str());
 }
 
 TEST(ConfigTest, UnreadableFileIsNamed) {

@@ -107,6 +107,7 @@ void RedisStoreTest::TearDown() {
 
 std::unique_ptr<RedisStore> RedisStoreTest::MakeStore(RedisStoreOptions options) {
   options.url = target_->url;
+  options.tls = target_->tls;
   options.key_prefix = prefix_;
   options.timeout = 5s;
   options.connect_timeout = 5s;

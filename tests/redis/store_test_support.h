@@ -28,6 +28,7 @@ struct RedisTarget {
   // The port of the node holding the keys whose hash tag is `tag`: a store's keys for the key
   // `tag`, when it holds no '%', '{' or '}' (which the store escapes).
   std::function<int(std::string_view tag)> node_of;
+  RedisTlsOptions tls{};  // RedisStoreOptions::tls, for a target over TLS
 };
 
 // Started on first use, stopped at exit; null (after printing why) if it cannot start.

@@ -74,7 +74,20 @@ int FreeLoopbackPort() {
   return Bind(0);  // the kernel's choice
 }
 
+std::unique_ptr<RedisServer> RedisServer::StartTls(const RedisTlsFiles& tls,
+                                                   std::vector<std::string> extra_args) {
+  std::vector<std::string> args = {
+      "--tls-cert-file",    tls.cert_file, "--tls-key-file",     tls.key_file,
+      "--tls-ca-cert-file", tls.ca_file,   "--tls-auth-clients", tls.auth_clients ? "yes" : "no"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  return Start(std::move(args), /*tls=*/true);
+}
+
 std::unique_ptr<RedisServer> RedisServer::Start(std::vector<std::string> extra_args) {
+  return Start(std::move(extra_args), /*tls=*/false);
+}
+
+std::unique_ptr<RedisServer> RedisServer::Start(std::vector<std::string> extra_args, bool tls) {
   std::unique_ptr<RedisServer> server(new RedisServer());
   server->extra_args_ = std::move(extra_args);
   char dir_template[] = "/tmp/sluice-redis-XXXXXX";
@@ -85,7 +98,10 @@ std::unique_ptr<RedisServer> RedisServer::Start(std::vector<std::string> extra_a
   server->dir_ = dir_template;
   for (int attempt = 0; attempt < 5; ++attempt) {
     server->port_ = FreeLoopbackPort();
-    if (server->port_ != 0 && server->Launch()) return server;
+    server->tls_port_ = tls ? FreeLoopbackPort() : 0;
+    if (server->port_ != 0 && server->tls_port_ != server->port_ && server->Launch()) {
+      return server;
+    }
   }
   std::fprintf(stderr, "RedisServer: could not start redis-server (is it installed?)\n");
   return nullptr;
@@ -109,6 +125,9 @@ bool RedisServer::Launch() {
                                    "warning",
                                    "--logfile",
                                    dir_ + "/redis.log"};
+  if (tls_port_ != 0) {
+    args.insert(args.end(), {"--tls-port", std::to_string(tls_port_)});
+  }
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   pid_ = fork();
   if (pid_ == 0) {
@@ -155,6 +174,10 @@ RedisServer::~RedisServer() {
 }
 
 std::string RedisServer::url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+
+std::string RedisServer::tls_url() const {
+  return "rediss://127.0.0.1:" + std::to_string(tls_port_);
+}
 
 std::string RedisServer::Cli(const std::vector<std::string>& args) const {
   std::string command = "redis-cli -h 127.0.0.1 -p " + std::to_string(port_);
