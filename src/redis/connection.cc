@@ -228,6 +228,7 @@ void Connection::Flush(bool close_group) {
     if (p.out_of_order) ++out_of_order_in_flight_;
     inflight_.push_back(std::move(p));
   }
+  unsent_ += taken.size();
   commands_.fetch_add(taken.size(), std::memory_order_relaxed);
   ArmDeadlineTimer(earliest);
   if (write) Write();
@@ -235,6 +236,12 @@ void Connection::Flush(bool close_group) {
 
 void Connection::Write() {
   writing_active_ = true;
+  write_started_ = Steady::now();
+  for (size_t i = inflight_.size() - std::min(unsent_, inflight_.size()); i < inflight_.size();
+       ++i) {
+    inflight_[i].sent_at = write_started_;
+  }
+  unsent_ = 0;
   writes_.fetch_add(1, std::memory_order_relaxed);
   asio::async_write(
       socket_, asio::buffer(writing_),
@@ -267,6 +274,13 @@ void Connection::Read() {
           inflight_.pop_front();
           HandleReply(entry, std::move(**reply));
           if (gen != generation_) return;  // the reply's handler dropped the connection
+        }
+        if (expire_after_read_) {
+          bytes_at_hand_ -= std::min(bytes_at_hand_, n);
+          if (bytes_at_hand_ == 0) {
+            ExpireCalls(/*replies_read=*/true);
+            if (gen != generation_) return;  // dropped as hung
+          }
         }
         Read();
       });
@@ -352,6 +366,18 @@ Status Connection::DeadlineStatus() const {
                                   std::to_string(options_.timeout.count() / 1000) + " ms");
 }
 
+Status Connection::ExpiredStatus(Steady::time_point sent_at, Steady::time_point deadline,
+                                 Steady::time_point now) const {
+  const Duration half = options_.timeout / 2;
+  const bool redis_had_it = sent_at != Steady::time_point::max() && sent_at + half <= deadline;
+  const bool write_not_taken = writing_active_ && write_started_ + half <= now;
+  if (redis_had_it || write_not_taken) return DeadlineStatus();
+  return Status::ResourceExhausted(
+      "the check waited in this process's own queue to Redis at " + Address() +
+      " for more than half its " + std::to_string(options_.timeout.count() / 1000) +
+      " ms deadline: this instance is overloaded (not Redis); retry later");
+}
+
 void Connection::ExpireMembers(Pending& call, Steady::time_point now, Steady::time_point& next) {
   Steady::time_point earliest = Steady::time_point::max();
   for (auto& m : call.members) {
@@ -361,15 +387,26 @@ void Connection::ExpireMembers(Pending& call, Steady::time_point now, Steady::ti
       continue;
     }
     m.finished = true;
-    m.done(DeadlineStatus());
+    m.done(ExpiredStatus(call.sent_at, m.deadline, now));
   }
   call.finished = earliest == Steady::time_point::max();
   if (!call.finished) call.deadline = earliest;
   next = std::min(next, earliest);
 }
 
-void Connection::ExpireCalls() {
+void Connection::ExpireCalls(bool replies_read) {
   const auto now = Steady::now();
+  if (!replies_read && !expire_after_read_ && ConnectedOnIoThread()) {
+    boost::system::error_code ec;
+    const size_t at_hand = socket_.available(ec);
+    if (!ec && at_hand > 0) {
+      // The read handler comes first and calls back; the timer only if it does not.
+      expire_after_read_ = true;
+      bytes_at_hand_ = at_hand;
+      return ArmDeadlineTimer(now + options_.timeout);
+    }
+  }
+  expire_after_read_ = false;
   bool group_due = false;
   {
     base::MutexLock lock(mu_);
@@ -389,7 +426,7 @@ void Connection::ExpireCalls() {
       continue;
     }
     p.finished = true;
-    p.done(DeadlineStatus());
+    p.done(ExpiredStatus(p.sent_at, p.deadline, now));
   }
   if (inflight_.empty()) return;
   // Hung: the oldest call is past its deadline and nothing was read for hang_timeout since.
@@ -524,6 +561,8 @@ void Connection::Drop(const Status& status) {
   reader_ = std::make_unique<ReplyReader>();
   writing_active_ = false;
   writing_.clear();
+  unsent_ = 0;
+  expire_after_read_ = false;
   out_of_order_in_flight_ = 0;
   loading_.clear();
   std::vector<Pending> taken;

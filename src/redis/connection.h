@@ -43,10 +43,12 @@ struct Pending {
   ReplyCallback done;
   Steady::time_point deadline;
   Kind kind = Kind::kCall;
-  bool finished = false;           // the callback ran (deadline passed)
-  bool resent = false;             // a kEval sent again after NOSCRIPT
-  bool out_of_order = false;       // its deadline is outside the FIFO order (see ExpireCalls)
-  bool asking = false;             // kEval: ASKING goes before it, again if it is re-sent
+  bool finished = false;      // the callback ran (deadline passed)
+  bool resent = false;        // a kEval sent again after NOSCRIPT
+  bool out_of_order = false;  // its deadline is outside the FIFO order (see ExpireCalls)
+  bool asking = false;        // kEval: ASKING goes before it, again if it is re-sent
+  // When the write carrying its bytes started (Connection::ExpiredStatus); max until then.
+  Steady::time_point sent_at = Steady::time_point::max();
   const Script* script = nullptr;  // kEval
   std::string command;             // kEval: the EVALSHA bytes, to send again after NOSCRIPT
   // A coalesced call of several checks, each answered in `members` and not by `done`; out of
@@ -146,13 +148,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Makes the timer fire by `at` (or keeps it firing earlier).
   void ArmDeadlineTimer(Steady::time_point at);
-  void ExpireCalls();
+  // Fails the calls whose deadlines passed. Replies already at hand on the socket are read first
+  // (`replies_read` once they are), so a call Redis answered in time is not failed because this
+  // process was late to read it.
+  void ExpireCalls(bool replies_read = false);
   // Answers the members of a coalesced call whose deadlines passed, and finds the next one.
   void ExpireMembers(Pending& call, Steady::time_point now, Steady::time_point& next);
   // Gives each member its part of the call's flat reply (as many elements each, an array of them),
   // and an error reply to the call to every one.
   void AnswerMembers(Pending& call, Reply reply);
   Status DeadlineStatus() const;
+  // What a call whose deadline passed is answered: DEADLINE_EXCEEDED, an outage, when Redis had
+  // its bytes for at least half the timeout before the deadline, or a write Redis does not take
+  // held them back that long; otherwise it waited in this process (the I/O thread, the write
+  // ahead, the coalescing call) and is refused RESOURCE_EXHAUSTED, which no breaker counts and no
+  // failure policy decides.
+  Status ExpiredStatus(Steady::time_point sent_at, Steady::time_point deadline,
+                       Steady::time_point now) const;
   void Connect();
   void ConnectTo(std::vector<Endpoint> endpoints, size_t next = 0);
   void Connected();
@@ -204,6 +216,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::deque<Pending> inflight_;
   std::string writing_;
   bool writing_active_ = false;
+  Steady::time_point write_started_{};
+  size_t unsent_ = 0;  // the calls at the tail of inflight_ whose bytes no write took yet
+  // Set when a deadline came with replies at hand, bytes_at_hand_ of them: the expiry waits until
+  // they are read.
+  bool expire_after_read_ = false;
+  size_t bytes_at_hand_ = 0;
   bool timer_armed_ = false;
   Steady::time_point timer_at_{};
   uint64_t timer_generation_ = 0;
