@@ -10,6 +10,7 @@
 // (docs/security.md quotes it).
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <atomic>
@@ -235,6 +236,137 @@ TEST_P(ServeFairnessTest, AVictimIsAdmittedExactlyItsLimitWithinItsDeadline) {
   EXPECT_EQ(refused_without_retry_after.load(), 0) << "every 503 says when to retry";
   EXPECT_EQ(other.load(), 0) << "the attacker is answered 200 or 503";
   EXPECT_GT(checks, 40);
+}
+
+// The instance itself stalled (SIGSTOP, as a loaded machine deschedules it) for longer than the
+// store's deadline, again and again, while the attackers keep it saturated and the victim checks
+// without pause: the checks a stall catches waited in this process, not in Redis (which answered
+// them, or never got them), so none is an outage. Every check, the attackers' too, is decided by
+// Redis or refused; no failure policy decides, the breaker never opens, and the victim is never
+// admitted beyond its limit. The deadline is 200 ms here, so that Redis's own stalls on a loaded
+// machine (tens of milliseconds; a real outage) stay below half of it.
+TEST(ServeFairnessStallTest, AStallOfTheInstanceItselfIsNeverAnOutage) {
+  constexpr auto kStallDeadline = 200ms;
+  constexpr auto kStop = 250ms;
+  constexpr int kStops = 14;
+  constexpr auto kBetweenStops = 100ms;
+  auto redis = sluice::testing::RedisServer::Start();
+  ASSERT_NE(redis, nullptr);
+  const std::string rules =
+      "rules:\n"
+      "  - {name: attack, algorithm: sliding_log, limit: 1000, period: 1s, "
+      "on_error: fail_open}\n"
+      "  - {name: victim, algorithm: fixed_window, limit: " +
+      std::to_string(kVictimLimit) + ", period: 1h, on_error: fail_open}\n";
+  Service service(rules, redis->url(), "timeout_ms: 200");
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  {
+    httplib::Client warm = service.Client();
+    auto r = warm.Post("/v1/check", R"({"rule":"attack","key":"warm"})", "application/json");
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->body : httplib::to_string(r.error()));
+  }
+  RedisWatch redis_stalls(redis->port());
+
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> decided{0}, refused{0}, other{0};
+  std::vector<std::thread> attackers;
+  for (int a = 0; a < kAttackers; ++a) {
+    attackers.emplace_back([&, a] {
+      httplib::Client client = service.Client();
+      client.set_read_timeout(5s);
+      for (int64_t round = 0; !stop.load() && round < 100'000; ++round) {
+        auto r = client.Post("/v1/check", Batch(a, round), "application/json");
+        if (r && r->status == 200) {
+          ++decided;
+        } else if (r && r->status == 503 && !r->get_header_value("Retry-After").empty()) {
+          ++refused;
+        } else {
+          ++other;
+        }
+      }
+    });
+  }
+  std::thread stalls([&] {
+    for (int i = 0; i < kStops && !stop.load(); ++i) {
+      std::this_thread::sleep_for(kBetweenStops);
+      service.process().Signal(SIGSTOP);
+      std::this_thread::sleep_for(kStop);
+      service.process().Signal(SIGCONT);
+    }
+  });
+
+  // Fresh keys, as in the test above; no pause between checks, so that the stalls catch some of
+  // the victim's in flight.
+  constexpr int kChecksPerKey = 2 * kVictimLimit;
+  int checks = 0, admitted = 0, by_policy = 0, busy = 0, not_decided = 0;
+  std::string first_failure;
+  httplib::Client victim = service.Client();
+  const auto hour = [] {
+    return std::chrono::duration_cast<std::chrono::hours>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const int64_t first_hour = hour();
+  const auto start = Steady::now();
+  while (Steady::now() - start < (kBetweenStops + kStop) * kStops && checks < 20'000) {
+    const std::string key = "me-" + std::to_string(checks / kChecksPerKey);
+    auto r =
+        victim.Post("/v1/check", R"({"rule":"victim","key":")" + key + R"("})", "application/json");
+    ++checks;
+    const json d = r && r->status == 200 ? json::parse(r->body, nullptr, false) : json();
+    if (r && r->status == 503 && !r->get_header_value("Retry-After").empty()) {
+      ++busy;
+    } else if (!d.is_object() || !d.contains("allowed") || !d.contains("degraded")) {
+      ++not_decided;
+      if (first_failure.empty()) {
+        first_failure =
+            r ? std::to_string(r->status) + " " + r->body : httplib::to_string(r.error());
+      }
+    } else {
+      admitted += d["allowed"].get<bool>() ? 1 : 0;
+      by_policy += d["degraded"].get<bool>() ? 1 : 0;
+    }
+  }
+  stalls.join();
+  stop = true;
+  for (auto& t : attackers) t.join();
+  const int expected =
+      checks / kChecksPerKey * kVictimLimit + std::min(checks % kChecksPerKey, kVictimLimit);
+  // The key in use on the hour is admitted afresh, its limit once more.
+  const int across_the_hour = hour() != first_hour ? kVictimLimit : 0;
+
+  httplib::Client scrape = service.Client();
+  auto metrics = scrape.Get("/metrics");
+  ASSERT_TRUE(metrics && metrics->status == 200);
+  const auto metric = [&](const std::string& series) {
+    return sluice::testing::MetricValue(metrics->body, series);
+  };
+  const int64_t opens = metric("sluice_breaker_opens_total");
+  const int64_t attack_by_policy =
+      metric(R"(sluice_decisions_total{rule="attack",source="fail_open"})");
+  std::printf(
+      "attacker: %lld batches decided, %lld refused 503, %lld other, %lld checks by its policy; "
+      "victim: %d checks, %d admitted of %d, %d by a failure policy, %d refused 503, %d "
+      "undecided; breaker opens %lld; %d stops of %lld ms; worst Redis stall %.1f ms\n",
+      static_cast<long long>(decided.load()), static_cast<long long>(refused.load()),
+      static_cast<long long>(other.load()), static_cast<long long>(attack_by_policy), checks,
+      admitted, expected, by_policy, busy, not_decided, static_cast<long long>(opens), kStops,
+      static_cast<long long>(kStop.count()),
+      static_cast<double>(Micros(redis_stalls.worst())) / 1000);
+
+  EXPECT_EQ(not_decided, 0) << "the victim is answered a decision or 503; first failure: "
+                            << first_failure;
+  EXPECT_EQ(other.load(), 0) << "the attacker is answered 200 or 503 with Retry-After";
+  EXPECT_GT(checks, 2 * kChecksPerKey);
+  // Redis stalled itself as long as half the deadline: a real outage, which the policy decides.
+  if (redis_stalls.worst() >= kStallDeadline / 2) {
+    GTEST_SKIP() << "Redis itself stalled " << Micros(redis_stalls.worst()) / 1000 << " ms";
+  }
+  EXPECT_EQ(by_policy, 0) << "no failure policy decided the victim: Redis was never taken for out";
+  EXPECT_EQ(attack_by_policy, 0) << "nor any of the attackers' checks";
+  EXPECT_EQ(opens, 0) << "the breaker never opened";
+  EXPECT_LE(admitted, expected + across_the_hour)
+      << "the victim is never admitted more than its limit";
 }
 
 INSTANTIATE_TEST_SUITE_P(Attackers, ServeFairnessTest,
