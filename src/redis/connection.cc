@@ -102,6 +102,7 @@ void Connection::JoinGroupLocked(CoalescedCheck& check) SLUICE_REQUIRES(mu_) {
     group_.many = check.many;
     group_.across_slots = check.across_slots;
     group_.deadline = check.deadline;
+    group_.started = Steady::now();
     PostFlushLocked();
   }
   group_.call.Add(check.words);
@@ -119,6 +120,7 @@ void Connection::CloseGroupLocked() SLUICE_REQUIRES(mu_) {
   p.members = std::move(group_.members);
   p.out_of_order = true;  // its deadline moves to its next member's as they pass
   p.deadline = group_.deadline;
+  p.queued_at = group_.started;
   group_.call.Finish(*p.script, group_.across_slots, p.command);
   outgoing_.append(p.command);
   AddEntryLocked(std::move(p));
@@ -174,6 +176,7 @@ void Connection::EnqueueLocked(const std::string& bytes, std::vector<Pending>& e
 }
 
 void Connection::AddEntryLocked(Pending e) SLUICE_REQUIRES(mu_) {
+  if (e.queued_at == Steady::time_point{}) e.queued_at = Steady::now();
   if (!e.out_of_order && !e.finished) {
     if (e.deadline < last_in_order_deadline_) {
       e.out_of_order = true;
@@ -366,16 +369,17 @@ Status Connection::DeadlineStatus() const {
                                   std::to_string(options_.timeout.count() / 1000) + " ms");
 }
 
-Status Connection::ExpiredStatus(Steady::time_point sent_at, Steady::time_point deadline,
+Status Connection::ExpiredStatus(const Pending& call, Steady::time_point deadline,
                                  Steady::time_point now) const {
-  const Duration half = options_.timeout / 2;
-  const bool redis_had_it = sent_at != Steady::time_point::max() && sent_at + half <= deadline;
+  const auto half = (deadline - call.queued_at) / 2;
+  const bool redis_had_it =
+      call.sent_at != Steady::time_point::max() && call.sent_at + half <= deadline;
   const bool write_not_taken = writing_active_ && write_started_ + half <= now;
   if (redis_had_it || write_not_taken) return DeadlineStatus();
   return Status::ResourceExhausted(
       "the check waited in this process's own queue to Redis at " + Address() +
-      " for more than half its " + std::to_string(options_.timeout.count() / 1000) +
-      " ms deadline: this instance is overloaded (not Redis); retry later");
+      " for more than half the time to its deadline: this instance is overloaded (not Redis); "
+      "retry later");
 }
 
 void Connection::ExpireMembers(Pending& call, Steady::time_point now, Steady::time_point& next) {
@@ -387,7 +391,7 @@ void Connection::ExpireMembers(Pending& call, Steady::time_point now, Steady::ti
       continue;
     }
     m.finished = true;
-    m.done(ExpiredStatus(call.sent_at, m.deadline, now));
+    m.done(ExpiredStatus(call, m.deadline, now));
   }
   call.finished = earliest == Steady::time_point::max();
   if (!call.finished) call.deadline = earliest;
@@ -426,7 +430,7 @@ void Connection::ExpireCalls(bool replies_read) {
       continue;
     }
     p.finished = true;
-    p.done(ExpiredStatus(p.sent_at, p.deadline, now));
+    p.done(ExpiredStatus(p, p.deadline, now));
   }
   if (inflight_.empty()) return;
   // Hung: the oldest call is past its deadline and nothing was read for hang_timeout since.

@@ -47,7 +47,9 @@ struct Pending {
   bool resent = false;        // a kEval sent again after NOSCRIPT
   bool out_of_order = false;  // its deadline is outside the FIFO order (see ExpireCalls)
   bool asking = false;        // kEval: ASKING goes before it, again if it is re-sent
-  // When the write carrying its bytes started (Connection::ExpiredStatus); max until then.
+  // When it was queued on the connection (a coalesced call: its first check), and when the write
+  // carrying its bytes started (max until then): Connection::ExpiredStatus.
+  Steady::time_point queued_at{};
   Steady::time_point sent_at = Steady::time_point::max();
   const Script* script = nullptr;  // kEval
   std::string command;             // kEval: the EVALSHA bytes, to send again after NOSCRIPT
@@ -159,11 +161,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void AnswerMembers(Pending& call, Reply reply);
   Status DeadlineStatus() const;
   // What a call whose deadline passed is answered: DEADLINE_EXCEEDED, an outage, when Redis had
-  // its bytes for at least half the timeout before the deadline, or a write Redis does not take
-  // held them back that long; otherwise it waited in this process (the I/O thread, the write
+  // its bytes for at least half its time (from queued to deadline), or a write Redis does not
+  // take held them back that long; otherwise it waited in this process (the I/O thread, the write
   // ahead, the coalescing call) and is refused RESOURCE_EXHAUSTED, which no breaker counts and no
   // failure policy decides.
-  Status ExpiredStatus(Steady::time_point sent_at, Steady::time_point deadline,
+  Status ExpiredStatus(const Pending& call, Steady::time_point deadline,
                        Steady::time_point now) const;
   void Connect();
   void ConnectTo(std::vector<Endpoint> endpoints, size_t next = 0);
@@ -201,6 +203,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     CoalescedCallBuilder call;
     std::vector<CoalescedMember> members;
     Steady::time_point deadline;  // the members' earliest
+    Steady::time_point started;   // when its first member joined
   };
   Group group_ SLUICE_GUARDED_BY(mu_);
   bool connected_ SLUICE_GUARDED_BY(mu_) =
