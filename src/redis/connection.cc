@@ -278,14 +278,13 @@ void Connection::Read() {
           HandleReply(entry, std::move(**reply));
           if (gen != generation_) return;  // the reply's handler dropped the connection
         }
+        bool expire = false;
         if (expire_after_read_) {
           bytes_at_hand_ -= std::min(bytes_at_hand_, n);
-          if (bytes_at_hand_ == 0) {
-            ExpireCalls(/*replies_read=*/true);
-            if (gen != generation_) return;  // dropped as hung
-          }
+          expire = bytes_at_hand_ == 0;
         }
         Read();
+        if (expire) ExpireAfterReads();
       });
 }
 
@@ -398,17 +397,27 @@ void Connection::ExpireMembers(Pending& call, Steady::time_point now, Steady::ti
   next = std::min(next, earliest);
 }
 
+// Deferred (asio::defer: behind the handlers already queued on this thread, among them a read's
+// completion whose bytes Read() took at once), so that the replies read by then are answered
+// first.
+void Connection::ExpireAfterReads() {
+  asio::defer(io_, [this, self = shared_from_this(), gen = generation_] {
+    if (gen == generation_ && !stopping_) ExpireCalls(/*replies_read=*/true);
+  });
+}
+
 void Connection::ExpireCalls(bool replies_read) {
   const auto now = Steady::now();
   if (!replies_read && !expire_after_read_ && ConnectedOnIoThread()) {
     boost::system::error_code ec;
     const size_t at_hand = socket_.available(ec);
     if (!ec && at_hand > 0) {
-      // The read handler comes first and calls back; the timer only if it does not.
+      // The read handler reads them and calls back; the timer only if it does not.
       expire_after_read_ = true;
       bytes_at_hand_ = at_hand;
       return ArmDeadlineTimer(now + options_.timeout);
     }
+    return ExpireAfterReads();
   }
   expire_after_read_ = false;
   bool group_due = false;

@@ -154,6 +154,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // (`replies_read` once they are), so a call Redis answered in time is not failed because this
   // process was late to read it.
   void ExpireCalls(bool replies_read = false);
+  // ExpireCalls once the read completions queued on this thread have run.
+  void ExpireAfterReads();
   // Answers the members of a coalesced call whose deadlines passed, and finds the next one.
   void ExpireMembers(Pending& call, Steady::time_point now, Steady::time_point& next);
   // Gives each member its part of the call's flat reply (as many elements each, an array of them),
