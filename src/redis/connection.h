@@ -43,20 +43,20 @@ struct Pending {
   ReplyCallback done;
   Steady::time_point deadline;
   Kind kind = Kind::kCall;
-  bool finished = false;      // the callback ran (deadline passed)
-  bool resent = false;        // a kEval sent again after NOSCRIPT
-  bool out_of_order = false;  // its deadline is outside the FIFO order (see ExpireCalls)
-  bool asking = false;        // kEval: ASKING goes before it, again if it is re-sent
-  // When it was queued on the connection (a coalesced call: its first check), and when the write
-  // carrying its bytes started (max until then): Connection::ExpiredStatus.
-  Steady::time_point queued_at{};
-  Steady::time_point sent_at = Steady::time_point::max();
+  bool finished = false;           // the callback ran (deadline passed)
+  bool resent = false;             // a kEval sent again after NOSCRIPT
+  bool out_of_order = false;       // its deadline is outside the FIFO order (see ExpireCalls)
+  bool asking = false;             // kEval: ASKING goes before it, again if it is re-sent
   const Script* script = nullptr;  // kEval
   std::string command;             // kEval: the EVALSHA bytes, to send again after NOSCRIPT
   // A coalesced call of several checks, each answered in `members` and not by `done`; out of
   // order, its deadline is its members' earliest not yet passed, and it is finished once they
   // all are.
   std::vector<CoalescedMember> members;
+  // When it was queued on the connection (a coalesced call: its first check), and when the write
+  // carrying its bytes started (max until then): Connection::ExpiredStatus.
+  Steady::time_point queued_at{};
+  Steady::time_point sent_at = Steady::time_point::max();
 
   size_t slots() const { return members.empty() ? 1 : members.size(); }
 };
