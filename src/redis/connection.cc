@@ -373,7 +373,9 @@ Status Connection::ExpiredStatus(const Pending& call, Steady::time_point deadlin
   const auto half = (deadline - call.queued_at) / 2;
   const bool redis_had_it =
       call.sent_at != Steady::time_point::max() && call.sent_at + half <= deadline;
-  const bool write_not_taken = writing_active_ && write_started_ + half <= now;
+  // Redis neither reads what this connection writes nor answers anything.
+  const bool write_not_taken =
+      writing_active_ && write_started_ + half <= now && last_read_ + half <= now;
   if (redis_had_it || write_not_taken) return DeadlineStatus();
   return Status::ResourceExhausted(
       "the check waited in this process's own queue to Redis at " + Address() +

@@ -164,9 +164,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Status DeadlineStatus() const;
   // What a call whose deadline passed is answered: DEADLINE_EXCEEDED, an outage, when Redis had
   // its bytes for at least half its time (from queued to deadline), or a write Redis does not
-  // take held them back that long; otherwise it waited in this process (the I/O thread, the write
-  // ahead, the coalescing call) and is refused RESOURCE_EXHAUSTED, which no breaker counts and no
-  // failure policy decides.
+  // take held them back that long while it answered nothing; otherwise it waited in this process
+  // (the I/O thread, the write ahead, the coalescing call) and is refused RESOURCE_EXHAUSTED, which
+  // no breaker counts and no failure policy decides.
   Status ExpiredStatus(const Pending& call, Steady::time_point deadline,
                        Steady::time_point now) const;
   void Connect();
