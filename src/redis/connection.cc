@@ -115,6 +115,7 @@ void Connection::JoinGroupLocked(CoalescedCheck& check) SLUICE_REQUIRES(mu_) {
     group_.many = check.many;
     group_.across_slots = check.across_slots;
     group_.deadline = check.deadline;
+    group_.started = Steady::now();
     PostFlushLocked();
   }
   group_.call.Add(check.words);
@@ -132,6 +133,7 @@ void Connection::CloseGroupLocked() SLUICE_REQUIRES(mu_) {
   p.members = std::move(group_.members);
   p.out_of_order = true;  // its deadline moves to its next member's as they pass
   p.deadline = group_.deadline;
+  p.queued_at = group_.started;
   group_.call.Finish(*p.script, group_.across_slots, p.command);
   outgoing_.append(p.command);
   AddEntryLocked(std::move(p));
@@ -187,6 +189,7 @@ void Connection::EnqueueLocked(const std::string& bytes, std::vector<Pending>& e
 }
 
 void Connection::AddEntryLocked(Pending e) SLUICE_REQUIRES(mu_) {
+  if (e.queued_at == Steady::time_point{}) e.queued_at = Steady::now();
   if (!e.out_of_order && !e.finished) {
     if (e.deadline < last_in_order_deadline_) {
       e.out_of_order = true;
@@ -244,6 +247,7 @@ void Connection::Flush(bool close_group) {
     if (p.out_of_order) ++out_of_order_in_flight_;
     inflight_.push_back(std::move(p));
   }
+  unsent_ += taken.size();
   commands_.fetch_add(taken.size(), std::memory_order_relaxed);
   ArmDeadlineTimer(earliest);
   if (write) Write();
@@ -251,6 +255,12 @@ void Connection::Flush(bool close_group) {
 
 void Connection::Write() {
   writing_active_ = true;
+  write_started_ = Steady::now();
+  for (size_t i = inflight_.size() - std::min(unsent_, inflight_.size()); i < inflight_.size();
+       ++i) {
+    inflight_[i].sent_at = write_started_;
+  }
+  unsent_ = 0;
   writes_.fetch_add(1, std::memory_order_relaxed);
   transport_.AsyncWrite(
       asio::buffer(writing_),
@@ -285,7 +295,13 @@ void Connection::Read() {
           if (gen != generation_) return;  // the reply's handler dropped the connection
         }
         if (inflight_.size() < hold_behind_) Flush();  // the checks gathered meanwhile leave
+        bool expire = false;
+        if (expire_after_read_) {
+          bytes_at_hand_ -= std::min(bytes_at_hand_, n);
+          expire = bytes_at_hand_ == 0;
+        }
         Read();
+        if (expire) ExpireAfterReads();
       });
 }
 
@@ -369,6 +385,21 @@ Status Connection::DeadlineStatus() const {
                                   std::to_string(options_.timeout.count() / 1000) + " ms");
 }
 
+Status Connection::ExpiredStatus(const Pending& call, Steady::time_point deadline,
+                                 Steady::time_point now) const {
+  const auto half = (deadline - call.queued_at) / 2;
+  const bool redis_had_it =
+      call.sent_at != Steady::time_point::max() && call.sent_at + half <= deadline;
+  // Redis neither reads what this connection writes nor answers anything.
+  const bool write_not_taken =
+      writing_active_ && write_started_ + half <= now && last_read_ + half <= now;
+  if (redis_had_it || write_not_taken) return DeadlineStatus();
+  return Status::ResourceExhausted(
+      "the check waited in this process's own queue to Redis at " + Address() +
+      " for more than half the time to its deadline: this instance is overloaded (not Redis); "
+      "retry later");
+}
+
 void Connection::ExpireMembers(Pending& call, Steady::time_point now, Steady::time_point& next) {
   Steady::time_point earliest = Steady::time_point::max();
   for (auto& m : call.members) {
@@ -378,15 +409,36 @@ void Connection::ExpireMembers(Pending& call, Steady::time_point now, Steady::ti
       continue;
     }
     m.finished = true;
-    m.done(DeadlineStatus());
+    m.done(ExpiredStatus(call, m.deadline, now));
   }
   call.finished = earliest == Steady::time_point::max();
   if (!call.finished) call.deadline = earliest;
   next = std::min(next, earliest);
 }
 
-void Connection::ExpireCalls() {
+// Deferred (asio::defer: behind the handlers already queued on this thread, among them a read's
+// completion whose bytes Read() took at once), so that the replies read by then are answered
+// first.
+void Connection::ExpireAfterReads() {
+  asio::defer(io_, [this, self = shared_from_this(), gen = generation_] {
+    if (gen == generation_ && !stopping_) ExpireCalls(/*replies_read=*/true);
+  });
+}
+
+void Connection::ExpireCalls(bool replies_read) {
   const auto now = Steady::now();
+  if (!replies_read && !expire_after_read_ && ConnectedOnIoThread()) {
+    boost::system::error_code ec;
+    const size_t at_hand = socket_.available(ec);
+    if (!ec && at_hand > 0) {
+      // The read handler reads them and calls back; the timer only if it does not.
+      expire_after_read_ = true;
+      bytes_at_hand_ = at_hand;
+      return ArmDeadlineTimer(now + options_.timeout);
+    }
+    return ExpireAfterReads();
+  }
+  expire_after_read_ = false;
   bool group_due = false;
   // The coalescing call's earliest deadline while it waits for a call ahead to be answered.
   Steady::time_point next = Steady::time_point::max();
@@ -410,7 +462,7 @@ void Connection::ExpireCalls() {
       continue;
     }
     p.finished = true;
-    p.done(DeadlineStatus());
+    p.done(ExpiredStatus(p, p.deadline, now));
   }
   if (inflight_.empty()) return ArmDeadlineTimer(next);
   // Hung: the oldest call is past its deadline and nothing was read for hang_timeout since.
@@ -560,6 +612,8 @@ void Connection::Drop(const Status& status) {
   reader_ = std::make_unique<ReplyReader>();
   writing_active_ = false;
   writing_.clear();
+  unsent_ = 0;
+  expire_after_read_ = false;
   out_of_order_in_flight_ = 0;
   loading_.clear();
   std::vector<Pending> taken;

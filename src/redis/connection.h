@@ -54,6 +54,10 @@ struct Pending {
   // order, its deadline is its members' earliest not yet passed, and it is finished once they
   // all are.
   std::vector<CoalescedMember> members;
+  // When it was queued on the connection (a coalesced call: its first check), and when the write
+  // carrying its bytes started (max until then): Connection::ExpiredStatus.
+  Steady::time_point queued_at{};
+  Steady::time_point sent_at = Steady::time_point::max();
 
   size_t slots() const { return members.empty() ? 1 : members.size(); }
 };
@@ -150,13 +154,25 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Makes the timer fire by `at` (or keeps it firing earlier).
   void ArmDeadlineTimer(Steady::time_point at);
-  void ExpireCalls();
+  // Fails the calls whose deadlines passed. Replies already at hand on the socket are read first
+  // (`replies_read` once they are), so a call Redis answered in time is not failed because this
+  // process was late to read it.
+  void ExpireCalls(bool replies_read = false);
+  // ExpireCalls once the read completions queued on this thread have run.
+  void ExpireAfterReads();
   // Answers the members of a coalesced call whose deadlines passed, and finds the next one.
   void ExpireMembers(Pending& call, Steady::time_point now, Steady::time_point& next);
   // Gives each member its part of the call's flat reply (as many elements each, an array of them),
   // and an error reply to the call to every one.
   void AnswerMembers(Pending& call, Reply reply);
   Status DeadlineStatus() const;
+  // What a call whose deadline passed is answered: DEADLINE_EXCEEDED, an outage, when Redis had
+  // its bytes for at least half its time (from queued to deadline), or a write Redis does not
+  // take held them back that long while it answered nothing; otherwise it waited in this process
+  // (the I/O thread, the write ahead, the coalescing call) and is refused RESOURCE_EXHAUSTED, which
+  // no breaker counts and no failure policy decides.
+  Status ExpiredStatus(const Pending& call, Steady::time_point deadline,
+                       Steady::time_point now) const;
   void Connect();
   void ConnectTo(std::vector<Endpoint> endpoints, size_t next = 0);
   // The TLS handshake, if any, within the connect deadline; then Connected.
@@ -196,6 +212,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     CoalescedCallBuilder call;
     std::vector<CoalescedMember> members;
     Steady::time_point deadline;  // the members' earliest
+    Steady::time_point started;   // when its first member joined
   };
   Group group_ SLUICE_GUARDED_BY(mu_);
   bool connected_ SLUICE_GUARDED_BY(mu_) =
@@ -211,6 +228,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::deque<Pending> inflight_;
   std::string writing_;
   bool writing_active_ = false;
+  Steady::time_point write_started_{};
+  size_t unsent_ = 0;  // the calls at the tail of inflight_ whose bytes no write took yet
+  // Set when a deadline came with replies at hand, bytes_at_hand_ of them: the expiry waits until
+  // they are read.
+  bool expire_after_read_ = false;
+  size_t bytes_at_hand_ = 0;
   bool timer_armed_ = false;
   Steady::time_point timer_at_{};
   uint64_t timer_generation_ = 0;

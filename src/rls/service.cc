@@ -108,7 +108,15 @@ void Call::Finish() {
   ticket_.Answered(
       std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - admitted_at_));
   for (const CheckGroup& group : plan_.groups) {
-    if (!group.decisions.ok()) return done_(group.decisions.status());
+    if (group.decisions.ok()) continue;
+    // The store or this instance is full (a check that waited past its deadline in this process's
+    // queue): refused as the admission refuses, since an error would let Envoy's default
+    // failure_mode_deny: false through.
+    if (group.decisions.status().code() == StatusCode::kResourceExhausted) {
+      AnswerBusy(request_.descriptors_size(), core::FairAdmission::kRetryAfterSeconds, response_);
+      return done_(Status::Ok());
+    }
+    return done_(group.decisions.status());
   }
   for (const LimitCheck& check : plan_.checks) {
     if (check.request == kNone || !check.error_if_degraded) continue;

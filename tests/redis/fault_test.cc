@@ -68,25 +68,28 @@ constexpr int kAsyncPerMillisecond = 10;  // 10 000 checks/s
 constexpr int64_t kMaxOutstanding = 2000;
 constexpr size_t kMemoryBound = 8u << 20;
 
-// Decisions counted, the errors, and the slowest synchronous and asynchronous decision.
+// Decisions counted, the errors, the checks refused as late in this process's own queue, and the
+// slowest synchronous and asynchronous decision.
 class Tally {
  public:
   void Add(size_t policy, const Result<Decision>& d, Steady::duration took, bool async) {
     RaiseTo(async ? async_max_us_ : sync_max_us_, Micros(took));
     if (!d.ok()) {
-      ++errors_;
+      ++(d.status().code() == StatusCode::kResourceExhausted ? late_here_ : errors_);
       return;
     }
     decisions_.Add(policy, d->source, d->allowed);
   }
   DecisionCounts Snapshot() const { return decisions_.Snapshot(); }
   int64_t errors() const { return errors_.load(); }
+  int64_t late_here() const { return late_here_.load(); }
   int64_t sync_max_us() const { return sync_max_us_.load(); }
   int64_t async_max_us() const { return async_max_us_.load(); }
 
  private:
   DecisionTally decisions_;
   std::atomic<int64_t> errors_{0};
+  std::atomic<int64_t> late_here_{0};
   std::atomic<int64_t> sync_max_us_{0};
   std::atomic<int64_t> async_max_us_{0};
 };
@@ -99,6 +102,9 @@ enum class Outcome {
   kLost,          // UNAVAILABLE, its connection lost or replaced: it may have been applied
   kNotConnected,  // UNAVAILABLE at once, no connection: never sent
   kNotKeepingUp,  // UNAVAILABLE at once, over the pending bound: never sent
+  // RESOURCE_EXHAUSTED: past half its time in this process's own queue (a stalled machine); it
+  // may have been sent late, and applied
+  kLateHere,
   kOtherError,
   kCount,
 };
@@ -109,6 +115,8 @@ Outcome OutcomeOf(const Status& status) {
       return Outcome::kOk;
     case StatusCode::kDeadlineExceeded:
       return Outcome::kTimedOut;
+    case StatusCode::kResourceExhausted:
+      return Outcome::kLateHere;
     case StatusCode::kUnavailable:
       if (status.message().find("is not keeping up") != std::string::npos) {
         return Outcome::kNotKeepingUp;
@@ -153,7 +161,8 @@ class ObservedStore final : public Store {
     }
   };
   Failures failures(size_t policy) const {
-    return {answered(policy, Outcome::kTimedOut), answered(policy, Outcome::kLost),
+    return {answered(policy, Outcome::kTimedOut) + answered(policy, Outcome::kLateHere),
+            answered(policy, Outcome::kLost),
             answered(policy, Outcome::kNotConnected) + answered(policy, Outcome::kNotKeepingUp)};
   }
   int64_t max_outstanding() const { return max_outstanding_.load(); }
@@ -455,8 +464,9 @@ TEST_P(FaultTest, DecidesWithinTheDeadlineByPolicyAndRecovers) {
   std::printf(
       "[%s] slowest decision %.1f ms sync, %.1f ms async (deadline %lld ms); during the %.0f ms "
       "of the fault: %s; Redis answered ok %ld, timed out %ld, connection lost %ld, refused at "
-      "once: not connected %ld, not keeping up (over the pending bound) %ld, other errors %ld; at "
-      "most %ld outstanding at it (%ld async checks outstanding at most); back on Redis %.0f ms "
+      "once: not connected %ld, not keeping up (over the pending bound) %ld, late in this "
+      "process's queue %ld, other errors %ld; at most %ld outstanding at it (%ld async checks "
+      "outstanding at most); back on Redis %.0f ms "
       "after the fault cleared; resident memory %zu "
       "MiB, peak +%zd KiB; CPU pressure %.0f%%, worst stall of this process %.1f ms\n",
       testing::RedisFaultName(fault), static_cast<double>(tally.sync_max_us()) / 1000,
@@ -467,6 +477,7 @@ TEST_P(FaultTest, DecidesWithinTheDeadlineByPolicyAndRecovers) {
       static_cast<long>(observed_->answered(Outcome::kLost)),
       static_cast<long>(observed_->answered(Outcome::kNotConnected)),
       static_cast<long>(observed_->answered(Outcome::kNotKeepingUp)),
+      static_cast<long>(observed_->answered(Outcome::kLateHere)),
       static_cast<long>(observed_->answered(Outcome::kOtherError)),
       static_cast<long>(observed_->max_outstanding()), static_cast<long>(load.max_outstanding()),
       Millis(recovery), memory_before >> 20,
@@ -479,8 +490,12 @@ TEST_P(FaultTest, DecidesWithinTheDeadlineByPolicyAndRecovers) {
   EXPECT_LE(tally.async_max_us(), bound_us);
 
   // A stall of the machine as long as half the deadline can time calls out, which the policy
-  // then decides, whatever the fault.
+  // then decides, whatever the fault, or keep them in this process past half their time, which
+  // refuses them.
   const bool machine_stalled = stalls.worst() >= kDeadline / 2;
+  if (!machine_stalled) {
+    EXPECT_EQ(tally.late_here(), 0) << "a check is late in this process only on a stalled machine";
+  }
   for (size_t p = 0; p < kPolicies.size(); ++p) {
     const DecisionSource own = SourceOf(kPolicies[p]);
     for (FailurePolicy other : kPolicies) {

@@ -24,6 +24,7 @@
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "support/delay_proxy.h"
 #include "support/redis_server.h"
 #include "support/serve_process.h"
 
@@ -334,6 +335,86 @@ TEST_F(ServeRls, OnRedisConcurrentCallsShareScriptCalls) {
   const int64_t calls = std::stoll(stats.substr(at + field.size()));
   EXPECT_LT(calls * 2, ok.load()) << calls << " script calls for " << ok.load() << " decisions";
   std::printf("%lld script calls for %d decisions\n", static_cast<long long>(calls), ok.load());
+}
+
+// One Envoy connection (one gRPC peer, so one caller of the admission) carrying many calls at
+// once: alone, it may hold the instance's whole budget of checks in flight, so a healthy store
+// refuses it nothing; once the store answers later than half its deadline, the budget shrinks to
+// its floor and the calls beyond it are answered OVER_LIMIT with Retry-After at once (never an
+// error, which Envoy's default failure_mode_deny: false would let through), while the others are
+// still decided.
+TEST_F(ServeRls, ALonePeerHoldsTheWholeBudgetAndIsAnsweredBusyBeyondIt) {
+  auto redis = RedisServer::Start();
+  ASSERT_NE(redis, nullptr);
+  DelayProxy proxy(redis->port());
+  ASSERT_TRUE(dir_.ok());
+  std::filesystem::create_directory(dir_.File("rls"));
+  WriteFile(dir_.File("rls/api.yaml"), Domain(1'000'000'000));
+  grpc_port_ = FreeLoopbackPort();
+  service_ = std::make_unique<Service>(
+      "rls: { config_dir: \"" + dir_.File("rls") +
+          "\", grpc_listen: \"127.0.0.1:" + std::to_string(grpc_port_) + "\", watch: false }\n",
+      "redis://127.0.0.1:" + std::to_string(proxy.port()), "timeout_ms: 400");
+  ASSERT_TRUE(service_->up()) << service_->process().Log();
+  stub_ = pb::RateLimitService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(grpc_port_), grpc::InsecureChannelCredentials()));
+
+  // Calls from kClients threads on the one channel for `how_long`: decided OK, answered busy
+  // (OVER_LIMIT: no user comes near the limit), or failed.
+  constexpr int kClients = 48;
+  struct Counts {
+    std::atomic<int64_t> ok{0}, busy{0}, busy_without_retry_after{0}, failed{0};
+  };
+  const auto load = [&](std::chrono::milliseconds how_long, Counts& counts) {
+    std::vector<std::thread> clients;
+    const auto until = std::chrono::steady_clock::now() + how_long;
+    for (int c = 0; c < kClients; ++c) {
+      clients.emplace_back([&, c] {
+        for (int i = 0; std::chrono::steady_clock::now() < until && i < 100'000; ++i) {
+          pb::RateLimitResponse response;
+          const grpc::Status status = Call(
+              std::to_string(c) + "-" + std::to_string(i) + "-" + std::to_string(how_long.count()),
+              response);
+          if (!status.ok()) {
+            ++counts.failed;
+          } else if (response.overall_code() == pb::RateLimitResponse::OK) {
+            ++counts.ok;
+          } else {
+            ++counts.busy;
+            bool retry_after = false;
+            for (const auto& header : response.response_headers_to_add()) {
+              retry_after = retry_after || header.key() == "Retry-After";
+            }
+            if (!retry_after) ++counts.busy_without_retry_after;
+            std::this_thread::sleep_for(milliseconds(10));
+          }
+        }
+      });
+    }
+    for (auto& t : clients) t.join();
+  };
+
+  Counts healthy;
+  load(milliseconds(1500), healthy);
+  // 250 ms a round trip: later than half the 400 ms deadline, so the budget falls to its floor,
+  // and within it, so Redis still decides what is sent.
+  proxy.set_delay(milliseconds(125));
+  Counts slowed;
+  load(milliseconds(3000), slowed);
+  proxy.set_delay(milliseconds(0));
+  std::printf(
+      "one peer, %d calls at once: healthy %lld decided, %lld busy; store answering in 250 ms: "
+      "%lld decided, %lld busy\n",
+      kClients, static_cast<long long>(healthy.ok.load()),
+      static_cast<long long>(healthy.busy.load()), static_cast<long long>(slowed.ok.load()),
+      static_cast<long long>(slowed.busy.load()));
+  EXPECT_GT(healthy.ok.load(), 0);
+  EXPECT_EQ(healthy.busy.load(), 0) << "a lone peer holds the whole budget";
+  EXPECT_EQ(healthy.failed.load(), 0);
+  EXPECT_GT(slowed.ok.load(), 0) << "the calls within the budget are still decided";
+  EXPECT_GT(slowed.busy.load(), 0) << "the calls beyond its floor are answered busy";
+  EXPECT_EQ(slowed.busy_without_retry_after.load(), 0);
+  EXPECT_EQ(slowed.failed.load(), 0) << "never an error, which Envoy would let through";
 }
 
 // Someone replacing envoyproxy/ratelimit writes its configuration and no sluice rules: serve
