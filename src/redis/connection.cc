@@ -429,7 +429,7 @@ void Connection::ExpireCalls(bool replies_read) {
   const auto now = Steady::now();
   if (!replies_read && !expire_after_read_ && ConnectedOnIoThread()) {
     boost::system::error_code ec;
-    const size_t at_hand = socket_.available(ec);
+    const size_t at_hand = transport_.socket().available(ec);
     if (!ec && at_hand > 0) {
       // The read handler reads them and calls back; the timer only if it does not.
       expire_after_read_ = true;
