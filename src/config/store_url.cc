@@ -17,16 +17,10 @@ Status CheckUrl(const StoreConfig& store) {
   const std::string& url = store.url;
   if (url == "memory://") return Status::Ok();
   if (IsSentinelUrl(url)) return redis::ParseRedisSentinelUrl(url, store.password).status();
-  if (url.starts_with(redis::kClusterScheme)) {
-    return redis::ParseRedisClusterUrl(url, store.password).status();
-  }
-  if (url.starts_with("redis://") || url.starts_with("rediss://") || url.starts_with("unix://")) {
-    return redis::ParseRedisUrl(url, store.password).status();
-  }
-  return Status::InvalidArgument(
-      "unknown store URL '" + redis::RedactedUrl(url) +
-      "' (expected memory://, redis://host:port, unix:///path, "
-      "redis+cluster://host:port,host:port,... or redis+sentinel://host:port,.../master_name)");
+  if (redis::IsClusterUrl(url)) return redis::ParseRedisClusterUrl(url, store.password).status();
+  if (redis::IsRedisUrl(url)) return redis::ParseRedisUrl(url, store.password).status();
+  return Status::InvalidArgument("unknown store URL '" + redis::RedactedUrl(url) + "' (expected " +
+                                 std::string(redis::kStoreUrlForms) + ")");
 }
 
 }  // namespace

@@ -393,7 +393,12 @@ Status Connection::ExpiredStatus(const Pending& call, Steady::time_point deadlin
   // Redis neither reads what this connection writes nor answers anything.
   const bool write_not_taken =
       writing_active_ && write_started_ + half <= now && last_read_ + half <= now;
-  if (redis_had_it || write_not_taken) return DeadlineStatus();
+  // Held back (a coalescing call waits for the calls ahead) behind a call Redis has had for as
+  // long: Redis is slow to answer, not this process.
+  const bool held_behind_unanswered = !inflight_.empty() &&
+                                      inflight_.front().sent_at != Steady::time_point::max() &&
+                                      inflight_.front().sent_at + half <= now;
+  if (redis_had_it || write_not_taken || held_behind_unanswered) return DeadlineStatus();
   return Status::ResourceExhausted(
       "the check waited in this process's own queue to Redis at " + Address() +
       " for more than half the time to its deadline: this instance is overloaded (not Redis); "

@@ -100,6 +100,11 @@ bool IsTlsUrl(std::string_view url) {
   return url.starts_with("rediss://") || url.starts_with(kTlsClusterScheme);
 }
 
+bool IsRedisUrl(std::string_view url) {
+  return url.starts_with("redis://") || url.starts_with("unix://") || IsClusterUrl(url) ||
+         IsTlsUrl(url) || url.starts_with(kSentinelScheme) || url.starts_with(kTlsSentinelScheme);
+}
+
 std::string RedactedUrl(std::string_view url) {
   const auto scheme_end = url.find("://");
   const auto userinfo = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;

@@ -21,6 +21,13 @@ inline constexpr std::string_view kTlsClusterScheme = "rediss+cluster://";
 bool IsClusterUrl(std::string_view url);
 // A URL of Redis over TLS (rediss:// or rediss+cluster://).
 bool IsTlsUrl(std::string_view url);
+// A URL of a Redis store, by any of the schemes above.
+bool IsRedisUrl(std::string_view url);
+// The forms of the store URLs OpenStore knows, for an error naming an unknown one.
+inline constexpr std::string_view kStoreUrlForms =
+    "memory://, redis://host:port, rediss://host:port, unix:///path, "
+    "redis+cluster://host:port,host:port,..., rediss+cluster://..., "
+    "redis+sentinel://host:port,host:port,.../master_name or rediss+sentinel://...";
 
 inline constexpr std::string_view kSentinelScheme = "redis+sentinel://";
 inline constexpr std::string_view kTlsSentinelScheme = "rediss+sentinel://";

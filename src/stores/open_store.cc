@@ -11,8 +11,7 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOp
     return std::unique_ptr<Store>(
         std::make_unique<MemoryStore>(MemoryStoreOptions{.max_memory = options.max_memory}));
   }
-  if (url.starts_with("redis://") || url.starts_with("unix://") || redis::IsClusterUrl(url) ||
-      redis::IsTlsUrl(url) || url.starts_with(redis::kSentinelScheme)) {
+  if (redis::IsRedisUrl(url)) {
     auto store = RedisStore::Create(
         RedisStoreOptions{.url = std::string(url),
                           .password = options.password,
@@ -26,12 +25,8 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOp
     if (!store.ok()) return store.status();
     return std::unique_ptr<Store>(std::move(store).value());
   }
-  return Status::InvalidArgument("unknown store URL '" + redis::RedactedUrl(url) +
-                                 "' (expected memory://, redis://host:port, rediss://host:port, "
-                                 "unix:///path, redis+cluster://host:port,host:port,..., "
-                                 "rediss+cluster://host:port,host:port,..., "
-                                 "redis+sentinel://host:port,host:port,.../master_name or "
-                                 "rediss+sentinel://...)");
+  return Status::InvalidArgument("unknown store URL '" + redis::RedactedUrl(url) + "' (expected " +
+                                 std::string(redis::kStoreUrlForms) + ")");
 }
 
 }  // namespace sluice

@@ -47,11 +47,13 @@ TEST(StoreUrlConfigTest, BadStoreUrlsAreRefusedWithFileLineAndField) {
        "redis+sentinel://[user:password@]host:port,host:port,.../master_name)"},
       {"store:\n  url: redis+sentinal://h1/m\n",
        "bad.yaml:2: store.url: unknown store URL 'redis+sentinal://h1/m' (expected memory://, "
-       "redis://host:port, unix:///path, redis+cluster://host:port,host:port,... or "
-       "redis+sentinel://host:port,.../master_name)"},
+       "redis://host:port, rediss://host:port, unix:///path, "
+       "redis+cluster://host:port,host:port,..., rediss+cluster://..., "
+       "redis+sentinel://host:port,host:port,.../master_name or rediss+sentinel://...)"},
       {"store:\n  url: redis://h:99999\n",
        "bad.yaml:2: store.url: bad Redis URL 'redis://h:99999': the port must be a number from 1 "
-       "to 65535 (expected redis://[user:password@]host:port[/db] or unix:///path[?db=N])"},
+       "to 65535 (expected redis://[user:password@]host:port[/db], "
+       "rediss://[user:password@]host:port[/db] (TLS) or unix:///path[?db=N])"},
       {"store:\n  url: redis://h:1\n  sentinel_password_env: SLUICE_STORE_URL_TEST_SET\n",
        "bad.yaml:3: store.sentinel_password_env: a sentinels' password needs a "
        "redis+sentinel:// store URL"},

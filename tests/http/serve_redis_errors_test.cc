@@ -125,15 +125,17 @@ TEST(ServeRedisErrors, AFullRedisAnswers503WithRetryAfterNeverAFailOpenAdmission
   EXPECT_EQ(refused, 40);
   EXPECT_EQ(admitted, 0);
   EXPECT_EQ(other, 0);
-  // The rate limit service answers an error, for Envoy's failure_mode_deny to decide, never OK.
+  // The rate limit service refuses, never OK nor an error that Envoy's default
+  // failure_mode_deny: false would let through.
   for (int i = 0; i < 5; ++i) {
     auto r = client.Post("/json",
                          R"({"domain":"api","descriptors":[{"entries":[{"key":"user","value":"u)" +
                              std::to_string(i) + R"("}]}]})",
                          "application/json");
     ASSERT_TRUE(r);
-    EXPECT_EQ(r->status, 503) << r->body;
-    EXPECT_EQ(r->body.find(R"("overallCode")"), std::string::npos) << r->body;
+    EXPECT_EQ(r->status, 429) << r->body;
+    EXPECT_NE(r->body.find(R"("overallCode":"OVER_LIMIT")"), std::string::npos) << r->body;
+    EXPECT_NE(r->body.find("Retry-After"), std::string::npos) << r->body;
   }
   EXPECT_EQ(BreakerOpens(service), 0);
   // The store answers, refusing: warned of now and then, with how often, not once per refusal.
