@@ -959,9 +959,7 @@ TEST_F(CoalescedCheckTest, ChecksArrivingWhileCallsAwaitRepliesShareTheNextCall)
   for (int i = 0; i < 6; ++i) {
     EXPECT_EQ(Text(replies[i]), "k" + std::to_string(i) + ":a" + std::to_string(i));
   }
-  // Two alone and the four behind them in one (fewer when the I/O thread took the first checks
-  // late, together); one each if a call left once written.
-  EXPECT_LE(Calls(*server_, "evalsha"), 3);
+  EXPECT_EQ(Calls(*server_, "evalsha"), 3);
 }
 
 // A check waiting behind calls that are not answered fails at its own deadline, also after the
