@@ -7,13 +7,6 @@
 // and whatever arrives while that write is in flight leaves in the next one: that is the
 // auto-pipelining. Replies come back in order, so the in-flight queue is FIFO.
 //
-// Checks (SubmitCoalesced) gather longer: their call leaves only when fewer than coalesce_behind
-// of the connection's calls await replies, so the checks that arrive during a round trip share
-// one script call. A write completes as soon as the kernel takes the bytes, long before Redis
-// answers: closing the call then would send a few checks per call from callers that each wait
-// for their previous answer (HTTP clients on keep-alive connections), and Redis would spend its
-// time starting scripts. The client's other connection keeps Redis busy meanwhile.
-//
 // Deadlines: every call on a connection has the same timeout, so deadlines grow along the FIFO
 // and one timer per connection, armed at the oldest unfinished deadline, is enough. A call whose
 // deadline passes gets DEADLINE_EXCEEDED at once but keeps its place in the queue, marked
@@ -67,7 +60,6 @@ Connection::Connection(asio::io_context& io, ClientOptions options, int index)
       reconnect_timer_(io),
       connect_timer_(io),
       reader_(std::make_unique<ReplyReader>()),
-      hold_behind_(std::max<size_t>(options_.coalesce_behind, 1)),
       backoff_(options_.reconnect_min),
       jitter_(static_cast<uint32_t>(std::random_device{}() + index)) {}
 
@@ -214,8 +206,7 @@ std::string Connection::LastError() const {
 // Moves every queued call into the in-flight queue at once, so its deadline is watched even
 // while the bytes wait behind a write that does not complete (a hung server with full socket
 // buffers); the bytes leave in one write as soon as none is in flight. A coalescing call keeps
-// taking checks while a write is in flight or coalesce_behind calls await their replies, unless
-// `close_group`.
+// taking checks until its bytes can leave, unless `close_group`.
 void Connection::Flush(bool close_group) {
   std::vector<Pending> taken;
   bool write = false;
@@ -225,9 +216,7 @@ void Connection::Flush(bool close_group) {
     base::MutexLock lock(mu_);
     flush_posted_ = false;
     connected = connected_;
-    if (close_group || !connected || (!writing_active_ && inflight_.size() < hold_behind_)) {
-      CloseGroupLocked();
-    }
+    if (close_group || !connected || !writing_active_) CloseGroupLocked();
     if (!group_.members.empty()) group_deadline = group_.deadline;
     taken.swap(incoming_);
     if (!connected) {
@@ -294,7 +283,6 @@ void Connection::Read() {
           HandleReply(entry, std::move(**reply));
           if (gen != generation_) return;  // the reply's handler dropped the connection
         }
-        if (inflight_.size() < hold_behind_) Flush();  // the checks gathered meanwhile leave
         bool expire = false;
         if (expire_after_read_) {
           bytes_at_hand_ -= std::min(bytes_at_hand_, n);
@@ -393,12 +381,7 @@ Status Connection::ExpiredStatus(const Pending& call, Steady::time_point deadlin
   // Redis neither reads what this connection writes nor answers anything.
   const bool write_not_taken =
       writing_active_ && write_started_ + half <= now && last_read_ + half <= now;
-  // Held back (a coalescing call waits for the calls ahead) behind a call Redis has had for as
-  // long: Redis is slow to answer, not this process.
-  const bool held_behind_unanswered = !inflight_.empty() &&
-                                      inflight_.front().sent_at != Steady::time_point::max() &&
-                                      inflight_.front().sent_at + half <= now;
-  if (redis_had_it || write_not_taken || held_behind_unanswered) return DeadlineStatus();
+  if (redis_had_it || write_not_taken) return DeadlineStatus();
   return Status::ResourceExhausted(
       "the check waited in this process's own queue to Redis at " + Address() +
       " for more than half the time to its deadline: this instance is overloaded (not Redis); "
@@ -445,16 +428,12 @@ void Connection::ExpireCalls(bool replies_read) {
   }
   expire_after_read_ = false;
   bool group_due = false;
-  // The coalescing call's earliest deadline while it waits for a call ahead to be answered.
-  Steady::time_point next = Steady::time_point::max();
   {
     base::MutexLock lock(mu_);
-    if (!group_.members.empty()) {
-      group_due = group_.deadline <= now;
-      if (!group_due) next = group_.deadline;
-    }
+    group_due = !group_.members.empty() && group_.deadline <= now;
   }
   if (group_due) Flush(/*close_group=*/true);  // into inflight_, where its checks expire
+  Steady::time_point next = Steady::time_point::max();
   for (auto& p : inflight_) {
     if (p.finished) continue;
     if (!p.members.empty()) {
@@ -469,7 +448,7 @@ void Connection::ExpireCalls(bool replies_read) {
     p.finished = true;
     p.done(ExpiredStatus(p, p.deadline, now));
   }
-  if (inflight_.empty()) return ArmDeadlineTimer(next);
+  if (inflight_.empty()) return;
   // Hung: the oldest call is past its deadline and nothing was read for hang_timeout since.
   const auto hung_at = std::max(last_read_, inflight_.front().deadline) + options_.hang_timeout;
   if (hung_at <= now) {

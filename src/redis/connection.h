@@ -102,9 +102,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // each joins that call when it is one of the same script and layout
   // (CoalescibleCall::across_slots) with room left (and its last run when it shares that run's
   // args), and otherwise starts one there. The call takes no more once anything else is queued
-  // behind it, it leaves (no write in flight and fewer than coalesce_behind calls awaiting
-  // replies, see client_options.h), or a deadline of its checks passes. A check alone goes by the
-  // same script (CloseGroupLocked says why). All are admitted or refused together.
+  // behind it, its bytes are taken for a write, or a deadline of its checks passes. A check alone
+  // goes by the same script (CloseGroupLocked says why). All are admitted or refused together.
   void SubmitCoalesced(std::span<CoalescedCheck> checks);
   bool ready() const { return ready_.load(std::memory_order_acquire); }
   size_t pending() const { return pending_.load(std::memory_order_relaxed); }
@@ -199,7 +198,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer deadline_timer_, reconnect_timer_, connect_timer_;
   std::unique_ptr<ReplyReader> reader_;
-  const size_t hold_behind_;  // ClientOptions::coalesce_behind, resolved
   std::array<char, 16 * 1024> read_buffer_;
   base::Mutex mu_;
   std::string outgoing_ SLUICE_GUARDED_BY(mu_);

@@ -943,52 +943,6 @@ TEST_F(CoalescedCheckTest, ADeadlineThatPassesFailsOnlyItsCheck) {
   EXPECT_EQ(Calls(*server_, "evalsha"), 1);
 }
 
-// The checks that arrive while the connection's calls await their replies (two on a client of
-// one connection) wait, and share the next call once a reply is read; each arrives in a turn of
-// the I/O thread of its own, so a call that left as soon as its write completed would carry one.
-TEST_F(CoalescedCheckTest, ChecksArrivingWhileCallsAwaitRepliesShareTheNextCall) {
-  LoadScripts();
-  auto c = ConnectOne();
-  std::vector<std::promise<Result<Reply>>> replies(6);
-  server_->Pause();
-  for (int i = 0; i < 6; ++i) {
-    Check(*c, many_, i, replies);
-    std::this_thread::sleep_for(2ms);
-  }
-  server_->Resume();
-  for (int i = 0; i < 6; ++i) {
-    EXPECT_EQ(Text(replies[i]), "k" + std::to_string(i) + ":a" + std::to_string(i));
-  }
-  EXPECT_EQ(Calls(*server_, "evalsha"), 3);
-}
-
-// A check waiting behind calls that are not answered fails at its own deadline, also after the
-// deadline of a call ahead of it has passed.
-TEST_F(CoalescedCheckTest, ACheckWaitingBehindUnansweredCallsFailsAtItsDeadline) {
-  LoadScripts();
-  auto c = ConnectOne();
-  std::vector<std::promise<Result<Reply>>> replies(4);
-  server_->Pause();
-  const auto start = Steady::now();
-  Check(*c, many_, 0, replies, CallOptions{.deadline = start + 20ms});
-  std::this_thread::sleep_for(2ms);
-  Check(*c, many_, 1, replies);
-  std::this_thread::sleep_for(2ms);
-  Check(*c, many_, 2, replies, CallOptions{.deadline = start + 40ms});
-  Check(*c, many_, 3, replies);
-  std::future<Result<Reply>> waiting = replies[2].get_future();
-  const bool answered = waiting.wait_for(40ms + kSlack) == std::future_status::ready;
-  const auto took = Steady::now() - start;
-  server_->Resume();
-  ASSERT_TRUE(answered);
-  const Result<Reply> expired = waiting.get();
-  EXPECT_EQ(expired.status().code(), StatusCode::kDeadlineExceeded) << expired.status().ToString();
-  EXPECT_LT(took, 40ms + kSlack);
-  EXPECT_EQ(replies[0].get_future().get().status().code(), StatusCode::kDeadlineExceeded);
-  EXPECT_EQ(Text(replies[1]), "k1:a1");
-  EXPECT_EQ(Text(replies[3]), "k3:a3");
-}
-
 // An error reply to the shared call is each check's; NOSCRIPT is not: the call is loaded and
 // sent again.
 TEST_F(CoalescedCheckTest, AnErrorReplyToTheCallIsEachChecksAndNoscriptIsRecovered) {
