@@ -5,7 +5,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,28 +18,6 @@ namespace {
 
 using Steady = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string RunCli(int port, const std::string& password, const std::vector<std::string>& args) {
-  std::string command = "redis-cli -h 127.0.0.1 -p " + std::to_string(port);
-  if (!password.empty()) command += " --no-auth-warning -a " + ShellQuote(password);
-  for (const auto& a : args) command += " " + ShellQuote(a);
-  command += " 2>&1";
-  std::string output;
-  if (FILE* pipe = popen(command.c_str(), "r")) {
-    std::array<char, 4096> buffer;
-    size_t n;
-    while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
-    pclose(pipe);
-  }
-  while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
-  return output;
-}
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -144,7 +121,7 @@ bool RedisSentinel::StartSentinel(size_t i) {
     bool up = false;
     while (Steady::now() < until) {
       if (waitpid(pid, nullptr, WNOHANG) == pid) break;  // the port was taken
-      if (RunCli(port, setup_.sentinel_password, {"PING"}) == "PONG") {
+      if (RedisCli(port, {"PING"}, setup_.sentinel_password) == "PONG") {
         up = true;
         break;
       }
@@ -207,11 +184,11 @@ RedisServer* RedisSentinel::ServerOnPort(int port) {
 }
 
 std::string RedisSentinel::Cli(int port, const std::vector<std::string>& args) const {
-  return RunCli(port, setup_.master_password, args);
+  return RedisCli(port, args, setup_.master_password);
 }
 
 std::string RedisSentinel::SentinelCli(size_t i, const std::vector<std::string>& args) const {
-  return RunCli(sentinel_ports_.at(i), setup_.sentinel_password, args);
+  return RedisCli(sentinel_ports_.at(i), args, setup_.sentinel_password);
 }
 
 std::optional<int> RedisSentinel::MasterPort(size_t i) const {

@@ -180,7 +180,12 @@ std::string RedisServer::tls_url() const {
 }
 
 std::string RedisServer::Cli(const std::vector<std::string>& args) const {
-  std::string command = "redis-cli -h 127.0.0.1 -p " + std::to_string(port_);
+  return RedisCli(port_, args);
+}
+
+std::string RedisCli(int port, const std::vector<std::string>& args, const std::string& password) {
+  std::string command = "redis-cli -h 127.0.0.1 -p " + std::to_string(port);
+  if (!password.empty()) command += " --no-auth-warning -a " + ShellQuote(password);
   for (const auto& a : args) command += " " + ShellQuote(a);
   command += " 2>&1";
   std::string output;

@@ -58,6 +58,11 @@ class RedisServer {
   std::vector<std::string> extra_args_;
 };
 
+// Runs a command through redis-cli against 127.0.0.1:`port`, logged in with `password` when
+// given, and returns its raw output (trailing newline removed).
+std::string RedisCli(int port, const std::vector<std::string>& args,
+                     const std::string& password = "");
+
 // A TCP port on 127.0.0.1 that was free a moment ago, drawn at random below the ports the kernel
 // gives outgoing connections.
 int FreeLoopbackPort();
