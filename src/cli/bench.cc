@@ -5,14 +5,13 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
+#include <latch>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 #include <vector>
 
-#include "base/mutex.h"
 #include "cli/bench_load.h"
 #include "cli/timer_thread.h"
 #include "config/duration.h"
@@ -35,16 +34,10 @@ void RunAsyncChains(Limiter& limiter, const BenchFlags& flags, Steady::time_poin
     KeyPicker keys;
     std::atomic<int> phase{0};  // 0 in flight, 1 completed, 2 the caller has left
   };
-  struct Running {
-    explicit Running(int n) : left(n) {}
-    base::Mutex mu;
-    std::condition_variable none_left;
-    int left SLUICE_GUARDED_BY(mu);  // chains still running
-  } running(flags.concurrency);
+  std::latch running(flags.concurrency);
   std::vector<std::unique_ptr<Chain>> chains;
   for (int c = 0; c < flags.concurrency; ++c) {
-    chains.push_back(std::make_unique<Chain>(
-        KeyPicker(flags.key_prefix, flags.keys, static_cast<uint64_t>(c) + 1)));
+    chains.push_back(std::make_unique<Chain>(KeyPicker(flags, c)));
   }
   std::function<void(Chain&)> drive = [&](Chain& chain) {
     while (Steady::now() < end) {
@@ -56,12 +49,10 @@ void RunAsyncChains(Limiter& limiter, const BenchFlags& flags, Steady::time_poin
       });
       if (chain.phase.exchange(2) != 1) return;  // the callback will continue the chain
     }
-    base::MutexLock lock(running.mu);
-    if (--running.left == 0) running.none_left.notify_one();
+    running.count_down();
   };
   for (auto& chain : chains) drive(*chain);
-  base::MutexLock lock(running.mu);
-  while (running.left != 0) lock.Wait(running.none_left);
+  running.wait();
 }
 
 // One synchronous loop per thread: for an in-process store, which decides inline, and for
@@ -71,7 +62,7 @@ void RunThreads(Limiter& limiter, const BenchFlags& flags, int threads, Steady::
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
-      KeyPicker keys(flags.key_prefix, flags.keys, static_cast<uint64_t>(t) + 1);
+      KeyPicker keys(flags, t);
       while (Steady::now() < end) {
         const auto start = Steady::now();
         tally.Add(limiter.Check(keys.Next()), start);
@@ -104,8 +95,7 @@ void Report(const BenchFlags& f, const Limit& limit, const Outcome& run) {
   const Tally& tally = run.tally;
   const uint64_t decisions = tally.allowed + tally.denied + tally.errors;
   const double per_second = static_cast<double>(decisions) / run.seconds;
-  const int64_t p50 = tally.latency.Percentile(0.50), p99 = tally.latency.Percentile(0.99),
-                p999 = tally.latency.Percentile(0.999);
+  const LatencyReport latency(tally.latency);
   const LeaseStats leases = run.leasing ? run.leasing->lease_stats() : LeaseStats{};
   if (f.json) {
     nlohmann::json report = {{"store", redis::RedactedUrl(f.store_url)},
@@ -119,13 +109,11 @@ void Report(const BenchFlags& f, const Limit& limit, const Outcome& run) {
                              {"end_unix_s", UnixSeconds(run.ended)},
                              {"decisions", decisions},
                              {"decisions_per_sec", per_second},
-                             {"p50_us", p50},
-                             {"p99_us", p99},
-                             {"p999_us", p999},
                              {"allowed", tally.allowed.load()},
                              {"denied", tally.denied.load()},
                              {"errors", tally.errors.load()},
                              {"late", run.late}};
+    latency.AddTo(report);
     if (tally.errors.load() > 0) report["first_error"] = tally.FirstError();
     if (run.resilient) {
       const StoreHealthStats stats = run.resilient->stats();
@@ -148,11 +136,10 @@ void Report(const BenchFlags& f, const Limit& limit, const Outcome& run) {
     return;
   }
   std::printf(
-      "%s %s, %lld keys, %d in flight, %.1f s: %.0f decisions/s; latency p50 %lld us, "
-      "p99 %lld us, p999 %lld us; allowed %llu, denied %llu, errors %llu",
+      "%s %s, %lld keys, %d in flight, %.1f s: %.0f decisions/s; %s; allowed %llu, denied %llu, "
+      "errors %llu",
       redis::RedactedUrl(f.store_url).c_str(), f.algorithm.c_str(), static_cast<long long>(f.keys),
-      f.concurrency, run.seconds, per_second, static_cast<long long>(p50),
-      static_cast<long long>(p99), static_cast<long long>(p999),
+      f.concurrency, run.seconds, per_second, latency.Text().c_str(),
       static_cast<unsigned long long>(tally.allowed.load()),
       static_cast<unsigned long long>(tally.denied.load()),
       static_cast<unsigned long long>(tally.errors.load()));
