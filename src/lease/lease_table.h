@@ -103,6 +103,12 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
   };
 
   Shard& ShardOf(std::string_view id);
+  // Under its shard's mutex, step(entry, out) on the entry named `id`, if there is one; the entry
+  // is dropped when the step returns true. Then runs `out`.
+  template <typename Step>
+  void StepEntry(const std::string& id, Step step);
+  // Ends the lease in use and the refusal, counting nothing.
+  static void ClearLeaseAndRefusal(Entry& entry);
   // Serves what the entry's lease or refusal can, in order, from `waiters`. After their take
   // (`after_take`), what the lease cannot serve is refused; otherwise the one waiter it cannot
   // serve (a check that just came) starts a take.
