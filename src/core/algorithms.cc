@@ -356,16 +356,7 @@ Decision Decide(const Limit& limit, State& state, int64_t now, int64_t cost, int
       !std::visit([&](const auto& s) { return InRange(limit, s, now); }, state)) {
     state = FreshState(limit, now);
   }
-  return std::visit(
-      [&](auto& s) {
-        if constexpr (requires { Decide(limit, s, now, cost, max_delay); }) {
-          return Decide(limit, s, now, cost, max_delay);
-        } else {
-          assert(max_delay == 0);
-          return Decide(limit, s, now, cost);
-        }
-      },
-      state);
+  return std::visit([&](auto& s) { return DecideOn(limit, s, now, cost, max_delay); }, state);
 }
 
 }  // namespace sluice::core
