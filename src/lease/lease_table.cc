@@ -167,8 +167,8 @@ void LeaseTable::EndLease(Entry& entry, Time now, Outcome& out) {
 
 // A check waits for at most two calls: the take of a whole lease and, when the backend has less
 // but enough for the first waiter, the take of what it has. Both within one deadline: the second
-// take's waiters are answered by Overdue if it has not answered by then. The step finds the entry:
-// one is never dropped while it is taking.
+// take's waiters are answered by TakeOverdue if it has not answered by then. The step finds the
+// entry: one is never dropped while it is taking.
 void LeaseTable::Taken(const std::string& id, int64_t units, Time sent, Result<Decision> answer) {
   StepEntry(id, [&](Entry& entry, Outcome& out) {
     entry.taking = false;
@@ -256,7 +256,7 @@ void LeaseTable::Wake(const std::string& id, uint64_t generation) {
   });
 }
 
-void LeaseTable::Overdue(const std::string& id, uint64_t take) {
+void LeaseTable::TakeOverdue(const std::string& id, uint64_t take) {
   StepEntry(id, [&](Entry& entry, Outcome& out) {
     if (!entry.taking || entry.takes != take) return false;
     Overdue(entry.waiters, out);
@@ -300,18 +300,8 @@ void LeaseTable::Finish(Outcome out) {
         },
         give_back->apply_by);
   }
-  if (out.wake) {
-    timers_.Start(std::max(out.wake->first, Duration(0)),
-                  [self = shared_from_this(), id = out.entry_id, generation = out.wake->second] {
-                    self->Wake(id, generation);
-                  });
-  }
-  if (out.overdue) {
-    timers_.Start(std::max(out.overdue->first, Duration(0)),
-                  [self = shared_from_this(), id = out.entry_id, take = out.overdue->second] {
-                    self->Overdue(id, take);
-                  });
-  }
+  if (out.wake) StartTimer(*out.wake, out.entry_id, &LeaseTable::Wake);
+  if (out.overdue) StartTimer(*out.overdue, out.entry_id, &LeaseTable::TakeOverdue);
   if (out.take) {
     CallStarted();
     const int64_t units = out.take->cost;
@@ -321,6 +311,13 @@ void LeaseTable::Finish(Outcome out) {
       self->CallEnded();
     });
   }
+}
+
+void LeaseTable::StartTimer(const Timer& timer, const std::string& id, TimerStep step) {
+  timers_.Start(std::max(timer.first, Duration(0)),
+                [self = shared_from_this(), id, number = timer.second, step] {
+                  ((*self).*step)(id, number);
+                });
 }
 
 void LeaseTable::CallStarted() {
