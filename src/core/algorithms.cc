@@ -91,8 +91,9 @@ int64_t SlidingWait(int64_t previous, int64_t current, int64_t elapsed, int64_t 
 // or the capacity less the level. They come back one an emission interval; `at` keeps the time of
 // a partial one.
 struct Bucket {
-  // Below zero when booked ahead (a level above the capacity, as after a burst lowered since,
-  // drains before anything fits); above the capacity after a burst lowered since (token_bucket).
+  // Below zero when booked ahead, or when a burst lowered since left leaky_bucket's level above
+  // the capacity (it drains before anything fits); above the capacity when a burst lowered since
+  // left token_bucket's tokens above it (a refill clamps them).
   int64_t free;
   int64_t at;
 };
@@ -133,8 +134,8 @@ Bucket Refilled(const Limit& limit, const Bucket& b, int64_t now) {
   return {.free = free, .at = free == capacity ? now : b.at + earned * interval};
 }
 
-// The wait, refilled to `now`, until `units` are free. `since_refill` is negative when the clock is
-// behind the bucket's `at`: the next unit is that much further.
+// The wait until `units` are free in a bucket refilled to now, with `free` units, `since_refill`
+// after its `at` (negative when the clock is behind it: the next unit is that much further).
 int64_t WaitFor(const Limit& limit, int64_t units, int64_t free, int64_t since_refill) {
   return (units - free) * limit.emission_interval().count() - since_refill;
 }
