@@ -167,11 +167,10 @@ void Report(const BenchFlags& f, const Limit& limit, const Outcome& run) {
 CLI::App* AddBenchCommand(CLI::App& app, BenchFlags& f) {
   auto* bench =
       app.add_subcommand("bench", "Closed- or open-loop load on a store: decisions/s, latency");
-  bench
-      ->add_option("--store", f.store_url,
-                   "memory://, redis[s]://HOST:PORT, unix:///PATH or "
-                   "redis[s]+cluster://HOST:PORT,...")
-      ->capture_default_str();
+  bench->option_defaults()->always_capture_default();
+  bench->add_option("--store", f.store_url,
+                    "memory://, redis[s]://HOST:PORT, unix:///PATH or "
+                    "redis[s]+cluster://HOST:PORT,...");
   bench->add_option("--tls-ca-file", f.tls.ca_file,
                     "rediss: PEM authorities to verify Redis with (default: the system's)");
   bench->add_option("--tls-cert-file", f.tls.cert_file, "rediss: client certificate (PEM)");
@@ -180,45 +179,34 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchFlags& f) {
                     "rediss: the name verified (default: the URL's host)");
   bench->add_flag("--tls-insecure-skip-verify", f.tls.insecure_skip_verify,
                   "rediss: do not verify Redis's certificate (tests only)");
-  bench->add_option("--algorithm", f.algorithm)->capture_default_str();
-  bench->add_option("--keys", f.keys, "Distinct keys")->capture_default_str();
-  bench->add_option("--concurrency", f.concurrency, "Checks in flight")->capture_default_str();
-  bench->add_option("--duration", f.duration, "How long: 10s, 1m")->capture_default_str();
-  bench->add_option("--limit", f.limit)->capture_default_str();
-  bench->add_option("--period", f.period)->capture_default_str();
+  bench->add_option("--algorithm", f.algorithm);
+  bench->add_option("--keys", f.keys, "Distinct keys");
+  bench->add_option("--concurrency", f.concurrency, "Checks in flight");
+  bench->add_option("--duration", f.duration, "How long: 10s, 1m");
+  bench->add_option("--limit", f.limit);
+  bench->add_option("--period", f.period);
   bench->add_option("--burst", f.burst, "0: the algorithm's default");
-  bench->add_option("--key-prefix", f.key_prefix)->capture_default_str();
-  bench->add_option("--io-threads", f.io_threads, "Redis client I/O threads")
-      ->capture_default_str();
-  bench
-      ->add_option("--connections", f.connections,
-                   "Redis connections per I/O thread to each node (0: 2 to one Redis, 1 to each "
-                   "Redis Cluster master)")
-      ->capture_default_str();
-  bench
-      ->add_option("--coalesce-max", f.coalesce_max,
-                   "Checks one Redis script call decides at most (1: one call per check)")
-      ->capture_default_str();
-  bench
-      ->add_option("--rate", f.rate,
-                   "Open loop: checks per second, paced evenly, at most --concurrency in flight "
-                   "(0: closed loop)")
-      ->capture_default_str();
-  bench
-      ->add_option("--lease-units", f.lease_units,
-                   "Checks lease this many units at a time through a LeasingStore (0: no leases)")
-      ->capture_default_str();
-  bench->add_option("--lease-lifetime", f.lease_lifetime, "How long a lease is held at most")
-      ->capture_default_str();
+  bench->add_option("--key-prefix", f.key_prefix);
+  bench->add_option("--io-threads", f.io_threads, "Redis client I/O threads");
+  bench->add_option("--connections", f.connections,
+                    "Redis connections per I/O thread to each node (0: 2 to one Redis, 1 to each "
+                    "Redis Cluster master)");
+  bench->add_option("--coalesce-max", f.coalesce_max,
+                    "Checks one Redis script call decides at most (1: one call per check)");
+  bench->add_option("--rate", f.rate,
+                    "Open loop: checks per second, paced evenly, at most --concurrency in flight "
+                    "(0: closed loop)");
+  bench->add_option("--lease-units", f.lease_units,
+                    "Checks lease this many units at a time through a LeasingStore (0: no leases)");
+  bench->add_option("--lease-lifetime", f.lease_lifetime, "How long a lease is held at most");
   bench->add_flag("--resilient", f.resilient,
                   "Through a ResilientStore (hot-key cache, breaker, failure policy)");
   bench->add_flag("--json", f.json, "Print one JSON object");
   bench->add_option("--rls", f.rls,
                     "HOST:PORT of a rate limit service (gRPC) to load instead of a store");
-  bench->add_option("--rls-domain", f.rls_domain, "Its requests' domain")->capture_default_str();
+  bench->add_option("--rls-domain", f.rls_domain, "Its requests' domain");
   bench->add_option("--rls-descriptors", f.rls_descriptors, "Descriptors per request")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
+      ->check(CLI::Range(1, 64));
   return bench;
 }
 
