@@ -5,14 +5,13 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
+#include <latch>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 #include <vector>
 
-#include "base/mutex.h"
 #include "cli/bench_load.h"
 #include "cli/timer_thread.h"
 #include "config/duration.h"
@@ -35,16 +34,10 @@ void RunAsyncChains(Limiter& limiter, const BenchFlags& flags, Steady::time_poin
     KeyPicker keys;
     std::atomic<int> phase{0};  // 0 in flight, 1 completed, 2 the caller has left
   };
-  struct Running {
-    explicit Running(int n) : left(n) {}
-    base::Mutex mu;
-    std::condition_variable none_left;
-    int left SLUICE_GUARDED_BY(mu);  // chains still running
-  } running(flags.concurrency);
+  std::latch running(flags.concurrency);
   std::vector<std::unique_ptr<Chain>> chains;
   for (int c = 0; c < flags.concurrency; ++c) {
-    chains.push_back(std::make_unique<Chain>(
-        KeyPicker(flags.key_prefix, flags.keys, static_cast<uint64_t>(c) + 1)));
+    chains.push_back(std::make_unique<Chain>(KeyPicker(flags, c)));
   }
   std::function<void(Chain&)> drive = [&](Chain& chain) {
     while (Steady::now() < end) {
@@ -56,12 +49,10 @@ void RunAsyncChains(Limiter& limiter, const BenchFlags& flags, Steady::time_poin
       });
       if (chain.phase.exchange(2) != 1) return;  // the callback will continue the chain
     }
-    base::MutexLock lock(running.mu);
-    if (--running.left == 0) running.none_left.notify_one();
+    running.count_down();
   };
   for (auto& chain : chains) drive(*chain);
-  base::MutexLock lock(running.mu);
-  while (running.left != 0) lock.Wait(running.none_left);
+  running.wait();
 }
 
 // One synchronous loop per thread: for an in-process store, which decides inline, and for
@@ -71,7 +62,7 @@ void RunThreads(Limiter& limiter, const BenchFlags& flags, int threads, Steady::
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
-      KeyPicker keys(flags.key_prefix, flags.keys, static_cast<uint64_t>(t) + 1);
+      KeyPicker keys(flags, t);
       while (Steady::now() < end) {
         const auto start = Steady::now();
         tally.Add(limiter.Check(keys.Next()), start);
@@ -104,8 +95,7 @@ void Report(const BenchFlags& f, const Limit& limit, const Outcome& run) {
   const Tally& tally = run.tally;
   const uint64_t decisions = tally.allowed + tally.denied + tally.errors;
   const double per_second = static_cast<double>(decisions) / run.seconds;
-  const int64_t p50 = tally.latency.Percentile(0.50), p99 = tally.latency.Percentile(0.99),
-                p999 = tally.latency.Percentile(0.999);
+  const LatencyReport latency(tally.latency);
   const LeaseStats leases = run.leasing ? run.leasing->lease_stats() : LeaseStats{};
   if (f.json) {
     nlohmann::json report = {{"store", redis::RedactedUrl(f.store_url)},
@@ -119,13 +109,11 @@ void Report(const BenchFlags& f, const Limit& limit, const Outcome& run) {
                              {"end_unix_s", UnixSeconds(run.ended)},
                              {"decisions", decisions},
                              {"decisions_per_sec", per_second},
-                             {"p50_us", p50},
-                             {"p99_us", p99},
-                             {"p999_us", p999},
                              {"allowed", tally.allowed.load()},
                              {"denied", tally.denied.load()},
                              {"errors", tally.errors.load()},
                              {"late", run.late}};
+    latency.AddTo(report);
     if (tally.errors.load() > 0) report["first_error"] = tally.FirstError();
     if (run.resilient) {
       const StoreHealthStats stats = run.resilient->stats();
@@ -148,11 +136,10 @@ void Report(const BenchFlags& f, const Limit& limit, const Outcome& run) {
     return;
   }
   std::printf(
-      "%s %s, %lld keys, %d in flight, %.1f s: %.0f decisions/s; latency p50 %lld us, "
-      "p99 %lld us, p999 %lld us; allowed %llu, denied %llu, errors %llu",
+      "%s %s, %lld keys, %d in flight, %.1f s: %.0f decisions/s; %s; allowed %llu, denied %llu, "
+      "errors %llu",
       redis::RedactedUrl(f.store_url).c_str(), f.algorithm.c_str(), static_cast<long long>(f.keys),
-      f.concurrency, run.seconds, per_second, static_cast<long long>(p50),
-      static_cast<long long>(p99), static_cast<long long>(p999),
+      f.concurrency, run.seconds, per_second, latency.Text().c_str(),
       static_cast<unsigned long long>(tally.allowed.load()),
       static_cast<unsigned long long>(tally.denied.load()),
       static_cast<unsigned long long>(tally.errors.load()));
@@ -180,11 +167,10 @@ void Report(const BenchFlags& f, const Limit& limit, const Outcome& run) {
 CLI::App* AddBenchCommand(CLI::App& app, BenchFlags& f) {
   auto* bench =
       app.add_subcommand("bench", "Closed- or open-loop load on a store: decisions/s, latency");
-  bench
-      ->add_option("--store", f.store_url,
-                   "memory://, redis[s]://HOST:PORT, unix:///PATH or "
-                   "redis[s]+cluster://HOST:PORT,...")
-      ->capture_default_str();
+  bench->option_defaults()->always_capture_default();
+  bench->add_option("--store", f.store_url,
+                    "memory://, redis[s]://HOST:PORT, unix:///PATH or "
+                    "redis[s]+cluster://HOST:PORT,...");
   bench->add_option("--tls-ca-file", f.tls.ca_file,
                     "rediss: PEM authorities to verify Redis with (default: the system's)");
   bench->add_option("--tls-cert-file", f.tls.cert_file, "rediss: client certificate (PEM)");
@@ -193,45 +179,34 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchFlags& f) {
                     "rediss: the name verified (default: the URL's host)");
   bench->add_flag("--tls-insecure-skip-verify", f.tls.insecure_skip_verify,
                   "rediss: do not verify Redis's certificate (tests only)");
-  bench->add_option("--algorithm", f.algorithm)->capture_default_str();
-  bench->add_option("--keys", f.keys, "Distinct keys")->capture_default_str();
-  bench->add_option("--concurrency", f.concurrency, "Checks in flight")->capture_default_str();
-  bench->add_option("--duration", f.duration, "How long: 10s, 1m")->capture_default_str();
-  bench->add_option("--limit", f.limit)->capture_default_str();
-  bench->add_option("--period", f.period)->capture_default_str();
+  bench->add_option("--algorithm", f.algorithm);
+  bench->add_option("--keys", f.keys, "Distinct keys");
+  bench->add_option("--concurrency", f.concurrency, "Checks in flight");
+  bench->add_option("--duration", f.duration, "How long: 10s, 1m");
+  bench->add_option("--limit", f.limit);
+  bench->add_option("--period", f.period);
   bench->add_option("--burst", f.burst, "0: the algorithm's default");
-  bench->add_option("--key-prefix", f.key_prefix)->capture_default_str();
-  bench->add_option("--io-threads", f.io_threads, "Redis client I/O threads")
-      ->capture_default_str();
-  bench
-      ->add_option("--connections", f.connections,
-                   "Redis connections per I/O thread to each node (0: 2 to one Redis, 1 to each "
-                   "Redis Cluster master)")
-      ->capture_default_str();
-  bench
-      ->add_option("--coalesce-max", f.coalesce_max,
-                   "Checks one Redis script call decides at most (1: one call per check)")
-      ->capture_default_str();
-  bench
-      ->add_option("--rate", f.rate,
-                   "Open loop: checks per second, paced evenly, at most --concurrency in flight "
-                   "(0: closed loop)")
-      ->capture_default_str();
-  bench
-      ->add_option("--lease-units", f.lease_units,
-                   "Checks lease this many units at a time through a LeasingStore (0: no leases)")
-      ->capture_default_str();
-  bench->add_option("--lease-lifetime", f.lease_lifetime, "How long a lease is held at most")
-      ->capture_default_str();
+  bench->add_option("--key-prefix", f.key_prefix);
+  bench->add_option("--io-threads", f.io_threads, "Redis client I/O threads");
+  bench->add_option("--connections", f.connections,
+                    "Redis connections per I/O thread to each node (0: 2 to one Redis, 1 to each "
+                    "Redis Cluster master)");
+  bench->add_option("--coalesce-max", f.coalesce_max,
+                    "Checks one Redis script call decides at most (1: one call per check)");
+  bench->add_option("--rate", f.rate,
+                    "Open loop: checks per second, paced evenly, at most --concurrency in flight "
+                    "(0: closed loop)");
+  bench->add_option("--lease-units", f.lease_units,
+                    "Checks lease this many units at a time through a LeasingStore (0: no leases)");
+  bench->add_option("--lease-lifetime", f.lease_lifetime, "How long a lease is held at most");
   bench->add_flag("--resilient", f.resilient,
                   "Through a ResilientStore (hot-key cache, breaker, failure policy)");
   bench->add_flag("--json", f.json, "Print one JSON object");
   bench->add_option("--rls", f.rls,
                     "HOST:PORT of a rate limit service (gRPC) to load instead of a store");
-  bench->add_option("--rls-domain", f.rls_domain, "Its requests' domain")->capture_default_str();
+  bench->add_option("--rls-domain", f.rls_domain, "Its requests' domain");
   bench->add_option("--rls-descriptors", f.rls_descriptors, "Descriptors per request")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
+      ->check(CLI::Range(1, 64));
   return bench;
 }
 

@@ -1,5 +1,5 @@
-// What `sluice bench`'s loads share: a latency histogram, the keys they pick and the tally of
-// their decisions.
+// What `sluice bench`'s loads share: a latency histogram and its report, the keys they pick and
+// the tally of their decisions.
 // Thread safety: Histogram and Tally may be used from any thread; a KeyPicker by one thread at a
 // time.
 #pragma once
@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 
@@ -63,10 +64,32 @@ class Histogram {
   std::array<std::atomic<uint64_t>, kBuckets> counts_{};
 };
 
+// The percentiles a report gives of a histogram.
+struct LatencyReport {
+  explicit LatencyReport(const Histogram& h)
+      : p50(h.Percentile(0.50)), p99(h.Percentile(0.99)), p999(h.Percentile(0.999)) {}
+
+  void AddTo(nlohmann::json& report) const {
+    report["p50_us"] = p50;
+    report["p99_us"] = p99;
+    report["p999_us"] = p999;
+  }
+  std::string Text() const {
+    return "latency p50 " + std::to_string(p50) + " us, p99 " + std::to_string(p99) + " us, p999 " +
+           std::to_string(p999) + " us";
+  }
+
+  int64_t p50, p99, p999;
+};
+
+// The keys "<key-prefix><i>", i uniform in [0, keys), one loop of a load picks: the same sequence
+// in every process for the same loop.
 class KeyPicker {
  public:
-  KeyPicker(const std::string& prefix, int64_t keys, uint64_t seed)
-      : prefix_(prefix), keys_(static_cast<uint64_t>(keys)), rng_(seed) {}
+  KeyPicker(const BenchFlags& flags, int loop)
+      : prefix_(flags.key_prefix),
+        keys_(static_cast<uint64_t>(flags.keys)),
+        rng_(static_cast<uint64_t>(loop) + 1) {}
   const std::string& Next() {
     key_.assign(prefix_);
     key_.append(std::to_string(rng_() % keys_));

@@ -16,7 +16,7 @@ uint64_t RunOpenLoop(Limiter& limiter, const BenchFlags& flags, Steady::time_poi
     std::condition_variable changed;
     int count SLUICE_GUARDED_BY(mu) = 0;
   } in_flight;
-  KeyPicker keys(flags.key_prefix, flags.keys, 1);
+  KeyPicker keys(flags, 0);
   const std::chrono::duration<double> interval(1.0 / flags.rate);
   uint64_t late = 0;
   for (uint64_t i = 0;; ++i) {

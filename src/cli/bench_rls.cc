@@ -3,10 +3,9 @@
 // workers call one rate limit service.
 #include <grpcpp/grpcpp.h>
 
-#include <condition_variable>
 #include <cstdio>
+#include <latch>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -29,10 +28,9 @@ class Load {
       : end_(end),
         stub_(pb::RateLimitService::NewStub(
             grpc::CreateChannel(flags.rls, grpc::InsecureChannelCredentials()))),
-        left_(flags.concurrency) {
+        running_(flags.concurrency) {
     for (int c = 0; c < flags.concurrency; ++c) {
-      auto chain = std::make_unique<Chain>(
-          KeyPicker(flags.key_prefix, flags.keys, static_cast<uint64_t>(c) + 1));
+      auto chain = std::make_unique<Chain>(KeyPicker(flags, c));
       chain->request.set_domain(flags.rls_domain);
       for (int d = 0; d < flags.rls_descriptors; ++d) {
         auto* entry = chain->request.add_descriptors()->add_entries();
@@ -44,8 +42,7 @@ class Load {
 
   void Run() {
     for (auto& chain : chains_) Next(*chain);
-    std::unique_lock lock(mu_);
-    none_left_.wait(lock, [this] { return left_ == 0; });
+    running_.wait();
   }
 
   RlsTally& tally() { return tally_; }
@@ -62,8 +59,7 @@ class Load {
 
   void Next(Chain& chain) {
     if (Steady::now() >= end_) {
-      std::lock_guard lock(mu_);
-      if (--left_ == 0) none_left_.notify_one();
+      running_.count_down();
       return;
     }
     for (auto& descriptor : *chain.request.mutable_descriptors()) {
@@ -92,9 +88,7 @@ class Load {
   std::unique_ptr<pb::RateLimitService::Stub> stub_;
   std::vector<std::unique_ptr<Chain>> chains_;
   RlsTally tally_;
-  std::mutex mu_;
-  std::condition_variable none_left_;
-  int left_;  // chains still running; guarded by mu_
+  std::latch running_;
 };
 
 }  // namespace
@@ -108,32 +102,27 @@ int RunRlsBench(const BenchFlags& f, Duration duration) {
   const uint64_t requests = tally.ok + tally.over + tally.errors;
   const double per_second = static_cast<double>(requests) / seconds;
   const double descriptors_per_second = per_second * f.rls_descriptors;
-  const int64_t p50 = tally.latency.Percentile(0.50), p99 = tally.latency.Percentile(0.99),
-                p999 = tally.latency.Percentile(0.999);
+  const LatencyReport latency(tally.latency);
   if (f.json) {
-    const nlohmann::json out = {{"rls", f.rls},
-                                {"descriptors_per_request", f.rls_descriptors},
-                                {"keys", f.keys},
-                                {"concurrency", f.concurrency},
-                                {"duration_s", seconds},
-                                {"requests", requests},
-                                {"requests_per_sec", per_second},
-                                {"descriptors_per_sec", descriptors_per_second},
-                                {"p50_us", p50},
-                                {"p99_us", p99},
-                                {"p999_us", p999},
-                                {"ok", tally.ok.load()},
-                                {"over_limit", tally.over.load()},
-                                {"errors", tally.errors.load()}};
+    nlohmann::json out = {{"rls", f.rls},
+                          {"descriptors_per_request", f.rls_descriptors},
+                          {"keys", f.keys},
+                          {"concurrency", f.concurrency},
+                          {"duration_s", seconds},
+                          {"requests", requests},
+                          {"requests_per_sec", per_second},
+                          {"descriptors_per_sec", descriptors_per_second},
+                          {"ok", tally.ok.load()},
+                          {"over_limit", tally.over.load()},
+                          {"errors", tally.errors.load()}};
+    latency.AddTo(out);
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf(
         "rls %s, %d descriptor(s) per request, %lld keys, %d in flight, %.1f s: %.0f requests/s, "
-        "%.0f descriptors/s; latency p50 %lld us, p99 %lld us, p999 %lld us; ok %llu, over "
-        "limit %llu, errors %llu\n",
+        "%.0f descriptors/s; %s; ok %llu, over limit %llu, errors %llu\n",
         f.rls.c_str(), f.rls_descriptors, static_cast<long long>(f.keys), f.concurrency, seconds,
-        per_second, descriptors_per_second, static_cast<long long>(p50),
-        static_cast<long long>(p99), static_cast<long long>(p999),
+        per_second, descriptors_per_second, latency.Text().c_str(),
         static_cast<unsigned long long>(tally.ok.load()),
         static_cast<unsigned long long>(tally.over.load()),
         static_cast<unsigned long long>(tally.errors.load()));

@@ -39,11 +39,7 @@ Result<RlsConfig> ParseRlsSection(const Reporter& report, const YAML::Node& node
        {std::pair{"shadow_mode", &rls.shadow_mode}, std::pair{"quota_mode", &rls.quota_mode},
         std::pair{"x_ratelimit_headers", &rls.x_ratelimit_headers},
         std::pair{"watch", &rls.watch}}) {
-    const YAML::Node flag = fields.Get(field);
-    if (!flag.IsDefined()) continue;
-    auto value = fields.ReadBool(flag, field);
-    if (!value.ok()) return value.status();
-    *target = *value;
+    if (Status s = fields.ReadOptionalBool(field, *target); !s.ok()) return s;
   }
   if (const YAML::Node policy_node = fields.Get("on_error"); policy_node.IsDefined()) {
     auto name = fields.ReadString(policy_node, "on_error");

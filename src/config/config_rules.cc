@@ -199,11 +199,7 @@ Result<Rule> ParseRule(const Reporter& report, const YAML::Node& node, size_t in
             .auth = {},
             .lease = {}};
   if (Status s = fields.ReadWaitersBounds(rule); !s.ok()) return s;
-  if (const YAML::Node shadow = fields.Get("shadow_mode"); shadow.IsDefined()) {
-    auto value = fields.ReadBool(shadow, "shadow_mode");
-    if (!value.ok()) return value.status();
-    rule.shadow_mode = *value;
-  }
+  if (Status s = fields.ReadOptionalBool("shadow_mode", rule.shadow_mode); !s.ok()) return s;
   if (const YAML::Node lease = fields.Get("lease"); lease.IsDefined()) {
     auto terms = ParseLease(report, lease, fields.Path("lease"), rule.limit);
     if (!terms.ok()) return terms.status();

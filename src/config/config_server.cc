@@ -49,14 +49,8 @@ Status ParseServerSection(const Reporter& report, const YAML::Node& node, Server
     server.max_connections = static_cast<size_t>(*n);
   }
   if (Status s = fields.ReadWaitersBounds(server); !s.ok()) return s;
-  for (auto [field, target] : {std::pair{"expose_keys", &server.expose_keys},
-                               std::pair{"shadow_mode", &server.shadow_mode}}) {
-    const YAML::Node flag = fields.Get(field);
-    if (!flag.IsDefined()) continue;
-    auto value = fields.ReadBool(flag, field);
-    if (!value.ok()) return value.status();
-    *target = *value;
-  }
+  if (Status s = fields.ReadOptionalBool("expose_keys", server.expose_keys); !s.ok()) return s;
+  if (Status s = fields.ReadOptionalBool("shadow_mode", server.shadow_mode); !s.ok()) return s;
   if (const YAML::Node tls = fields.Get("tls"); tls.IsDefined()) {
     auto files = ParseTlsFiles(report, tls, fields.Path("tls"));
     if (!files.ok()) return files.status();

@@ -42,10 +42,9 @@ Result<RedisTlsOptions> ParseStoreTls(const YamlReporter& report, const YAML::No
     if (text->empty()) return report.At(name, fields.Path("server_name"), "must not be empty");
     options.server_name = std::move(*text);
   }
-  if (const YAML::Node skip = fields.Get("insecure_skip_verify"); skip.IsDefined()) {
-    auto value = fields.ReadBool(skip, "insecure_skip_verify");
-    if (!value.ok()) return value.status();
-    options.insecure_skip_verify = *value;
+  if (Status s = fields.ReadOptionalBool("insecure_skip_verify", options.insecure_skip_verify);
+      !s.ok()) {
+    return s;
   }
   // The files as the store will read them: certificates, a key that is the certificate's.
   if (auto context = redis::TlsContext::Create(options); !context.ok()) {

@@ -89,6 +89,15 @@ Result<bool> YamlFields::ReadBool(const YAML::Node& node, std::string_view field
   return report_->At(node, Path(field), "expected true or false");
 }
 
+Status YamlFields::ReadOptionalBool(std::string_view field, bool& target) const {
+  const YAML::Node node = Get(field);
+  if (!node.IsDefined()) return Status::Ok();
+  auto value = ReadBool(node, field);
+  if (!value.ok()) return value.status();
+  target = *value;
+  return Status::Ok();
+}
+
 Result<sluice::Duration> YamlFields::ReadDuration(const YAML::Node& node,
                                                   std::string_view field) const {
   auto text = ReadString(node, field);

@@ -55,6 +55,8 @@ class YamlFields {
   Result<std::string> ReadString(const YAML::Node& node, std::string_view field) const;
   Result<int64_t> ReadInteger(const YAML::Node& node, std::string_view field) const;
   Result<bool> ReadBool(const YAML::Node& node, std::string_view field) const;
+  // The boolean `field` into `target` when given; `target` stays as it is when absent.
+  Status ReadOptionalBool(std::string_view field, bool& target) const;
   // A duration as people write them ("250ms", "10s"; config/duration.h).
   Result<sluice::Duration> ReadDuration(const YAML::Node& node, std::string_view field) const;
 

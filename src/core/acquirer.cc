@@ -221,14 +221,7 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
   // The timers' callbacks: each acts only on an acquire still in the phase its timer was for.
 
   void OnSlotCame(AcquireId id) {
-    Completions completions;
-    {
-      base::MutexLock lock(mu_);
-      const WaiterPtr w = TimerFired(id, WaitPhase::kBooked);
-      if (!w) return;
-      Finish(w, AcquireOutcome::kAdmitted, w->last, completions);
-    }
-    Run(completions);
+    FinishOnTimer(id, WaitPhase::kBooked, AcquireOutcome::kAdmitted);
   }
 
   void OnRetry(AcquireId id) {
@@ -243,13 +236,18 @@ class Acquirer::State : public std::enable_shared_from_this<State> {
     Send(std::move(next));
   }
 
-  void OnDeadline(AcquireId id) {
+  void OnDeadline(AcquireId id) { FinishOnTimer(id, WaitPhase::kInLine, AcquireOutcome::kDenied); }
+
+  // Ends an acquire still in `phase` with `outcome`: admitted with its booked slot's decision, or
+  // denied with its line's last denial.
+  void FinishOnTimer(AcquireId id, WaitPhase phase, AcquireOutcome outcome) {
     Completions completions;
     {
       base::MutexLock lock(mu_);
-      const WaiterPtr w = TimerFired(id, WaitPhase::kInLine);
+      const WaiterPtr w = TimerFired(id, phase);
       if (!w) return;
-      Finish(w, AcquireOutcome::kDenied, lines_.LastDenial(w->key), completions);
+      Finish(w, outcome, outcome == AcquireOutcome::kAdmitted ? w->last : lines_.LastDenial(w->key),
+             completions);
     }
     Run(completions);
   }

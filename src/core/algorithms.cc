@@ -87,29 +87,86 @@ int64_t SlidingWait(int64_t previous, int64_t current, int64_t elapsed, int64_t 
   return 2 * period - elapsed;
 }
 
-// token_bucket's state refilled to `now`, as a check sees it.
-TokenBucketState Refilled(const Limit& limit, const TokenBucketState& s, int64_t now) {
-  const int64_t interval = limit.emission_interval().count();
-  const int64_t capacity = limit.capacity();
-  if (s.tokens >= capacity) {
-    // Full, or above a burst lowered since: the capacity, whose refill starts now.
-    return {.tokens = capacity, .refilled_at = now};
-  }
-  if (now <= s.refilled_at) return s;
-  const int64_t earned = (now - s.refilled_at) / interval;
-  const int64_t tokens = std::min(capacity, s.tokens + earned);
-  return {.tokens = tokens,
-          .refilled_at = tokens == capacity ? now : s.refilled_at + earned * interval};
+// token_bucket and leaky_bucket are one meter seen from two sides: its free units are the tokens,
+// or the capacity less the level. They come back one an emission interval; `at` keeps the time of
+// a partial one.
+struct Bucket {
+  // Below zero when booked ahead, or when a burst lowered since left leaky_bucket's level above
+  // the capacity (it drains before anything fits); above the capacity when a burst lowered since
+  // left token_bucket's tokens above it (a refill clamps them).
+  int64_t free;
+  int64_t at;
+};
+
+Bucket AsBucket(const Limit&, const TokenBucketState& s) {
+  return {.free = s.tokens, .at = s.refilled_at};
+}
+Bucket AsBucket(const Limit& limit, const LeakyBucketState& s) {
+  return {.free = limit.capacity() - s.level, .at = s.drained_at};
+}
+void Keep(const Limit&, const Bucket& b, TokenBucketState& s) {
+  s = {.tokens = b.free, .refilled_at = b.at};
+}
+void Keep(const Limit& limit, const Bucket& b, LeakyBucketState& s) {
+  s = {.level = limit.capacity() - b.free, .drained_at = b.at};
 }
 
-// leaky_bucket's state drained to `now`, as a check sees it.
-LeakyBucketState Drained(const Limit& limit, const LeakyBucketState& s, int64_t now) {
-  if (s.level == 0) return {.level = 0, .drained_at = now};
-  if (now <= s.drained_at) return s;
+// Runs `f` on the state seen as a Bucket, and keeps the bucket it leaves.
+template <typename BucketState, typename F>
+auto OnBucket(const Limit& limit, BucketState& s, F f) {
+  Bucket bucket = AsBucket(limit, s);
+  const auto result = f(bucket);
+  Keep(limit, bucket, s);
+  return result;
+}
+
+// The bucket refilled to `now`, as a check sees it.
+Bucket Refilled(const Limit& limit, const Bucket& b, int64_t now) {
   const int64_t interval = limit.emission_interval().count();
-  const int64_t leaked = (now - s.drained_at) / interval;
-  const int64_t level = std::max<int64_t>(0, s.level - leaked);
-  return {.level = level, .drained_at = level == 0 ? now : s.drained_at + leaked * interval};
+  const int64_t capacity = limit.capacity();
+  if (b.free >= capacity) {
+    // Full, or above a burst lowered since: the capacity, whose refill starts now.
+    return {.free = capacity, .at = now};
+  }
+  if (now <= b.at) return b;
+  const int64_t earned = (now - b.at) / interval;
+  const int64_t free = std::min(capacity, b.free + earned);
+  return {.free = free, .at = free == capacity ? now : b.at + earned * interval};
+}
+
+// The wait until `units` are free in a bucket refilled to now, with `free` units, `since_refill`
+// after its `at` (negative when the clock is behind it: the next unit is that much further).
+int64_t WaitFor(const Limit& limit, int64_t units, int64_t free, int64_t since_refill) {
+  return (units - free) * limit.emission_interval().count() - since_refill;
+}
+
+Decision Decide(const Limit& limit, Bucket& b, int64_t now, int64_t cost, int64_t max_delay) {
+  const int64_t capacity = limit.capacity();
+  const Bucket refilled = Refilled(limit, b, now);
+  int64_t free = refilled.free;
+  const auto wait_for = [&](int64_t units) {
+    return WaitFor(limit, units, free, now - refilled.at);
+  };
+  const int64_t units = UnitsJudged(cost);
+  const MeterAnswer answer = Meter(free >= units, wait_for(units), cost, max_delay);
+  if (answer.allowed && cost > 0) {
+    free -= cost;
+    b = {.free = free, .at = refilled.at};
+  }
+  const int64_t remaining = std::max<int64_t>(free, 0);
+  return MakeDecision(limit, answer.allowed, remaining,
+                      {.retry_after = answer.retry_after,
+                       .reset_after = wait_for(capacity),
+                       .replenish_after = remaining < capacity ? wait_for(remaining + 1) : 0,
+                       .delay = answer.delay});
+}
+
+int64_t GiveBack(const Limit& limit, Bucket& b, int64_t now, int64_t units) {
+  const int64_t capacity = limit.capacity();
+  b = Refilled(limit, b, now);
+  b.free = std::min(capacity, b.free + units);
+  if (b.free == capacity) b.at = now;  // as a refill to full
+  return std::max<int64_t>(WaitFor(limit, capacity, b.free, now - b.at), 0);
 }
 
 }  // namespace
@@ -230,55 +287,12 @@ Decision Decide(const Limit& limit, SlidingWindowState& s, int64_t now, int64_t 
 
 Decision Decide(const Limit& limit, TokenBucketState& s, int64_t now, int64_t cost,
                 int64_t max_delay) {
-  const int64_t interval = limit.emission_interval().count();
-  const int64_t capacity = limit.capacity();
-  const TokenBucketState refilled = Refilled(limit, s, now);
-  int64_t tokens = refilled.tokens;
-  const int64_t refilled_at = refilled.refilled_at;
-  // Negative when the clock is behind refilled_at: the next token is that much further.
-  const int64_t into_next_token = now - refilled_at;
-  const auto wait_for = [&](int64_t units) {
-    return (units - tokens) * interval - into_next_token;
-  };
-  const int64_t units = UnitsJudged(cost);
-  const MeterAnswer answer = Meter(tokens >= units, wait_for(units), cost, max_delay);
-  if (answer.allowed && cost > 0) {
-    tokens -= cost;
-    s = {.tokens = tokens, .refilled_at = refilled_at};
-  }
-  const int64_t remaining = std::max<int64_t>(tokens, 0);
-  return MakeDecision(limit, answer.allowed, remaining,
-                      {.retry_after = answer.retry_after,
-                       .reset_after = wait_for(capacity),
-                       .replenish_after = remaining < capacity ? wait_for(remaining + 1) : 0,
-                       .delay = answer.delay});
+  return OnBucket(limit, s, [&](Bucket& b) { return Decide(limit, b, now, cost, max_delay); });
 }
 
 Decision Decide(const Limit& limit, LeakyBucketState& s, int64_t now, int64_t cost,
                 int64_t max_delay) {
-  const int64_t interval = limit.emission_interval().count();
-  const int64_t capacity = limit.capacity();
-  const LeakyBucketState drained = Drained(limit, s, now);
-  int64_t level = drained.level;
-  const int64_t drained_at = drained.drained_at;
-  // Negative when the clock is behind drained_at: the next drop is that much further. A level
-  // above the capacity (a burst lowered since) drains before anything fits.
-  const int64_t into_next_drop = now - drained_at;
-  const auto wait_for = [&](int64_t units) {
-    return (level + units - capacity) * interval - into_next_drop;
-  };
-  const int64_t units = UnitsJudged(cost);
-  const MeterAnswer answer = Meter(level + units <= capacity, wait_for(units), cost, max_delay);
-  if (answer.allowed && cost > 0) {
-    level += cost;
-    s = {.level = level, .drained_at = drained_at};
-  }
-  const int64_t remaining = std::max<int64_t>(capacity - level, 0);
-  return MakeDecision(limit, answer.allowed, remaining,
-                      {.retry_after = answer.retry_after,
-                       .reset_after = wait_for(capacity),
-                       .replenish_after = remaining < capacity ? wait_for(remaining + 1) : 0,
-                       .delay = answer.delay});
+  return OnBucket(limit, s, [&](Bucket& b) { return Decide(limit, b, now, cost, max_delay); });
 }
 
 Decision Decide(const Limit& limit, GcraState& s, int64_t now, int64_t cost, int64_t max_delay) {
@@ -306,66 +320,17 @@ Decision Decide(const Limit& limit, GcraState& s, int64_t now, int64_t cost, int
 }
 
 int64_t GiveBack(const Limit& limit, TokenBucketState& s, int64_t now, int64_t units) {
-  const int64_t capacity = limit.capacity();
-  s = Refilled(limit, s, now);
-  s.tokens = std::min(capacity, s.tokens + units);
-  if (s.tokens == capacity) s.refilled_at = now;  // as a refill to full
-  return std::max<int64_t>(
-      (capacity - s.tokens) * limit.emission_interval().count() - (now - s.refilled_at), 0);
+  return OnBucket(limit, s, [&](Bucket& b) { return GiveBack(limit, b, now, units); });
 }
 
 int64_t GiveBack(const Limit& limit, LeakyBucketState& s, int64_t now, int64_t units) {
-  s = Drained(limit, s, now);
-  s.level = std::max<int64_t>(0, s.level - units);
-  if (s.level == 0) s.drained_at = now;
-  return std::max<int64_t>(s.level * limit.emission_interval().count() - (now - s.drained_at), 0);
+  return OnBucket(limit, s, [&](Bucket& b) { return GiveBack(limit, b, now, units); });
 }
 
 int64_t GiveBack(const Limit& limit, GcraState& s, int64_t now, int64_t units) {
   const int64_t interval = limit.emission_interval().count();
   s.theoretical_arrival = std::max(std::max(s.theoretical_arrival, now) - units * interval, now);
   return s.theoretical_arrival - now;
-}
-
-namespace {
-
-bool IsTime(int64_t t, int64_t now) { return t >= 0 && t <= now + kMaxStateAhead; }
-bool IsCount(int64_t n, int64_t most = Limit::kMaxCount) { return n >= 0 && n <= most; }
-
-}  // namespace
-
-bool InRange(const Limit&, const FixedWindowState& s, int64_t now) {
-  return IsTime(s.latest, now) && IsCount(s.count);
-}
-
-bool InRange(const Limit&, const SlidingLogState& s, int64_t now) {
-  if (s.entries.empty()) return s.first_live == 0;
-  if (s.first_live > s.entries.size()) return false;
-  // Running counts start at 0 and grow along the log.
-  const int64_t left = s.first_live > 0 ? s.entries[s.first_live - 1].count : 0;
-  const int64_t newest = s.entries.back().count;
-  return IsTime(s.entries.back().at, now) && left >= 0 && newest >= left &&
-         newest - left <= Limit::kMaxSlidingLogCount;
-}
-
-bool InRange(const Limit&, const SlidingWindowState& s, int64_t now) {
-  return IsTime(s.window_start, now) && IsTime(s.latest, now) && IsCount(s.previous) &&
-         IsCount(s.current);
-}
-
-bool InRange(const Limit& limit, const TokenBucketState& s, int64_t now) {
-  return s.tokens >= -(kMaxStateAhead / limit.emission_interval().count()) &&
-         s.tokens <= Limit::kMaxCount && IsTime(s.refilled_at, now);
-}
-
-bool InRange(const Limit& limit, const LeakyBucketState& s, int64_t now) {
-  return s.level >= 0 &&
-         s.level - limit.capacity() <= kMaxStateAhead / limit.emission_interval().count() &&
-         IsTime(s.drained_at, now);
-}
-
-bool InRange(const Limit&, const GcraState& s, int64_t now) {
-  return IsTime(s.theoretical_arrival, now);
 }
 
 State FreshState(const Limit& limit, int64_t now) {
@@ -392,16 +357,7 @@ Decision Decide(const Limit& limit, State& state, int64_t now, int64_t cost, int
       !std::visit([&](const auto& s) { return InRange(limit, s, now); }, state)) {
     state = FreshState(limit, now);
   }
-  return std::visit(
-      [&](auto& s) {
-        if constexpr (requires { Decide(limit, s, now, cost, max_delay); }) {
-          return Decide(limit, s, now, cost, max_delay);
-        } else {
-          assert(max_delay == 0);
-          return Decide(limit, s, now, cost);
-        }
-      },
-      state);
+  return std::visit([&](auto& s) { return DecideOn(limit, s, now, cost, max_delay); }, state);
 }
 
 }  // namespace sluice::core

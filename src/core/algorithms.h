@@ -26,6 +26,7 @@
 // scripts of the Redis store compute the same numbers with the same operations.
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <variant>
 #include <vector>
@@ -83,6 +84,19 @@ Decision Decide(const Limit& limit, LeakyBucketState& state, int64_t now, int64_
                 int64_t max_delay = 0);
 Decision Decide(const Limit& limit, GcraState& state, int64_t now, int64_t cost,
                 int64_t max_delay = 0);
+
+// Decide on any one algorithm's state, for code that picks the state's type at run time.
+// `max_delay` must be 0 unless the algorithm can book (the store validated it).
+template <typename AlgorithmState>
+Decision DecideOn(const Limit& limit, AlgorithmState& state, int64_t now, int64_t cost,
+                  int64_t max_delay) {
+  if constexpr (requires { Decide(limit, state, now, cost, max_delay); }) {
+    return Decide(limit, state, now, cost, max_delay);
+  } else {
+    assert(max_delay == 0);
+    return Decide(limit, state, now, cost);
+  }
+}
 
 // Gives back `units` (1 <= units <= capacity) a meter consumed and did not use: refilled or drained
 // to `now` as a check would, the state gets them back (tokens up to the capacity, a level down to

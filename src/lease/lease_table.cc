@@ -33,6 +33,28 @@ LeaseTable::Shard& LeaseTable::ShardOf(std::string_view id) {
   return shards_[std::hash<std::string_view>{}(id) % kShards];
 }
 
+template <typename Step>
+void LeaseTable::StepEntry(const std::string& id, Step step) {
+  Shard& shard = ShardOf(id);
+  Outcome out;
+  {
+    base::MutexLock lock(shard.mu);
+    auto it = shard.entries.find(id);
+    if (it == shard.entries.end()) return;
+    if (step(it->second, out)) {
+      shard.entries.erase(it);
+      size_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+  Finish(std::move(out));
+}
+
+void LeaseTable::ClearLeaseAndRefusal(Entry& entry) {
+  entry.units_left = 0;
+  entry.lease_ends = {};
+  entry.refused_until = {};
+}
+
 bool LeaseTable::Decide(const CheckRequest& request, DecisionCallback& done) {
   if (closed_.load(std::memory_order_acquire)) return false;
   thread_local std::string id;
@@ -145,14 +167,10 @@ void LeaseTable::EndLease(Entry& entry, Time now, Outcome& out) {
 
 // A check waits for at most two calls: the take of a whole lease and, when the backend has less
 // but enough for the first waiter, the take of what it has. Both within one deadline: the second
-// take's waiters are answered by Overdue if it has not answered by then.
+// take's waiters are answered by TakeOverdue if it has not answered by then. The step finds the
+// entry: one is never dropped while it is taking.
 void LeaseTable::Taken(const std::string& id, int64_t units, Time sent, Result<Decision> answer) {
-  Shard& shard = ShardOf(id);
-  Outcome out;
-  {
-    base::MutexLock lock(shard.mu);
-    auto it = shard.entries.find(id);
-    Entry& entry = it->second;  // an entry is never dropped while it is taking
+  StepEntry(id, [&](Entry& entry, Outcome& out) {
     entry.taking = false;
     entry.waiting_cost = 0;
     const bool reset = std::exchange(entry.reset_while_taking, false);
@@ -203,17 +221,11 @@ void LeaseTable::Taken(const std::string& id, int64_t units, Time sent, Result<D
     }
     if (reset) {
       units_lapsed_.fetch_add(static_cast<uint64_t>(entry.units_left), std::memory_order_relaxed);
-      entry.units_left = 0;
-      entry.lease_ends = {};
-      entry.refused_until = {};
+      ClearLeaseAndRefusal(entry);
     }
     if (closed_.load(std::memory_order_acquire)) Abandon(entry, now, out);
-    if (!entry.taking && entry.units_left == 0 && now >= entry.refused_until) {
-      shard.entries.erase(it);
-      size_.fetch_sub(1, std::memory_order_relaxed);
-    }
-  }
-  Finish(std::move(out));
+    return !entry.taking && entry.units_left == 0 && now >= entry.refused_until;
+  });
 }
 
 void LeaseTable::Abandon(Entry& entry, Time now, Outcome& out) {
@@ -231,43 +243,27 @@ void LeaseTable::Abandon(Entry& entry, Time now, Outcome& out) {
 
 void LeaseTable::Wake(const std::string& id, uint64_t generation) {
   if (closed_.load(std::memory_order_acquire)) return;
-  Shard& shard = ShardOf(id);
-  Outcome out;
-  {
-    base::MutexLock lock(shard.mu);
-    auto it = shard.entries.find(id);
-    if (it == shard.entries.end()) return;
-    Entry& entry = it->second;
-    if (entry.generation != generation || entry.taking) return;
+  StepEntry(id, [&](Entry& entry, Outcome& out) {
+    if (entry.generation != generation || entry.taking) return false;
     const Time now = timers_.now();
     if (now >= entry.lease_ends) EndLease(entry, now, out);
     // The lease's end, then the refusal's (after a smaller lease, both are there).
     const Time next = entry.units_left > 0 ? entry.lease_ends : entry.refused_until;
-    if (now < next) {
-      out.wake = {Since(now, next), generation};
-      out.entry_id = id;
-    } else {
-      shard.entries.erase(it);
-      size_.fetch_sub(1, std::memory_order_relaxed);
-    }
-  }
-  Finish(std::move(out));
+    if (now >= next) return true;
+    out.wake = {Since(now, next), generation};
+    out.entry_id = id;
+    return false;
+  });
 }
 
-void LeaseTable::Overdue(const std::string& id, uint64_t take) {
-  Shard& shard = ShardOf(id);
-  Outcome out;
-  {
-    base::MutexLock lock(shard.mu);
-    auto it = shard.entries.find(id);
-    if (it == shard.entries.end()) return;
-    Entry& entry = it->second;
-    if (!entry.taking || entry.takes != take) return;
+void LeaseTable::TakeOverdue(const std::string& id, uint64_t take) {
+  StepEntry(id, [&](Entry& entry, Outcome& out) {
+    if (!entry.taking || entry.takes != take) return false;
     Overdue(entry.waiters, out);
     entry.waiters.clear();
     entry.waiting_cost = 0;
-  }
-  Finish(std::move(out));
+    return false;
+  });
 }
 
 void LeaseTable::Overdue(std::span<Waiter> waiters, Outcome& out) {
@@ -281,21 +277,13 @@ void LeaseTable::Overdue(std::span<Waiter> waiters, Outcome& out) {
 void LeaseTable::Forget(std::string_view scope, std::string_view key) {
   std::string id;
   WriteEntryId(scope, key, id);
-  Shard& shard = ShardOf(id);
-  base::MutexLock lock(shard.mu);
-  auto it = shard.entries.find(id);
-  if (it == shard.entries.end()) return;
-  if (it->second.taking) {
-    Entry& entry = it->second;
-    entry.units_left = 0;
-    entry.lease_ends = {};
-    entry.refused_until = {};
+  StepEntry(id, [](Entry& entry, Outcome&) {
+    if (!entry.taking) return true;
+    ClearLeaseAndRefusal(entry);
     entry.reset_while_taking = true;
     ++entry.generation;
-    return;
-  }
-  shard.entries.erase(it);
-  size_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  });
 }
 
 void LeaseTable::Finish(Outcome out) {
@@ -312,18 +300,8 @@ void LeaseTable::Finish(Outcome out) {
         },
         give_back->apply_by);
   }
-  if (out.wake) {
-    timers_.Start(std::max(out.wake->first, Duration(0)),
-                  [self = shared_from_this(), id = out.entry_id, generation = out.wake->second] {
-                    self->Wake(id, generation);
-                  });
-  }
-  if (out.overdue) {
-    timers_.Start(std::max(out.overdue->first, Duration(0)),
-                  [self = shared_from_this(), id = out.entry_id, take = out.overdue->second] {
-                    self->Overdue(id, take);
-                  });
-  }
+  if (out.wake) StartTimer(*out.wake, out.entry_id, &LeaseTable::Wake);
+  if (out.overdue) StartTimer(*out.overdue, out.entry_id, &LeaseTable::TakeOverdue);
   if (out.take) {
     CallStarted();
     const int64_t units = out.take->cost;
@@ -333,6 +311,13 @@ void LeaseTable::Finish(Outcome out) {
       self->CallEnded();
     });
   }
+}
+
+void LeaseTable::StartTimer(const Timer& timer, const std::string& id, TimerStep step) {
+  timers_.Start(std::max(timer.first, Duration(0)),
+                [self = shared_from_this(), id, number = timer.second, step] {
+                  ((*self).*step)(id, number);
+                });
 }
 
 void LeaseTable::CallStarted() {

@@ -90,6 +90,8 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
     int64_t units;
     Time apply_by;  // what `units` counted the lease's age up to
   };
+  // A timer to start: after how long, and the number it passes its step.
+  using Timer = std::pair<Duration, uint64_t>;
   // What a step of an entry leaves to do outside the mutex: callbacks to run, a take to start,
   // units to give back.
   struct Outcome {
@@ -97,12 +99,18 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
     boost::container::small_vector<std::pair<DecisionCallback, Result<Decision>>, 1> answers;
     std::optional<CheckRequest> take;  // points into the entry, alive while it is taking
     std::optional<GiveBack> give_back;
-    std::optional<std::pair<Duration, uint64_t>> wake;     // a timer: after, generation
-    std::optional<std::pair<Duration, uint64_t>> overdue;  // a timer: after, the take's number
+    std::optional<Timer> wake;     // after, the generation
+    std::optional<Timer> overdue;  // after, the take's number
     std::string entry_id;
   };
 
   Shard& ShardOf(std::string_view id);
+  // Under its shard's mutex, step(entry, out) on the entry named `id`, if there is one; the entry
+  // is dropped when the step returns true. Then runs `out`.
+  template <typename Step>
+  void StepEntry(const std::string& id, Step step);
+  // Ends the lease in use and the refusal, counting nothing.
+  static void ClearLeaseAndRefusal(Entry& entry);
   // Serves what the entry's lease or refusal can, in order, from `waiters`. After their take
   // (`after_take`), what the lease cannot serve is refused; otherwise the one waiter it cannot
   // serve (a check that just came) starts a take.
@@ -120,11 +128,14 @@ class LeaseTable : public std::enable_shared_from_this<LeaseTable> {
   void Wake(const std::string& id, uint64_t generation);
   // A second take's timer: if take number `take` is still in flight when its waiters' deadline
   // passes, they are answered DEADLINE_EXCEEDED (for their failure policy) without it.
-  void Overdue(const std::string& id, uint64_t take);
+  void TakeOverdue(const std::string& id, uint64_t take);
   // Answers `waiters` DEADLINE_EXCEEDED: their deadline passed before a lease could serve them.
   void Overdue(std::span<Waiter> waiters, Outcome& out);
   // Runs `out` with no mutex held.
   void Finish(Outcome out) SLUICE_EXCLUDES(calls_mu_);
+  // Starts `timer`, which calls `step` with the entry's id and the timer's number.
+  using TimerStep = void (LeaseTable::*)(const std::string& id, uint64_t number);
+  void StartTimer(const Timer& timer, const std::string& id, TimerStep step);
   void CallStarted();
   void CallEnded();
 

@@ -10,6 +10,26 @@ namespace {
 
 constexpr uint8_t kSlidingLog = static_cast<uint8_t>(Algorithm::kSlidingLog);
 
+// f(the member of `s` that `kind` names); s is a StoredState, const or not.
+template <typename Stored, typename F>
+decltype(auto) VisitStored(uint8_t kind, Stored& s, F f) {
+  switch (static_cast<Algorithm>(kind)) {
+    case Algorithm::kFixedWindow:
+      return f(s.fixed_window);
+    case Algorithm::kSlidingLog:
+      return f(s.sliding_log);
+    case Algorithm::kSlidingWindow:
+      return f(s.sliding_window);
+    case Algorithm::kTokenBucket:
+      return f(s.token_bucket);
+    case Algorithm::kLeakyBucket:
+      return f(s.leaky_bucket);
+    case Algorithm::kGcra:
+      break;
+  }
+  return f(s.gcra);
+}
+
 }  // namespace
 
 void StoredStateTraits::Relocate(uint8_t kind, StoredState& from, StoredState* to) noexcept {
@@ -39,39 +59,11 @@ uint8_t Construct(core::State&& state, StoredState* to) {
 }
 
 core::State Load(uint8_t kind, const StoredState& s) {
-  switch (static_cast<Algorithm>(kind)) {
-    case Algorithm::kFixedWindow:
-      return s.fixed_window;
-    case Algorithm::kSlidingLog:
-      return s.sliding_log;
-    case Algorithm::kSlidingWindow:
-      return s.sliding_window;
-    case Algorithm::kTokenBucket:
-      return s.token_bucket;
-    case Algorithm::kLeakyBucket:
-      return s.leaky_bucket;
-    case Algorithm::kGcra:
-      break;
-  }
-  return s.gcra;
+  return VisitStored(kind, s, [](const auto& state) { return core::State(state); });
 }
 
 bool InRange(const Limit& limit, uint8_t kind, const StoredState& s, int64_t now) {
-  switch (static_cast<Algorithm>(kind)) {
-    case Algorithm::kFixedWindow:
-      return core::InRange(limit, s.fixed_window, now);
-    case Algorithm::kSlidingLog:
-      return core::InRange(limit, s.sliding_log, now);
-    case Algorithm::kSlidingWindow:
-      return core::InRange(limit, s.sliding_window, now);
-    case Algorithm::kTokenBucket:
-      return core::InRange(limit, s.token_bucket, now);
-    case Algorithm::kLeakyBucket:
-      return core::InRange(limit, s.leaky_bucket, now);
-    case Algorithm::kGcra:
-      break;
-  }
-  return core::InRange(limit, s.gcra, now);
+  return VisitStored(kind, s, [&](const auto& state) { return core::InRange(limit, state, now); });
 }
 
 Decision DecideStored(const Limit& limit, uint8_t& kind, StoredState& s, int64_t now, int64_t cost,
@@ -80,38 +72,19 @@ Decision DecideStored(const Limit& limit, uint8_t& kind, StoredState& s, int64_t
     StoredStateTraits::Destroy(kind, s);
     kind = Construct(core::FreshState(limit, now), &s);
   }
-  switch (limit.algorithm()) {
-    case Algorithm::kFixedWindow:
-      return core::Decide(limit, s.fixed_window, now, cost);
-    case Algorithm::kSlidingLog:
-      return core::Decide(limit, s.sliding_log, now, cost);
-    case Algorithm::kSlidingWindow:
-      return core::Decide(limit, s.sliding_window, now, cost);
-    case Algorithm::kTokenBucket:
-      return core::Decide(limit, s.token_bucket, now, cost, max_delay);
-    case Algorithm::kLeakyBucket:
-      return core::Decide(limit, s.leaky_bucket, now, cost, max_delay);
-    case Algorithm::kGcra:
-      break;
-  }
-  return core::Decide(limit, s.gcra, now, cost, max_delay);
+  return VisitStored(
+      kind, s, [&](auto& state) { return core::DecideOn(limit, state, now, cost, max_delay); });
 }
 
 int64_t GiveBackStored(const Limit& limit, StoredState& s, int64_t now, int64_t units) {
-  switch (limit.algorithm()) {
-    case Algorithm::kTokenBucket:
-      return core::GiveBack(limit, s.token_bucket, now, units);
-    case Algorithm::kLeakyBucket:
-      return core::GiveBack(limit, s.leaky_bucket, now, units);
-    case Algorithm::kGcra:
-      return core::GiveBack(limit, s.gcra, now, units);
-    case Algorithm::kFixedWindow:
-    case Algorithm::kSlidingLog:
-    case Algorithm::kSlidingWindow:
-      break;
-  }
-  assert(false);  // Store::GiveBack takes meters only
-  return 0;
+  return VisitStored(KindOf(limit.algorithm()), s, [&](auto& state) -> int64_t {
+    if constexpr (requires { core::GiveBack(limit, state, now, units); }) {
+      return core::GiveBack(limit, state, now, units);
+    } else {
+      assert(false);  // Store::GiveBack takes meters only
+      return 0;
+    }
+  });
 }
 
 }  // namespace sluice::memory

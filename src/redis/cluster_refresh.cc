@@ -84,6 +84,18 @@ Status ClusterClient::Refresh() {
   }
   // Ask the nodes known, then the seeds; keep what was connected for the new map.
   std::vector<std::shared_ptr<Node>> connected;
+  // The node at `address`: the current map's, else one connected during this refresh, else a new
+  // connection.
+  auto node_at = [&](const std::string& address) -> Result<std::shared_ptr<Node>> {
+    if (std::shared_ptr<Node> node = current->Find(address)) return node;
+    for (const auto& c : connected) {
+      if (c->address == address) return c;
+    }
+    auto fresh = Connect(options_.node, io_threads_, address);
+    if (!fresh.ok()) return fresh.status();
+    connected.push_back(*fresh);
+    return *fresh;
+  };
   std::vector<SlotRange> ranges;
   std::vector<std::string> candidates;
   for (const auto& node : current->nodes) candidates.push_back(node->address);
@@ -93,15 +105,10 @@ Status ClusterClient::Refresh() {
     }
   }
   for (const auto& address : candidates) {
-    std::shared_ptr<Node> node = current->Find(address);
-    if (node == nullptr) {
-      auto fresh = Connect(options_.node, io_threads_, address);
-      if (!fresh.ok()) return fresh.status();
-      node = *fresh;
-      connected.push_back(node);
-    }
+    auto node = node_at(address);
+    if (!node.ok()) return node.status();
     const std::string_view cluster_slots[] = {"CLUSTER", "SLOTS"};
-    auto reply = node->client->CommandSync(cluster_slots);
+    auto reply = (*node)->client->CommandSync(cluster_slots);
     if (!reply.ok()) continue;
     ranges = ParseSlotRanges(*reply, address);
     if (!ranges.empty()) break;
@@ -114,16 +121,9 @@ Status ClusterClient::Refresh() {
     for (size_t i = 0; i < next->nodes.size(); ++i) {
       if (next->nodes[i]->address == address) return static_cast<uint16_t>(i);
     }
-    std::shared_ptr<Node> node = current->Find(address);
-    for (const auto& c : connected) {
-      if (node == nullptr && c->address == address) node = c;
-    }
-    if (node == nullptr) {
-      auto fresh = Connect(options_.node, io_threads_, address);
-      if (!fresh.ok()) return fresh.status();
-      node = *fresh;
-    }
-    next->nodes.push_back(std::move(node));
+    auto node = node_at(address);
+    if (!node.ok()) return node.status();
+    next->nodes.push_back(std::move(*node));
     return static_cast<uint16_t>(next->nodes.size() - 1);
   };
   for (const auto& range : ranges) {

@@ -45,7 +45,7 @@ if not now then
 end
 
 --@section bounds
--- What a state sluice wrote can hold, whatever limit wrote it (core::InRange in algorithms.cc):
+-- What a state sluice wrote can hold, whatever limit wrote it (core::InRange in state_range.cc):
 -- counts up to Limit::kMaxCount; times from 0 to `longest`, core::kMaxStateAhead (3 x 366 days),
 -- past now; a meter's units beyond its capacity (booked ahead, or above a burst lowered since) no
 -- more than drain at its rate in `longest`. A load reads every value from a key through them
@@ -73,6 +73,48 @@ if not fits_now then
     retry_after = cost > 0 and wait - max_delay or wait
   end
 end
+
+--@section bucket_refill
+-- token_bucket and leaky_bucket are one meter seen from two sides (Bucket in algorithms.cc): its
+-- free units are the tokens, or the capacity less the level, and come back one an interval. Their
+-- loads give stored_free and stored_at, the time of a partial unit. The bucket refilled to now, as
+-- a check sees it: free, at.
+local free, at = stored_free, stored_at
+if free >= capacity then
+  -- Full, or above a burst lowered since: the capacity, whose refill starts now.
+  free, at = capacity, now
+elseif now > at then
+  local earned = math.floor((now - at) / interval)
+  free = math.min(capacity, free + earned)
+  at = free == capacity and now or at + earned * interval
+end
+
+--@section bucket_decide
+--@insert bucket_refill
+-- Negative when the clock is behind `at`: the next unit is that much further. Free units below
+-- zero (booked ahead, or a level above a burst lowered since) come back before anything fits. The
+-- wait until `u` units are free is (u - free) * interval - into_next_unit.
+local into_next_unit = now - at
+local units = math.max(cost, 1)
+local fits_now, wait = free >= units, (units - free) * interval - into_next_unit
+--@insert meter
+if allowed then
+  free = free - cost
+end
+local remaining = math.max(free, 0)
+local reset_after = (capacity - free) * interval - into_next_unit
+local replenish_after = 0
+if remaining < capacity then
+  replenish_after = (remaining + 1 - free) * interval - into_next_unit
+end
+
+--@section bucket_give_back
+--@insert bucket_refill
+free = math.min(capacity, free + units)
+if free == capacity then
+  at = now -- as a refill to full
+end
+local reset_after = (capacity - free) * interval - (now - at)
 
 --@section decision
 -- As MakeDecision in algorithms.cc.
