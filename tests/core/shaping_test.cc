@@ -31,14 +31,15 @@ constexpr int kProcesses = 2;
 constexpr int kPerProcess = 25;
 constexpr int64_t kIntervalUs = 100'000;  // 10/s
 // How far behind the schedule admissions may come back, in the median and at worst: the timer's
-// wake-up and the reply's way on a busy 2-core machine, slower in the sanitizer builds. Never
-// early: that bound has no slack.
+// wake-up and the reply's way on a busy 2-core machine, slower in the sanitizer builds (a load
+// average of 8 has delayed one by 76 ms in the release build). Under one interval, so a missed
+// slot still fails. Never early: that bound has no slack.
 #ifdef SLUICE_SANITIZED
 constexpr int64_t kMedianErrorUs = 25'000;
 constexpr int64_t kMaxErrorUs = 120'000;
 #else
 constexpr int64_t kMedianErrorUs = 5'000;
-constexpr int64_t kMaxErrorUs = 60'000;
+constexpr int64_t kMaxErrorUs = 90'000;
 #endif
 
 int64_t WallMicros() {
