@@ -98,14 +98,14 @@ uint16_t Server::port() const { return acceptor_.local_endpoint().port(); }
 void Server::Accept() {
   const auto thread = static_cast<int>(next_thread_.fetch_add(1, std::memory_order_relaxed) %
                                        static_cast<size_t>(threads_->size()));
-  acceptor_.async_accept(
-      net::make_strand(threads_->at(thread)),
-      [this, op = PendingOp(accept_ops_)](beast::error_code ec, tcp::socket socket) {
-        if (!acceptor_.is_open()) return;
-        if (ec) return PauseAccepting(ec);
-        Admit(std::move(socket));
-        Accept();
-      });
+  // No strand: one thread runs each io_context, and so every step of the connection in turn.
+  acceptor_.async_accept(threads_->at(thread), [this, op = PendingOp(accept_ops_)](
+                                                   beast::error_code ec, tcp::socket socket) {
+    if (!acceptor_.is_open()) return;
+    if (ec) return PauseAccepting(ec);
+    Admit(std::move(socket));
+    Accept();
+  });
 }
 
 void Server::PauseAccepting(const beast::error_code& error) {

@@ -1,8 +1,9 @@
 // The HTTP/1.1 server of `sluice serve`, on Boost.Beast: asynchronous, keep-alive, on I/O threads
 // that each run an io_context of their own (redis/io_threads.h: its own, or shared with a Redis
-// store, see ServerOptions::threads), every connection on one of them in turn, on a strand. Each
-// request goes to Api::Handle; the answer may come back on a store thread and is written from the
-// connection's strand, so a slow store never blocks an I/O thread. While a request waits for its
+// store, see ServerOptions::threads), every connection on one of them in turn, whose one thread
+// runs its steps one at a time (its strand). Each request goes to Api::Handle; the answer may
+// come back on another thread and is written from the connection's, so a slow store never blocks
+// an I/O thread. While a request waits for its
 // turn (/v1/acquire), the connection is still read: a client that disconnects has its acquire
 // abandoned (Api::Abandon), and what it pipelines meanwhile is kept for later. Limits: a request's
 // header (431 above header_limit bytes or max_header_fields fields), its body (413 above
