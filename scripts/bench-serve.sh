@@ -10,7 +10,9 @@
 # FLUSHALL and CONFIG RESETSTAT; printed per variant: checks/s, p50 and p99 latency (µs), script
 # calls per decision (EVALSHA calls in INFO commandstats over the decisions), and the decisions
 # that failed or that a failure policy made instead of Redis (a call past its 50 ms deadline on
-# a loaded machine): a run with many of those measured the policy, not Redis. Medians of the
+# a loaded machine): a run with many of those measured the policy, not Redis. For serve-*, also
+# the CPU time per decision of the serve process and of redis-server (utime + stime in /proc over
+# the run, in µs), which a machine shared with other work disturbs less than checks/s. Medians of the
 # rounds are printed last, with the ratios the service is held to. With BASELINE set to another
 # sluice binary, each round also runs its serve-redis and serve-memory (base-serve-redis,
 # base-serve-memory), so that two builds are compared in one run on one machine.
@@ -29,6 +31,9 @@ evalsha_calls() {
   cli info commandstats | tr -d '\r' | grep '^cmdstat_evalsha:' | grep -oE '[^_]calls=[0-9]+' |
     cut -d= -f2 || echo 0
 }
+# CPU time a process has used, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+tick_us=$((1000000 / $(getconf CLK_TCK)))
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
 cat >"$dir/check.lua" <<'EOF'
@@ -47,7 +52,8 @@ done = function(summary, latency, requests)
 end
 EOF
 
-# One round of `sluice serve` ($2) on $1 under wrk: "checks/s p50 p99 calls/decision failed".
+# One round of `sluice serve` ($2) on $1 under wrk: "checks/s p50 p99 calls/decision failed
+# serve-CPU-us/decision redis-CPU-us/decision".
 serve_round() {
   local store=$1 binary=$2 listen
   listen=127.0.0.1:$(free_port)
@@ -58,9 +64,12 @@ serve_round() {
   for _ in $(seq 100); do curl -sf "http://$listen/healthz" >/dev/null && break; sleep 0.1; done
   kill -0 "$serve" 2>/dev/null || { cat "$dir/serve.log" >&2; exit 1; }
   reset
-  local result
+  local result serve_cpu redis_cpu
+  serve_cpu=$(cpu_ticks "$serve") redis_cpu=$(cpu_ticks "$(cat "$dir/redis.pid")")
   result=$(wrk -t1 -c"$connections" -d"$duration" -s "$dir/check.lua" "http://$listen/v1/check" |
     grep '^RESULT')
+  serve_cpu=$(($(cpu_ticks "$serve") - serve_cpu))
+  redis_cpu=$(($(cpu_ticks "$(cat "$dir/redis.pid")") - redis_cpu))
   # Decisions a failure policy made (Redis past its deadline on a loaded machine) count as failed.
   degraded=$(curl -sf "http://$listen/metrics" | grep -E '^sluice_decisions_total\{.*source="(fail_open|fail_closed|local_fallback)"' |
     awk '{n += $2} END {print n + 0}')
@@ -68,7 +77,8 @@ serve_round() {
   read -r _ requests usec p50 p99 failed <<<"$result"
   failed=$((failed + degraded))
   awk -v n="$requests" -v u="$usec" -v p50="$p50" -v p99="$p99" -v c="$(evalsha_calls)" \
-    -v f="$failed" 'BEGIN {printf "%.0f %.0f %.0f %.3f %d\n", n * 1e6 / u, p50, p99, c / n, f}'
+    -v f="$failed" -v s=$((serve_cpu * tick_us)) -v r=$((redis_cpu * tick_us)) \
+    'BEGIN {printf "%.0f %.0f %.0f %.3f %d %.1f %.1f\n", n * 1e6 / u, p50, p99, c / n, f, s / n, r / n}'
 }
 
 # One round of `sluice bench` on the Redis with flags $@: the same fields.
@@ -78,7 +88,7 @@ bench_round() {
   out=$("$sluice" bench --store "redis://127.0.0.1:$port" --algorithm gcra --keys 100000 \
     --concurrency "$connections" --duration "$duration" --limit 1000000 --period 1s --json "$@")
   python3 -c 'import json,sys; d=json.loads(sys.argv[1]); c=int(sys.argv[2]);
-print("%.0f %.0f %.0f %.3f %d" % (d["decisions_per_sec"], d["p50_us"], d["p99_us"],
+print("%.0f %.0f %.0f %.3f %d - -" % (d["decisions_per_sec"], d["p50_us"], d["p99_us"],
       c / max(d["decisions"], 1), d["errors"] + d.get("decided_by_policy", 0)))' "$out" "$(evalsha_calls)"
 }
 
@@ -86,7 +96,7 @@ echo "redis-server $(redis-server --version | grep -oE 'v=[0-9.]+'), $(nproc) co
   "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 variants=(serve-redis serve-memory bench-plain bench-resilient)
 [[ -n $baseline ]] && variants+=(base-serve-redis base-serve-memory)
-declare -A rate=() p50=() p99=() calls=()
+declare -A rate=() p50=() p99=() calls=() serve_us=() redis_us=()
 for round in $(seq "$rounds"); do
   for v in "${variants[@]}"; do
     case $v in
@@ -97,15 +107,20 @@ for round in $(seq "$rounds"); do
       bench-plain) line=$(bench_round) ;;
       bench-resilient) line=$(bench_round --resilient) ;;
     esac
-    read -r r a b c f <<<"$line"
-    echo "round $round $v: checks/s $r, p50 ${a} us, p99 ${b} us, script calls/decision $c, failed $f"
-    rate[$v]+="$r " p50[$v]+="$a " p99[$v]+="$b " calls[$v]+="$c "
+    read -r r a b c f s u <<<"$line"
+    cpu=""
+    [[ $s == - ]] || cpu=", CPU/decision serve $s us, redis-server $u us"
+    echo "round $round $v: checks/s $r, p50 ${a} us, p99 ${b} us, script calls/decision $c, failed $f$cpu"
+    rate[$v]+="$r " p50[$v]+="$a " p99[$v]+="$b " calls[$v]+="$c " serve_us[$v]+="$s " redis_us[$v]+="$u "
   done
 done
 for v in "${variants[@]}"; do
-  printf '%-17s median checks/s %s, p50 %s us, p99 %s us, script calls/decision %s\n' "$v" \
+  cpu=""
+  [[ ${serve_us[$v]} == -* ]] ||
+    cpu=", CPU/decision serve $(median <<<"${serve_us[$v]}") us, redis-server $(median <<<"${redis_us[$v]}") us"
+  printf '%-17s median checks/s %s, p50 %s us, p99 %s us, script calls/decision %s%s\n' "$v" \
     "$(median <<<"${rate[$v]}")" "$(median <<<"${p50[$v]}")" "$(median <<<"${p99[$v]}")" \
-    "$(median <<<"${calls[$v]}")"
+    "$(median <<<"${calls[$v]}")" "$cpu"
 done
 ratio() { awk -v a="$(median <<<"${rate[$1]}")" -v b="$(median <<<"${rate[$2]}")" 'BEGIN {printf "%.2f", a / b}'; }
 echo "serve on Redis / serve on memory:// = $(ratio serve-redis serve-memory) (target >= 0.8)"

@@ -23,6 +23,10 @@
 
 namespace sluice {
 
+namespace redis {
+class IoThreads;
+}  // namespace redis
+
 struct OpenStoreOptions {
   // Deadline of each call to a remote store.
   Duration timeout = std::chrono::milliseconds(50);
@@ -31,6 +35,8 @@ struct OpenStoreOptions {
   std::string password{};
   std::string sentinel_password{};  // RedisStoreOptions::sentinel_password
   int io_threads = 1;
+  // RedisStoreOptions::threads: a single Redis's connections on the caller's threads.
+  std::shared_ptr<redis::IoThreads> threads{};
   int connections_per_thread = 0;  // RedisStoreOptions::connections_per_thread (0: its default)
   // memory://'s bound (MemoryStoreOptions::max_memory).
   size_t max_memory = MemoryStoreOptions{}.max_memory;

@@ -61,6 +61,7 @@ namespace sluice {
 
 namespace redis {
 class Client;
+class IoThreads;
 class TlsContext;
 struct CheckContext;
 }  // namespace redis
@@ -85,10 +86,16 @@ struct RedisStoreOptions {
   Duration connect_timeout = std::chrono::milliseconds(50);
   // The client's I/O threads; on a Redis Cluster, shared by the clients of all the masters.
   int io_threads = 1;
-  // Connections per I/O thread to each Redis node; 0 for the default: 2 to a single Redis, which
-  // keep it busy while the client handles a batch of replies (src/redis/client.h), and 1 to each
-  // master of a Redis Cluster, whose batches overlap one another's: fewer, larger writes cost the
-  // client less CPU per decision (docs/benchmarks.md).
+  // A single Redis only (redis://, rediss://, unix://): run its connections on these threads,
+  // shared with the caller's own work, instead of io_threads of the store's own; a call made on
+  // one of them goes out on a connection of that thread, and its callback runs there
+  // (`sluice serve` shares its HTTP server's threads so). Null: threads of the store's own.
+  std::shared_ptr<redis::IoThreads> threads{};
+  // Connections per I/O thread to each Redis node; 0 for the default: 2 to a single Redis on
+  // threads of its own, which keep it busy while the client handles a batch of replies
+  // (src/redis/client.h); 1 to a single Redis on shared `threads`, and 1 to each master of a Redis
+  // Cluster, whose batches overlap one another's: fewer, larger writes cost the client less CPU
+  // per decision (docs/benchmarks.md).
   int connections_per_thread = 0;
   // Calls outstanding on one connection beyond which more are refused at once, as UNAVAILABLE:
   // Redis is not keeping up, an outage that a ResilientStore's failure policy decides.

@@ -25,6 +25,7 @@
 #include "http/metrics.h"
 #include "http/rule_table.h"
 #include "http/server.h"
+#include "redis/io_threads.h"
 #include "redis/url.h"
 #include "rls/front_end.h"
 #include "rls/json_endpoint.h"
@@ -206,7 +207,12 @@ int RunServe(const ServeFlags& flags) {
   }
   if (!flags.store_url.empty()) config->store.url = flags.store_url;
 
+  // The I/O threads of the HTTP server and of a single Redis's connections: a check made for a
+  // request goes out on a connection of the request's thread and is answered there, with no other
+  // thread woken on the way. Declared before the store, whose client must be gone before them.
+  const auto io_threads = std::make_shared<redis::IoThreads>(IoThreads(flags, *config));
   OpenStoreOptions store_options;
+  store_options.threads = io_threads;
   store_options.timeout = config->store.timeout;
   store_options.key_prefix = config->store.key_prefix + ":";
   store_options.password = config->store.password;
@@ -281,7 +287,8 @@ int RunServe(const ServeFlags& flags) {
   http::ServerOptions options;
   options.host = config->listen.host;
   options.port = config->listen.port;
-  options.io_threads = IoThreads(flags, *config);
+  options.io_threads = io_threads->size();
+  options.threads = io_threads;
   options.read_timeout = config->server.read_timeout;
   options.idle_timeout = config->server.idle_timeout;
   options.max_connections = http::SetUpConnectionLimit(config->server.max_connections);
@@ -303,6 +310,7 @@ int RunServe(const ServeFlags& flags) {
     admin_options->host = admin->host;
     admin_options->port = admin->port;
     admin_options->io_threads = 1;
+    admin_options->threads = nullptr;
     admin_options->max_connections = std::min<size_t>(options.max_connections, 256);
     admin_options->endpoints = http::Endpoints::kAdmin;
   }

@@ -10,13 +10,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <memory>
-#include <optional>
-#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "http/session.h"
+#include "redis/io_threads.h"
 #include "tls/rotating_context.h"
 
 namespace sluice::http {
@@ -29,6 +28,24 @@ using tcp = net::ip::tcp;
 
 constexpr size_t kReadChunk = 4096;
 constexpr auto kAcceptBackoff = std::chrono::milliseconds(50);
+// How long Stop waits for the connections it closes to be gone.
+constexpr auto kStopTimeout = std::chrono::seconds(5);
+
+// Counts an asynchronous operation of the server pending until its handler has run.
+class PendingOp {
+ public:
+  explicit PendingOp(std::atomic<int>& ops) : ops_(&ops) { ops.fetch_add(1); }
+  PendingOp(PendingOp&& other) noexcept : ops_(std::exchange(other.ops_, nullptr)) {}
+  PendingOp(const PendingOp&) = delete;
+  PendingOp& operator=(const PendingOp&) = delete;
+  PendingOp& operator=(PendingOp&&) = delete;
+  ~PendingOp() {
+    if (ops_ != nullptr && ops_->fetch_sub(1) == 1) ops_->notify_all();
+  }
+
+ private:
+  std::atomic<int>* ops_;
+};
 
 std::string RefusalResponse(size_t max_connections) {
   const std::string body = fmt::format(
@@ -47,12 +64,14 @@ Server::Server(ServerOptions options, Api& api)
       api_(api),
       reclaim_from_(std::max<size_t>(options_.max_connections - options_.max_connections / 10, 1)),
       refusal_(RefusalResponse(options_.max_connections)),
-      strand_(net::make_strand(ioc_)),
+      threads_(options_.threads ? options_.threads
+                                : std::make_shared<redis::IoThreads>(options_.io_threads)),
+      strand_(net::make_strand(threads_->at(0))),
       acceptor_(strand_),
       accept_backoff_(strand_) {}
 
 Server::~Server() {
-  if (work_) Drain();
+  if (started_) Drain();
 }
 
 Status Server::Listen() {
@@ -61,7 +80,7 @@ Status Server::Listen() {
         fmt::format("cannot listen on {}:{}: {}", options_.host, options_.port, ec.message()));
   };
   beast::error_code ec;
-  tcp::resolver resolver(ioc_);
+  tcp::resolver resolver(threads_->at(0));
   const auto endpoints =
       resolver.resolve(options_.host, std::to_string(options_.port), tcp::resolver::passive, ec);
   if (ec) return fail(ec);
@@ -77,7 +96,11 @@ Status Server::Listen() {
 uint16_t Server::port() const { return acceptor_.local_endpoint().port(); }
 
 void Server::Accept() {
-  acceptor_.async_accept(net::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
+  const auto thread = static_cast<int>(next_thread_.fetch_add(1, std::memory_order_relaxed) %
+                                       static_cast<size_t>(threads_->size()));
+  // No strand: one thread runs each io_context, and so every step of the connection in turn.
+  acceptor_.async_accept(threads_->at(thread), [this, op = PendingOp(accept_ops_)](
+                                                   beast::error_code ec, tcp::socket socket) {
     if (!acceptor_.is_open()) return;
     if (ec) return PauseAccepting(ec);
     Admit(std::move(socket));
@@ -95,7 +118,9 @@ void Server::PauseAccepting(const beast::error_code& error) {
         error.message(), failed, kAcceptBackoff.count());
   }
   accept_backoff_.expires_after(kAcceptBackoff);
-  accept_backoff_.async_wait([this](beast::error_code) { Accept(); });
+  accept_backoff_.async_wait([this, op = PendingOp(accept_ops_)](beast::error_code) {
+    if (acceptor_.is_open()) Accept();
+  });
 }
 
 void Server::Admit(tcp::socket socket) {
@@ -201,10 +226,7 @@ bool Server::LeaveIdle(Session* session) {
 
 void Server::Start() {
   net::dispatch(strand_, [this] { Accept(); });
-  work_.emplace(net::make_work_guard(ioc_));
-  for (int i = 0; i < std::max(options_.io_threads, 1); ++i) {
-    threads_.emplace_back([this] { ioc_.run(); });
-  }
+  started_ = true;
 }
 
 void Server::Drain() {
@@ -240,14 +262,32 @@ void Server::Drain() {
 }
 
 void Server::Stop() {
-  work_.reset();
-  ioc_.stop();
-  for (auto& t : threads_) t.join();
-  threads_.clear();
-  for (int n = handing_over_.load(std::memory_order_acquire); n != 0;
-       n = handing_over_.load(std::memory_order_acquire)) {
-    handing_over_.wait(n, std::memory_order_acquire);
+  // The threads may be shared and run on: every handler that reaches this server must have run.
+  base::MutexLock lock(mu_);
+  std::vector<std::shared_ptr<Session>> left;
+  for (const auto& [session, standing] : sessions_) {
+    if (auto alive = session->weak_from_this().lock()) left.push_back(std::move(alive));
   }
+  lock.Unlock();
+  for (auto& session : left) session->Reclaim();
+  left.clear();
+  lock.Lock();
+  const auto deadline = std::chrono::steady_clock::now() + kStopTimeout;
+  while (!sessions_.empty() && std::chrono::steady_clock::now() < deadline) {
+    lock.WaitUntil(cv_, deadline);
+  }
+  if (!sessions_.empty()) {
+    spdlog::error("{} connection(s) still open {} s after being closed", sessions_.size(),
+                  kStopTimeout.count());
+  }
+  lock.Unlock();
+  for (std::atomic<int>* ops : {&accept_ops_, &handing_over_}) {
+    for (int n = ops->load(std::memory_order_acquire); n != 0;
+         n = ops->load(std::memory_order_acquire)) {
+      ops->wait(n, std::memory_order_acquire);
+    }
+  }
+  started_ = false;
 }
 
 }  // namespace sluice::http

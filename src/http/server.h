@@ -1,12 +1,14 @@
-// The HTTP/1.1 server of `sluice serve`, on Boost.Beast: asynchronous, keep-alive, on a pool of
-// I/O threads, with every connection on its own strand. Each request goes to Api::Handle; the
-// answer may come back on a store thread and is written from the connection's strand, so a slow
-// store never blocks an I/O thread. While a request waits for its turn (/v1/acquire), the
-// connection is still read: a client that disconnects has its acquire abandoned (Api::Abandon),
-// and what it pipelines meanwhile is kept for later. Limits: a request's header (431 above
-// header_limit bytes or max_header_fields fields), its body (413 above body_limit), the time for a
-// request to arrive once started (read_timeout) and for a kept-alive connection to stay silent
-// (idle_timeout).
+// The HTTP/1.1 server of `sluice serve`, on Boost.Beast: asynchronous, keep-alive, on I/O threads
+// that each run an io_context of their own (redis/io_threads.h: its own, or shared with a Redis
+// store, see ServerOptions::threads), every connection on one of them in turn, whose one thread
+// runs its steps one at a time (its strand). Each request goes to Api::Handle; the answer may
+// come back on another thread and is written from the connection's, so a slow store never blocks
+// an I/O thread. While a request waits for its
+// turn (/v1/acquire), the connection is still read: a client that disconnects has its acquire
+// abandoned (Api::Abandon), and what it pipelines meanwhile is kept for later. Limits: a request's
+// header (431 above header_limit bytes or max_header_fields fields), its body (413 above
+// body_limit), the time for a request to arrive once started (read_timeout) and for a kept-alive
+// connection to stay silent (idle_timeout).
 //
 // Connections are bounded by max_connections. From 90% of it, each new connection first closes
 // the connection that has waited longest for a request (one that has never sent a byte before
@@ -26,16 +28,16 @@
 // HTTP request is answered 400 in plain HTTP and never reaches the Api. Under mTLS the client's
 // verified certificate goes with each request (Request::peer_certificate).
 //
-// Start serves on threads of its own; Drain stops gracefully: it stops accepting, closes idle
+// Start serves on the threads; Drain stops gracefully: it stops accepting, closes idle
 // connections, lets requests in flight be answered (on a closing connection), and returns once
-// every connection is gone or drain_timeout has passed. What calls them (signals, for
+// every connection is gone or drain_timeout has passed (those left are then closed, and gone
+// before it returns: the threads may be shared and run on). What calls them (signals, for
 // `sluice serve`) is the caller's.
 //
 // Thread safety: construct, Listen, Start, Drain and destroy from one thread.
 #pragma once
 
 #include <atomic>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -46,9 +48,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
-#include <optional>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -62,12 +62,20 @@ namespace sluice::tls {
 class RotatingContext;  // tls/rotating_context.h
 }  // namespace sluice::tls
 
+namespace sluice::redis {
+class IoThreads;  // redis/io_threads.h
+}  // namespace sluice::redis
+
 namespace sluice::http {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8080;  // 0: any free port
   int io_threads = 1;
+  // The threads to serve on, shared: `sluice serve` runs a single Redis's connections on them
+  // too, so that a request's check and its answer stay on the connection's thread. Null:
+  // io_threads threads of the server's own.
+  std::shared_ptr<redis::IoThreads> threads{};
   Duration read_timeout = std::chrono::seconds(10);
   Duration idle_timeout = std::chrono::seconds(60);
   // The request line and the header fields together, in bytes; and the fields, in number.
@@ -97,11 +105,11 @@ class Server {
   // The bound port, once listening.
   uint16_t port() const;
 
-  // Starts accepting and answering on `io_threads` threads; returns at once. Once, after Listen.
+  // Starts accepting and answering on the threads; returns at once. Once, after Listen.
   void Start();
   // Stops gracefully (see above), answering the acquires still waiting at once
-  // (Api::CancelWaits), then ends the I/O threads. Once, after Start; the destructor drains a
-  // server started and not drained.
+  // (Api::CancelWaits), and returns once no handler of the server is left on the I/O threads.
+  // Once, after Start; the destructor drains a server started and not drained.
   void Drain();
 
  private:
@@ -147,7 +155,7 @@ class Server {
   // Takes the connection that has waited longest for a request out of the count, to be closed
   // (null if none waits). The caller drops what it returns only after unlocking mu_.
   std::shared_ptr<Session> ReclaimIdle() SLUICE_REQUIRES(mu_);
-  // Ends the I/O threads, dropping whatever they still had to do.
+  // Closes the connections left, and waits until none is and no accept is pending.
   void Stop();
   // Counts `session` in, idle (waiting for its first request), on strand_ after Admit.
   void Register(Session* session);
@@ -178,19 +186,19 @@ class Server {
   // Answers a store's thread is handing to their sessions (Session::OnExchangeDone): the
   // io_context must outlive the executor copies of each, which Stop waits for.
   std::atomic<int> handing_over_{0};
+  // Accepts and accept backoff waits pending, whose handlers use the server: Stop waits for them.
+  std::atomic<int> accept_ops_{0};
+  bool started_ = false;
 
-  boost::asio::io_context ioc_;
-  Strand strand_;  // the acceptor's and the accept backoff timer's
+  std::shared_ptr<redis::IoThreads> threads_;
+  std::atomic<size_t> next_thread_{0};  // the thread of the next connection accepted
+  Strand strand_;                       // the acceptor's and the accept backoff timer's
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer accept_backoff_;
   OccasionalWarning refusals_;       // on strand_
   OccasionalWarning accept_errors_;  // on strand_
   base::Mutex handshake_failures_mu_;
   OccasionalWarning handshake_failures_ SLUICE_GUARDED_BY(handshake_failures_mu_);
-  // While started: keeps the I/O threads running when no I/O is pending, as while a session
-  // waits for the Api (a store call, an acquire's slot).
-  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
-  std::vector<std::thread> threads_;
 };
 
 }  // namespace sluice::http

@@ -181,8 +181,19 @@ class AsioClient final : public Client {
     return p;
   }
 
-  // Of the next two ready connections in round-robin order, the one with fewer calls pending.
+  // On one of the client's threads, the ready connection there with fewer calls pending (a
+  // check and its reply stay on the caller's thread, see io_threads.h); otherwise, of the next two
+  // ready connections in round-robin order, the one with fewer calls pending.
   Connection& Pick() {
+    if (const int t = threads_->current(); t >= 0) {
+      const auto per = static_cast<size_t>(options_.connections_per_thread);
+      Connection* local = nullptr;
+      for (size_t i = static_cast<size_t>(t) * per; i < (static_cast<size_t>(t) + 1) * per; ++i) {
+        Connection& c = *connections_[i];
+        if (c.ready() && (local == nullptr || c.pending() < local->pending())) local = &c;
+      }
+      if (local != nullptr) return *local;
+    }
     const size_t n = connections_.size();
     const size_t start = next_.fetch_add(1, std::memory_order_relaxed);
     Connection* best = nullptr;

@@ -54,8 +54,9 @@ Result<std::unique_ptr<redis::Client>> Connect(const RedisStoreOptions& options,
   }
   auto single = redis::ParseRedisUrl(options.url, options.password, options.tls);
   if (!single.ok()) return single.status();
-  ApplyTo(options, 2, *single);
+  ApplyTo(options, options.threads ? 1 : 2, *single);
   tls = single->tls;
+  if (options.threads) return redis::Client::Create(std::move(*single), options.threads);
   return redis::Client::Create(std::move(*single));
 }
 

@@ -18,6 +18,7 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOp
                           .sentinel_password = options.sentinel_password,
                           .timeout = options.timeout,
                           .io_threads = options.io_threads,
+                          .threads = options.threads,
                           .connections_per_thread = options.connections_per_thread,
                           .coalesce_max = options.coalesce_max,
                           .key_prefix = options.key_prefix,
