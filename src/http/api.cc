@@ -10,7 +10,6 @@
 
 #include "http/api_json.h"
 #include "http/dashboard.h"
-#include "tls/peer_certificate.h"
 
 namespace sluice::http {
 
@@ -158,12 +157,9 @@ bool Api::Authorize(const Request& request, std::string_view path, Exchange& exc
     RefuseCaller(AuthRefusal::kThrottled, "too many failed authentications; retry later", exchange);
     return false;
   }
-  std::vector<std::string> certificate_names;
-  if (request.peer_certificate) certificate_names = tls::DnsAndUriNames(*request.peer_certificate);
-  const auto authentication = callers->Identify(
-      request.client ? request.client->header("Authorization") : std::nullopt,
-      request.peer_certificate ? std::optional<std::span<const std::string>>(certificate_names)
-                               : std::nullopt);
+  const auto authentication =
+      callers->Identify(request.client ? request.client->header("Authorization") : std::nullopt,
+                        request.certificate_names);
   if (authentication.caller == nullptr) {
     auth_failures_.Count(peer);
     RefuseCaller(authentication.refusal,

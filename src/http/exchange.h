@@ -12,16 +12,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/fair_admission.h"
 #include "sluice/store.h"
-
-namespace sluice::tls {
-struct PeerCertificate;  // tls/peer_certificate.h
-}  // namespace sluice::tls
 
 namespace sluice::middleware {
 class RequestView;
@@ -50,9 +48,10 @@ struct Request {
   core::FairAdmission::Caller caller = 0;
   // What the listener it came in on serves; any other path is answered 404, as an unknown one.
   Endpoints endpoints = Endpoints::kAll;
-  // The client's certificate, verified, under mTLS (server.tls.client_ca_file); null otherwise.
-  // Its DNS and URI names identify a caller by client_san (auth/callers.h).
-  const tls::PeerCertificate* peer_certificate = nullptr;
+  // The DNS and URI names of the client's certificate, verified, under mTLS
+  // (server.tls.client_ca_file): they identify a caller by client_san (auth/callers.h). Nullopt
+  // when the client presented none.
+  std::optional<std::span<const std::string>> certificate_names = std::nullopt;
 };
 
 struct Header {

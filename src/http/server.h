@@ -24,7 +24,7 @@
 // until its first request. A handshake that fails is counted
 // (sluice_http_tls_handshake_failures_total) and logged at most every 10 s with its cause; a plain
 // HTTP request is answered 400 in plain HTTP and never reaches the Api. Under mTLS the client's
-// verified certificate goes with each request (Request::peer_certificate).
+// verified certificate's names go with each request (Request::certificate_names).
 //
 // Start serves on threads of its own; Drain stops gracefully: it stops accepting, closes idle
 // connections, lets requests in flight be answered (on a closing connection), and returns once

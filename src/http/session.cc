@@ -9,6 +9,8 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <span>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -95,7 +97,9 @@ void Server::Session::OnHandshake(beast::error_code ec) {
   // The ClientHello read ahead was handed to the handshake whole.
   buffer_.clear();
   if (ec) return OnHandshakeFailed(ec);
-  peer_certificate_ = tls::VerifiedPeerCertificate(stream_.tls()->native_handle());
+  if (const auto certificate = tls::VerifiedPeerCertificate(stream_.tls()->native_handle())) {
+    certificate_names_ = tls::DnsAndUriNames(*certificate);
+  }
   WaitForRequest();
 }
 
@@ -221,7 +225,9 @@ void Server::Session::OnRead(beast::error_code ec) {
   const middleware::BeastRequest client(request, peer_);
   if (server_.api_.Handle(
           {request.method_string(), request.target(), request.body(), &client, caller_,
-           server_.options_.endpoints, peer_certificate_ ? &*peer_certificate_ : nullptr},
+           server_.options_.endpoints,
+           certificate_names_ ? std::optional<std::span<const std::string>>(*certificate_names_)
+                              : std::nullopt},
           exchange_)) {
     WatchClient();
   }

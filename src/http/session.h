@@ -13,12 +13,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/fair_admission.h"
 #include "http/exchange.h"
 #include "http/server.h"
 #include "http/session_stream.h"
-#include "tls/peer_certificate.h"
 
 namespace sluice::http {
 
@@ -90,8 +90,9 @@ class Server::Session : public std::enable_shared_from_this<Session> {
   boost::asio::ip::tcp::endpoint peer_;
   std::shared_ptr<boost::asio::ssl::context> tls_context_;  // null: plain TCP
   SessionStream stream_;
-  // The client's certificate, verified, when it presented one (mTLS).
-  std::optional<tls::PeerCertificate> peer_certificate_;
+  // The DNS and URI names of the client's certificate, verified, when it presented one (mTLS):
+  // read once, for every request of the session.
+  std::optional<std::vector<std::string>> certificate_names_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::string body_storage_;
