@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <iterator>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <utility>
 
 #include "base/mutex.h"
@@ -15,7 +17,9 @@ namespace sluice::http {
 
 using nlohmann::json;
 
-// One acquire in progress, shared by its Exchange (for Abandon) and its callback.
+namespace {
+
+// One acquire in progress, shared by its state (for Abandon) and its callback.
 struct PendingAcquire {
   explicit PendingAcquire(std::shared_ptr<RuleAcquirer> on) : line(std::move(on)) {}
 
@@ -24,6 +28,16 @@ struct PendingAcquire {
   std::shared_ptr<RuleAcquirer> line SLUICE_GUARDED_BY(mu);
   AcquireId id SLUICE_GUARDED_BY(mu) = 0;  // set when AcquireAsync returns
 };
+
+// What an acquire keeps until its answer.
+struct AcquireState {
+  std::shared_ptr<const RuleTable> rules;
+  const ServedRule* rule = nullptr;
+  std::string key;                          // for TopKeys, should it be denied
+  std::shared_ptr<PendingAcquire> pending;  // while it waits on its line
+};
+
+}  // namespace
 
 AcquireHandler::AcquireHandler(Metrics& metrics, Answers& answers, Timers* timers)
     : metrics_(metrics),
@@ -36,14 +50,15 @@ AcquireHandler::~AcquireHandler() {
   if (lines_) metrics_.StopWatching(*lines_);
 }
 
-bool AcquireHandler::Handle(const Request& request, std::shared_ptr<const RuleTable> rules,
-                            Exchange& exchange) {
+bool AcquireHandler::Handle(Call& call, Exchange& exchange) {
+  AcquireState& state = exchange.StateOf<AcquireState>();
+  state.pending.reset();
   if (lines_ == nullptr) {
     answers_.Fail(exchange, 501, "this service does not wait for slots");
     return false;
   }
   json document;
-  if (!ReadBody(request, exchange, answers_, document)) return false;
+  if (!ReadBody(call.request, exchange, answers_, document)) return false;
   const auto wait = document.find("max_wait_ms");
   const uint64_t most_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(kMaxAcquireWait).count();
@@ -58,7 +73,7 @@ bool AcquireHandler::Handle(const Request& request, std::shared_ptr<const RuleTa
   }
   const Duration max_wait = std::chrono::milliseconds(wait->get<uint64_t>());
   document.erase(wait);
-  auto check = ParseCheck(document, *rules);
+  auto check = ParseCheck(document, *call.rules);
   if (!check.ok()) {
     answers_.Fail(exchange, 400, check.status().message());
     return false;
@@ -67,15 +82,16 @@ bool AcquireHandler::Handle(const Request& request, std::shared_ptr<const RuleTa
   // at a time, and the line's waiters are bounded (max_waiters).
   if (answers_.Admit(exchange, 1) == 0) return false;
   const ServedRule& rule = *check->rule;
-  exchange.rules_ = std::move(rules);
-  exchange.rule_ = &rule;
-  exchange.key_.assign(check->request.key);
+  state.rules = std::move(call.rules);
+  state.rule = &rule;
+  state.key.assign(check->request.key);
   if (rule.shadow_mode) {
     CheckInShadow(rule, check->request.cost, exchange);
     return false;
   }
   const std::shared_ptr<RuleAcquirer> line = lines_->For(rule);
   if (line == nullptr) {
+    state.rules.reset();
     answers_.Fail(exchange, 503, "the service is stopping and takes no new acquires");
     return false;
   }
@@ -86,8 +102,8 @@ bool AcquireHandler::Handle(const Request& request, std::shared_ptr<const RuleTa
     return false;
   }
   auto pending = std::make_shared<PendingAcquire>(line);
-  exchange.acquire_ = pending;
-  exchange.ticket_.Release();  // see Admit above: the line paces what follows
+  state.pending = pending;
+  exchange.admitted.ticket.Release();  // see Admit above: the line paces what follows
   const AcquireId id = line->acquirer.AcquireAsync(
       check->request.key, check->request.cost, max_wait,
       [this, &exchange, pending](Result<Acquisition> acquired) {
@@ -110,15 +126,19 @@ bool AcquireHandler::Handle(const Request& request, std::shared_ptr<const RuleTa
 }
 
 void AcquireHandler::CheckInShadow(const ServedRule& rule, int64_t cost, Exchange& exchange) {
-  rule.limiter.CheckAsync(exchange.key_, cost, [this, &exchange](Result<Decision> decision) {
-    if (!decision.ok()) return OnAcquired(exchange, decision.status());
-    OnAcquired(exchange, Acquisition{.outcome = AcquireOutcome::kAdmitted, .decision = *decision});
-  });
+  rule.limiter.CheckAsync(
+      exchange.StateOf<AcquireState>().key, cost, [this, &exchange](Result<Decision> decision) {
+        if (!decision.ok()) return OnAcquired(exchange, decision.status());
+        OnAcquired(exchange,
+                   Acquisition{.outcome = AcquireOutcome::kAdmitted, .decision = *decision});
+      });
 }
 
 void AcquireHandler::OnAcquired(Exchange& exchange, Result<Acquisition> acquired) {
-  const std::shared_ptr<const RuleTable> rules = std::move(exchange.rules_);
-  const ServedRule& rule = *exchange.rule_;
+  AcquireState& state = exchange.StateOf<AcquireState>();
+  // Holds the rule until the answer is complete; the exchange may serve another request then.
+  const std::shared_ptr<const RuleTable> rules = std::move(state.rules);
+  const ServedRule& rule = *state.rule;
   if (!acquired.ok()) return answers_.Undecided(exchange, acquired.status());
   metrics_.CountAcquire(*rule.counters, acquired->outcome);
   Response& response = exchange.response;
@@ -128,7 +148,7 @@ void AcquireHandler::OnAcquired(Exchange& exchange, Result<Acquisition> acquired
   // cancelled in line).
   const Decision& decision = acquired->decision;
   if (decision.limit > 0) {
-    answers_.Decided(rule, exchange.key_, decision);
+    answers_.Decided(rule, state.key, decision);
     response.body += R"(,"decision":)";
     AppendDecision(response.body, rule, decision);
     AddRateLimitHeaders(rule, decision, response);
@@ -139,8 +159,9 @@ void AcquireHandler::OnAcquired(Exchange& exchange, Result<Acquisition> acquired
 }
 
 void AcquireHandler::Abandon(Exchange& exchange) {
-  const std::shared_ptr<PendingAcquire> pending = exchange.acquire_;
-  if (pending == nullptr) return;
+  const AcquireState* state = exchange.FindState<AcquireState>();
+  if (state == nullptr || state->pending == nullptr) return;
+  const std::shared_ptr<PendingAcquire> pending = state->pending;
   std::shared_ptr<RuleAcquirer> line;
   AcquireId id = 0;
   {

@@ -15,10 +15,9 @@
 #include <memory>
 
 #include "http/answers.h"
-#include "http/exchange.h"
+#include "http/handler.h"
 #include "http/metrics.h"
 #include "http/rule_acquirers.h"
-#include "http/rule_table.h"
 #include "sluice/acquirer.h"
 #include "sluice/clock.h"
 
@@ -26,26 +25,26 @@ namespace sluice::http {
 
 inline constexpr Duration kMaxAcquireWait = std::chrono::minutes(5);
 
-class AcquireHandler {
+class AcquireHandler final : public Handler {
  public:
   // `timers` is where acquires wait; without them every acquire is answered 501. `metrics`
   // (which shows the acquires in progress while this object lives), `answers` and `timers` must
   // outlive this object.
   AcquireHandler(Metrics& metrics, Answers& answers, Timers* timers);
-  ~AcquireHandler();
+  ~AcquireHandler() override;
   AcquireHandler(const AcquireHandler&) = delete;
   AcquireHandler& operator=(const AcquireHandler&) = delete;
 
   // Returns true while the acquire waits for its turn (see Api::Handle).
-  bool Handle(const Request& request, std::shared_ptr<const RuleTable> rules, Exchange& exchange);
+  bool Handle(Call& call, Exchange& exchange) override;
   void Abandon(Exchange& exchange);
   // Answers every acquire in progress "cancelled", and those that come afterwards 503.
   void CancelWaits();
   void SetMaxWaiters(size_t max_waiters);
 
  private:
-  // A rule in shadow mode admits every acquire, so none waits: it is decided as one check (of
-  // exchange.key_) and answered admitted, the would-be verdict in its decision.
+  // A rule in shadow mode admits every acquire, so none waits: it is decided as one check and
+  // answered admitted, the would-be verdict in its decision.
   void CheckInShadow(const ServedRule& rule, int64_t cost, Exchange& exchange);
   void OnAcquired(Exchange& exchange, Result<Acquisition> acquired);
 

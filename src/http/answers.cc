@@ -12,7 +12,6 @@ namespace sluice::http {
 
 size_t Answers::Admit(Exchange& exchange, size_t units, bool partial) {
   if (const size_t admitted = AdmitMore(exchange, units, partial)) return admitted;
-  exchange.rules_.reset();
   exchange.response.AddHeader("Retry-After",
                               std::to_string(core::FairAdmission::kRetryAfterSeconds));
   Fail(exchange, 503,
@@ -24,21 +23,24 @@ size_t Answers::Admit(Exchange& exchange, size_t units, bool partial) {
 
 size_t Answers::AdmitMore(Exchange& exchange, size_t units, bool partial) {
   if (admission_ == nullptr) return units;
-  exchange.ticket_ = admission_->Admit(exchange.caller_, units, partial);
-  exchange.admitted_at_ = std::chrono::steady_clock::now();
-  if (!exchange.ticket_) metrics_.CountAdmissionRefused();
-  return exchange.ticket_.units();
+  Exchange::Admitted& admitted = exchange.admitted;
+  admitted.ticket = admission_->Admit(exchange.caller(), units, partial);
+  admitted.at = std::chrono::steady_clock::now();
+  if (!admitted.ticket) metrics_.CountAdmissionRefused();
+  return admitted.ticket.units();
 }
 
 void Answers::StoreAnsweredAdmitted(Exchange& exchange) {
-  exchange.ticket_.Answered(std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() -
-                                                                 exchange.admitted_at_));
+  Exchange::Admitted& admitted = exchange.admitted;
+  if (!admitted.ticket) return;
+  admitted.ticket.Answered(
+      std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - admitted.at));
 }
 
 void Answers::Finish(Exchange& exchange) {
   StoreAnsweredAdmitted(exchange);
   metrics_.CountHttpResponse(exchange.response.status);
-  exchange.on_done_();
+  exchange.Done();
 }
 
 void Answers::Fail(Exchange& exchange, int status, std::string_view message) {

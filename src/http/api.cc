@@ -10,7 +10,6 @@
 
 #include "http/api_json.h"
 #include "http/dashboard.h"
-#include "tls/peer_certificate.h"
 
 namespace sluice::http {
 
@@ -158,12 +157,9 @@ bool Api::Authorize(const Request& request, std::string_view path, Exchange& exc
     RefuseCaller(AuthRefusal::kThrottled, "too many failed authentications; retry later", exchange);
     return false;
   }
-  std::vector<std::string> certificate_names;
-  if (request.peer_certificate) certificate_names = tls::DnsAndUriNames(*request.peer_certificate);
-  const auto authentication = callers->Identify(
-      request.client ? request.client->header("Authorization") : std::nullopt,
-      request.peer_certificate ? std::optional<std::span<const std::string>>(certificate_names)
-                               : std::nullopt);
+  const auto authentication =
+      callers->Identify(request.client ? request.client->header("Authorization") : std::nullopt,
+                        request.certificate_names);
   if (authentication.caller == nullptr) {
     auth_failures_.Count(peer);
     RefuseCaller(authentication.refusal,
@@ -233,9 +229,7 @@ std::string Api::AuthExposition() const {
 }
 
 bool Api::Handle(const Request& request, Exchange& exchange) {
-  exchange.response.Reset();
-  exchange.acquire_.reset();
-  exchange.caller_ = request.caller;
+  exchange.Start(request.caller);
   const std::string_view path = request.target.substr(0, request.target.find('?'));
   if (!Serves(request.endpoints, path)) {
     NotFound(request.endpoints, exchange);
@@ -245,59 +239,56 @@ bool Api::Handle(const Request& request, Exchange& exchange) {
   std::string who;
   const bool resets = path.starts_with(kKeysPathPrefix);
   if (!Authorize(request, path, exchange, resets ? &who : nullptr)) return false;
-  const auto route = [&](std::string_view method) {
-    if (request.method == method) return true;
+  const auto [handler, method] = Route(path);
+  if (!method.empty() && request.method != method) {
     exchange.response.AddHeader("Allow", method);
     answers_.Fail(exchange, 405, fmt::format("{} allows {} only", path, method));
     return false;
-  };
-
-  if (path == "/v1/acquire") return route("POST") && acquires_.Handle(request, rules(), exchange);
-  if (path == "/v1/check") {
-    nlohmann::json document;
-    if (route("POST") && ReadBody(request, exchange, answers_, document)) {
-      checks_.Handle(document, rules(), exchange);
-    }
-  } else if (path.starts_with(kAuthPathPrefix)) {
-    auths_.Handle(path.substr(kAuthPathPrefix.size()), request.client, rules(), exchange);
-  } else if (path == "/healthz") {
-    if (route("GET")) {
-      exchange.response.body = R"({"status":"ok"})";
-      answers_.Finish(exchange);
-    }
-  } else if (path == "/readyz") {
-    if (route("GET")) ready_.Handle(exchange);
-  } else if (path == "/metrics") {
-    if (route("GET")) {
-      exchange.response.content_type = "text/plain; version=0.0.4; charset=utf-8";
-      exchange.response.body = metrics_.Exposition();
-      if (json_route_metrics_) exchange.response.body += json_route_metrics_();
-      exchange.response.body += AuthExposition();
-      answers_.Finish(exchange);
-    }
-  } else if (path == "/json" && json_route_) {
-    if (route("POST")) {
-      json_route_(request.body, request.caller, [this, &exchange](int status, std::string body) {
-        exchange.response.status = status;
-        exchange.response.body = std::move(body);
-        answers_.Finish(exchange);
-      });
-    }
-  } else if (path == "/v1/top") {
-    if (route("GET")) top_.Handle(request, *rules(), exchange);
-  } else if (resets) {
-    if (route("DELETE")) {
-      resets_.Handle(path.substr(kKeysPathPrefix.size()), who, rules(), exchange);
-    }
-  } else if (const DashboardFile* file = FindDashboardFile(path)) {
-    if (route("GET")) {
-      ServeDashboardFile(*file, exchange.response);
-      answers_.Finish(exchange);
-    }
-  } else {
-    NotFound(request.endpoints, exchange);
   }
-  return false;
+  if (handler == nullptr) {
+    AnswerItself(request, path, exchange);
+    return false;
+  }
+  Call call{request, path, rules(), who};
+  return handler->Handle(call, exchange);
+}
+
+void Api::AnswerItself(const Request& request, std::string_view path, Exchange& exchange) {
+  Response& response = exchange.response;
+  if (path == "/healthz") {
+    response.body = R"({"status":"ok"})";
+  } else if (path == "/metrics") {
+    response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    response.body = metrics_.Exposition();
+    if (json_route_metrics_) response.body += json_route_metrics_();
+    response.body += AuthExposition();
+  } else if (path == "/json" && json_route_) {
+    return json_route_(request.body, request.caller,
+                       [this, &exchange](int status, std::string body) {
+                         exchange.response.status = status;
+                         exchange.response.body = std::move(body);
+                         answers_.Finish(exchange);
+                       });
+  } else if (const DashboardFile* file = FindDashboardFile(path)) {
+    ServeDashboardFile(*file, response);
+  } else {
+    return NotFound(request.endpoints, exchange);
+  }
+  answers_.Finish(exchange);
+}
+
+Api::Routed Api::Route(std::string_view path) {
+  if (path == "/v1/check") return {&checks_, "POST"};
+  if (path == "/v1/acquire") return {&acquires_, "POST"};
+  if (path.starts_with(kAuthPathPrefix)) return {&auths_, ""};
+  if (path == "/readyz") return {&ready_, "GET"};
+  if (path == "/v1/top") return {&top_, "GET"};
+  if (path.starts_with(kKeysPathPrefix)) return {&resets_, "DELETE"};
+  if (path == "/healthz" || path == "/metrics" || FindDashboardFile(path) != nullptr) {
+    return {nullptr, "GET"};
+  }
+  if (path == "/json" && json_route_) return {nullptr, "POST"};
+  return {nullptr, ""};
 }
 
 void Api::NotFound(Endpoints endpoints, Exchange& exchange) {

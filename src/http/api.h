@@ -89,6 +89,7 @@
 #include "http/auth_handler.h"
 #include "http/check_handler.h"
 #include "http/exchange.h"
+#include "http/handler.h"
 #include "http/metrics.h"
 #include "http/ready_handler.h"
 #include "http/reset_handler.h"
@@ -165,6 +166,16 @@ class Api {
   }
 
  private:
+  // The handler of a path and the method it takes (empty: any). No handler: the Api answers the
+  // path itself (AnswerItself), when it is one of its own.
+  struct Routed {
+    Handler* handler;
+    std::string_view method;
+  };
+  Routed Route(std::string_view path);
+  // /healthz, /metrics, POST /json and the dashboard's files, which keep nothing of a request;
+  // 404 for any other path.
+  void AnswerItself(const Request& request, std::string_view path, Exchange& exchange);
   // Whether the request may go on to its route; answers it (401, 403, 429) when not. `who`, when
   // given, is set to the caller's name and address, for the log of what it changes.
   bool Authorize(const Request& request, std::string_view path, Exchange& exchange,

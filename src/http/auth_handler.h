@@ -20,38 +20,31 @@
 // Thread safety: Handle may be called concurrently, each call with its own Exchange.
 #pragma once
 
-#include <memory>
 #include <string_view>
 
 #include "http/answers.h"
-#include "http/exchange.h"
+#include "http/handler.h"
 #include "http/metrics.h"
-#include "http/rule_table.h"
-#include "sluice/middleware/middleware.h"
+#include "http/rule_check.h"
 #include "sluice/store.h"
 
 namespace sluice::http {
 
 inline constexpr std::string_view kAuthPathPrefix = "/v1/auth/";
 
-class AuthHandler {
+class AuthHandler final : public Handler {
  public:
   // `store` is the one the rules are built over; it, `metrics` and `answers` must outlive this
   // object.
-  AuthHandler(Store& store, Metrics& metrics, Answers& answers)
-      : store_(store), metrics_(metrics), answers_(answers) {}
+  AuthHandler(Store& store, Metrics& metrics, Answers& answers);
 
-  // `rule_name` is what follows kAuthPathPrefix in the path; `client` what the request shows of
-  // its peer and headers (null: nothing, so no key).
-  void Handle(std::string_view rule_name, const middleware::RequestView* client,
-              std::shared_ptr<const RuleTable> rules, Exchange& exchange);
+  // The rule is what follows kAuthPathPrefix in the path; the key is taken from what the request
+  // shows of its peer and headers (Request::client; none: no key).
+  bool Handle(Call& call, Exchange& exchange) override;
 
  private:
-  void OnDecision(Exchange& exchange, Result<Decision> decision);
-
-  Store& store_;
-  Metrics& metrics_;
   Answers& answers_;
+  RuleCheck check_;
 };
 
 }  // namespace sluice::http

@@ -12,16 +12,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
-#include <vector>
+#include <typeinfo>
 
 #include "core/fair_admission.h"
-#include "sluice/store.h"
-
-namespace sluice::tls {
-struct PeerCertificate;  // tls/peer_certificate.h
-}  // namespace sluice::tls
 
 namespace sluice::middleware {
 class RequestView;
@@ -50,9 +47,10 @@ struct Request {
   core::FairAdmission::Caller caller = 0;
   // What the listener it came in on serves; any other path is answered 404, as an unknown one.
   Endpoints endpoints = Endpoints::kAll;
-  // The client's certificate, verified, under mTLS (server.tls.client_ca_file); null otherwise.
-  // Its DNS and URI names identify a caller by client_san (auth/callers.h).
-  const tls::PeerCertificate* peer_certificate = nullptr;
+  // The DNS and URI names of the client's certificate, verified, under mTLS
+  // (server.tls.client_ca_file): they identify a caller by client_san (auth/callers.h). Nullopt
+  // when the client presented none.
+  std::optional<std::span<const std::string>> certificate_names = std::nullopt;
 };
 
 struct Header {
@@ -74,12 +72,10 @@ struct Response {
   const std::string* FindHeader(std::string_view name) const;
 };
 
-class RuleTable;
-struct ServedRule;
-struct PendingAcquire;  // acquire_handler.cc
-
 // One request on its way through the Api. The caller owns it (one per connection, reused), keeps
-// it alive until on_done runs, and reads the answer from `response`.
+// it alive until on_done runs, and reads the answer from `response`. The Api's handlers
+// (http/handler.h) keep what a request needs until its answer in a state of their own type here
+// (StateOf), and the store work admitted for it in `admitted`.
 class Exchange {
  public:
   // Called once per Handle, when `response` is complete: on the calling thread or on a store
@@ -88,31 +84,57 @@ class Exchange {
 
   Response response;
 
- private:
-  friend class Api;
-  friend class Answers;
-  friend class CheckHandler;
-  friend class AcquireHandler;
-  friend class AuthHandler;
-
-  struct BatchItem {
-    const ServedRule* rule = nullptr;  // null: `error` says why the item was not decided
-    std::string error;
-    std::string key;  // for TopKeys, should it be denied
+  // The store work admitted for the request (http/answers.h), held until the store answers it.
+  struct Admitted {
+    core::FairAdmission::Ticket ticket;
+    std::chrono::steady_clock::time_point at;
   };
+  Admitted admitted;
+
+  // Starts the next request, from `caller`: an empty response.
+  void Start(core::FairAdmission::Caller caller) {
+    response.Reset();
+    caller_ = caller;
+  }
+  core::FairAdmission::Caller caller() const { return caller_; }
+
+  // The response is complete: calls on_done.
+  void Done() { on_done_(); }
+
+  // The state of the handler answering the request, of the handler's own type: kept for the next
+  // request the same kind of state serves (its strings and vectors keep their capacity), replaced
+  // when another kind is asked for.
+  template <class State>
+  State& StateOf() {
+    if (!Holds<State>()) {
+      state_ = std::make_unique<Held<State>>();
+      state_type_ = &typeid(State);
+    }
+    return static_cast<Held<State>&>(*state_).state;
+  }
+  // The state StateOf<State> gave last, or null when another kind has been asked for since.
+  template <class State>
+  State* FindState() {
+    return Holds<State>() ? &static_cast<Held<State>&>(*state_).state : nullptr;
+  }
+
+ private:
+  struct AnyState {
+    virtual ~AnyState() = default;
+  };
+  template <class State>
+  struct Held final : AnyState {
+    State state;
+  };
+  template <class State>
+  bool Holds() const {
+    return state_type_ != nullptr && *state_type_ == typeid(State);
+  }
 
   std::function<void()> on_done_;
-  std::shared_ptr<const RuleTable> rules_;  // keeps rule_ and batch_ rules alive
-  const ServedRule* rule_ = nullptr;
-  std::string key_;  // the check's or the acquire's, for TopKeys, should it be denied
-  std::chrono::steady_clock::time_point started_;
-  std::vector<BatchItem> batch_;
-  std::vector<CheckRequest> requests_;
-  std::shared_ptr<PendingAcquire> acquire_;  // the last /v1/acquire, for Abandon
   core::FairAdmission::Caller caller_ = 0;
-  core::FairAdmission::Ticket ticket_;  // the store work admitted, held until the answer
-  std::chrono::steady_clock::time_point admitted_at_;
-  std::vector<Result<Decision>> results_;  // a batch's, as its parts are answered
+  std::unique_ptr<AnyState> state_;
+  const std::type_info* state_type_ = nullptr;
 };
 
 }  // namespace sluice::http

@@ -8,7 +8,7 @@
 
 namespace sluice::http {
 
-void ReadyHandler::Handle(Exchange& exchange) {
+bool ReadyHandler::Handle(Call&, Exchange& exchange) {
   store_.ProbeAsync([this, &exchange](Result<Decision> decision) {
     Response& response = exchange.response;
     if (!decision.ok()) {
@@ -27,6 +27,7 @@ void ReadyHandler::Handle(Exchange& exchange) {
     response.body += '}';
     answers_.Finish(exchange);
   });
+  return false;
 }
 
 }  // namespace sluice::http

@@ -8,19 +8,19 @@
 #pragma once
 
 #include "http/answers.h"
-#include "http/exchange.h"
+#include "http/handler.h"
 #include "sluice/store.h"
 #include "sluice/store_health.h"
 
 namespace sluice::http {
 
-class ReadyHandler {
+class ReadyHandler final : public Handler {
  public:
   // `store`, `answers` and `health` (when given) must outlive this object.
   ReadyHandler(Store& store, const StoreHealth* health, Answers& answers)
       : store_(store), health_(health), answers_(answers) {}
 
-  void Handle(Exchange& exchange);
+  bool Handle(Call& call, Exchange& exchange) override;
 
  private:
   Store& store_;

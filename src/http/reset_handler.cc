@@ -39,15 +39,19 @@ std::optional<std::string> DecodeSegment(std::string_view segment) {
 
 }  // namespace
 
-void ResetHandler::Handle(std::string_view rest, std::string_view who,
-                          std::shared_ptr<const RuleTable> rules, Exchange& exchange) {
+bool ResetHandler::Handle(Call& call, Exchange& exchange) {
+  Reset(call.path.substr(kKeysPathPrefix.size()), call, exchange);
+  return false;
+}
+
+void ResetHandler::Reset(std::string_view rest, Call& call, Exchange& exchange) {
   const size_t slash = rest.find('/');
   if (slash == std::string_view::npos) {
     return answers_.Fail(exchange, 400, "expected DELETE /v1/keys/{rule}/{key}");
   }
   const std::string_view rule_name = rest.substr(0, slash);
   const std::string_view encoded_key = rest.substr(slash + 1);
-  const ServedRule* rule = rules->Find(rule_name);
+  const ServedRule* rule = call.rules->Find(rule_name);
   if (rule == nullptr) return answers_.Fail(exchange, 404, "no such rule");
   if (encoded_key.find('/') != std::string_view::npos) {
     return answers_.Fail(exchange, 400, "the key is one path segment: encode '/' as %2F");
@@ -61,23 +65,24 @@ void ResetHandler::Handle(std::string_view rest, std::string_view who,
   }
   if (answers_.Admit(exchange, 1) == 0) return;
   // The rule table keeps `rule` alive until the store answers.
-  store_.ResetAsync(rule->name(), *key,
-                    [this, &exchange, rules = std::move(rules), rule, who = std::string(who),
-                     hashed = base::HashedKey(*key).value_or("sha256:?")](Status status) {
-                      if (!status.ok()) {
-                        spdlog::warn("reset of a key of rule '{}' by {} failed, nothing reset: {}",
-                                     rule->name(), who, status.message());
-                        if (status.code() == StatusCode::kInvalidArgument) {
-                          return answers_.Fail(exchange, 400, status.message());
-                        }
-                        return answers_.Undecided(exchange, status);
-                      }
-                      metrics_.CountReset(*rule->counters);
-                      spdlog::info("reset key {} of rule '{}' by {}", hashed, rule->name(), who);
-                      exchange.response.status = 204;
-                      exchange.response.body.clear();
-                      answers_.Finish(exchange);
-                    });
+  store_.ResetAsync(
+      rule->name(), *key,
+      [this, &exchange, rules = std::move(call.rules), rule, who = std::string(call.who),
+       hashed = base::HashedKey(*key).value_or("sha256:?")](Status status) {
+        if (!status.ok()) {
+          spdlog::warn("reset of a key of rule '{}' by {} failed, nothing reset: {}", rule->name(),
+                       who, status.message());
+          if (status.code() == StatusCode::kInvalidArgument) {
+            return answers_.Fail(exchange, 400, status.message());
+          }
+          return answers_.Undecided(exchange, status);
+        }
+        metrics_.CountReset(*rule->counters);
+        spdlog::info("reset key {} of rule '{}' by {}", hashed, rule->name(), who);
+        exchange.response.status = 204;
+        exchange.response.body.clear();
+        answers_.Finish(exchange);
+      });
 }
 
 }  // namespace sluice::http

@@ -15,30 +15,29 @@
 // Thread safety: Handle may be called concurrently, each call with its own Exchange.
 #pragma once
 
-#include <memory>
 #include <string_view>
 
 #include "http/answers.h"
-#include "http/exchange.h"
+#include "http/handler.h"
 #include "http/metrics.h"
-#include "http/rule_table.h"
 #include "sluice/store.h"
 
 namespace sluice::http {
 
 inline constexpr std::string_view kKeysPathPrefix = "/v1/keys/";
 
-class ResetHandler {
+class ResetHandler final : public Handler {
  public:
   // `store`, `metrics` and `answers` must outlive this object.
   ResetHandler(Store& store, Metrics& metrics, Answers& answers)
       : store_(store), metrics_(metrics), answers_(answers) {}
 
-  // `rest` is the path after kKeysPathPrefix; `who` names the caller and its address for the log.
-  void Handle(std::string_view rest, std::string_view who, std::shared_ptr<const RuleTable> rules,
-              Exchange& exchange);
+  // The call's `who` names the caller and its address in the log.
+  bool Handle(Call& call, Exchange& exchange) override;
 
  private:
+  void Reset(std::string_view rest, Call& call, Exchange& exchange);
+
   Store& store_;
   Metrics& metrics_;
   Answers& answers_;

@@ -26,7 +26,9 @@
 // until its first request. A handshake that fails is counted
 // (sluice_http_tls_handshake_failures_total) and logged at most every 10 s with its cause; a plain
 // HTTP request is answered 400 in plain HTTP and never reaches the Api. Under mTLS the client's
-// verified certificate goes with each request (Request::peer_certificate).
+// verified certificate's names go with each request (Request::certificate_names). A connection
+// the server closes (idle, a request too slow, a drain) ends with a close_notify, the client's own
+// awaited at most 500 ms; one reclaimed for room is closed at once.
 //
 // Start serves on the threads; Drain stops gracefully: it stops accepting, closes idle
 // connections, lets requests in flight be answered (on a closing connection), and returns once

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <span>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -28,6 +30,10 @@ constexpr size_t kReadChunk = 4096;
 // that it reads the refusal instead of a connection reset.
 constexpr size_t kMaxLingerBytes = 1 << 20;
 constexpr auto kLingerTime = std::chrono::seconds(1);
+// How long a TLS session that ends waits for the client's close_notify after sending its own
+// (which goes at once): the client's answer is a courtesy, and a silent one must not hold the
+// connection, nor a drain.
+constexpr auto kCloseNotifyTime = std::chrono::milliseconds(500);
 // The first byte of a TLS record carrying a handshake message (a ClientHello, first).
 constexpr unsigned char kTlsHandshakeRecord = 0x16;
 
@@ -61,6 +67,7 @@ Server::Session::Session(Server& server, tcp::socket socket, std::shared_ptr<net
       tls_context_(std::move(tls)),
       stream_(tls_context_ ? SessionStream(std::move(socket), *tls_context_)
                            : SessionStream(std::move(socket))),
+      read_deadline_(stream_.get_executor()),
       buffer_(server.options_.header_limit + server.options_.body_limit + kReadChunk),
       exchange_([this] { OnExchangeDone(); }) {}
 
@@ -95,7 +102,10 @@ void Server::Session::OnHandshake(beast::error_code ec) {
   // The ClientHello read ahead was handed to the handshake whole.
   buffer_.clear();
   if (ec) return OnHandshakeFailed(ec);
-  peer_certificate_ = tls::VerifiedPeerCertificate(stream_.tls()->native_handle());
+  if (const auto certificate = tls::VerifiedPeerCertificate(stream_.tls()->native_handle())) {
+    certificate_names_ = tls::DnsAndUriNames(*certificate);
+  }
+  close_notify_due_ = true;
   WaitForRequest();
 }
 
@@ -129,7 +139,8 @@ void Server::Session::DiscardPlaintext() {
 }
 
 void Server::Session::Reclaim() {
-  net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Close(); });
+  // At once, without a close_notify: a read is pending, and the connection's room is wanted.
+  net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->CloseNow(); });
 }
 
 void Server::Session::Drain() {
@@ -144,7 +155,7 @@ void Server::Session::WaitForRequest() {
   if (draining_ || server_.draining_.load()) return Close();
   if (buffer_.size() > 0) return ReadRequest();  // pipelined
   server_.EnterIdle(this);
-  stream_.tcp().expires_after(server_.options_.idle_timeout);
+  BoundReads(server_.options_.idle_timeout);
   stream_.async_read_some(buffer_.prepare(kReadChunk),
                           [self = shared_from_this()](beast::error_code ec, size_t n) {
                             self->buffer_.commit(n);
@@ -163,7 +174,7 @@ void Server::Session::ReadRequest() {
   parser_->header_limit(static_cast<uint32_t>(server_.options_.header_limit));
   parser_->body_limit(server_.options_.body_limit);
   header_bytes_ = 0;
-  stream_.tcp().expires_after(server_.options_.read_timeout);
+  BoundReads(server_.options_.read_timeout);
   ParseHeader();
 }
 
@@ -216,12 +227,15 @@ void Server::Session::OnRead(beast::error_code ec) {
   const auto& request = parser_->get();
   keep_alive_ = request.keep_alive();
   version_ = request.version();
+  StopReadDeadline();
   stream_.tcp().expires_never();
   in_flight_ = shared_from_this();
   const middleware::BeastRequest client(request, peer_);
   if (server_.api_.Handle(
           {request.method_string(), request.target(), request.body(), &client, caller_,
-           server_.options_.endpoints, peer_certificate_ ? &*peer_certificate_ : nullptr},
+           server_.options_.endpoints,
+           certificate_names_ ? std::optional<std::span<const std::string>>(*certificate_names_)
+                              : std::nullopt},
           exchange_)) {
     WatchClient();
   }
@@ -281,6 +295,7 @@ void Server::Session::Respond() {
   response_.keep_alive(keep_alive_ && !draining_);
   response_.body() = std::move(answer.body);
   response_.prepare_payload();
+  StopReadDeadline();
   stream_.tcp().expires_after(server_.options_.read_timeout);
   bhttp::async_write(stream_, response_, [self = shared_from_this()](beast::error_code ec, size_t) {
     self->OnWrite(ec);
@@ -289,7 +304,7 @@ void Server::Session::Respond() {
 
 void Server::Session::OnWrite(beast::error_code ec) {
   exchange_.response.body = std::move(response_.body());  // keep its capacity
-  if (ec) return Close();
+  if (ec) return CloseNow();
   if (linger_) return Linger();
   if (!response_.keep_alive()) return Close();
   WaitForRequest();
@@ -312,7 +327,35 @@ void Server::Session::Discard() {
                           });
 }
 
+void Server::Session::BoundReads(Duration timeout) {
+  if (!close_notify_due_) return stream_.tcp().expires_after(timeout);
+  stream_.tcp().expires_never();
+  read_deadline_.expires_after(timeout);
+  read_deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
+    // Not moved since it fired, the read it bounds still pending.
+    if (!ec && self->read_deadline_.expiry() <= std::chrono::steady_clock::now()) {
+      self->stream_.tcp().cancel();
+    }
+  });
+}
+
+void Server::Session::StopReadDeadline() {
+  // Moved away rather than cancelled: a wait that has fired already must see it is no longer due.
+  read_deadline_.expires_at(std::chrono::steady_clock::time_point::max());
+}
+
 void Server::Session::Close() {
+  if (!close_notify_due_) return CloseNow();
+  close_notify_due_ = false;
+  StopReadDeadline();
+  stream_.tcp().expires_after(kCloseNotifyTime);
+  stream_.tls()->async_shutdown(
+      [self = shared_from_this()](beast::error_code) { self->CloseNow(); });
+}
+
+void Server::Session::CloseNow() {
+  close_notify_due_ = false;
+  StopReadDeadline();
   beast::error_code ignored;
   stream_.tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
   stream_.tcp().close();

@@ -6,6 +6,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cstddef>
@@ -13,12 +14,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/fair_admission.h"
 #include "http/exchange.h"
 #include "http/server.h"
 #include "http/session_stream.h"
-#include "tls/peer_certificate.h"
 
 namespace sluice::http {
 
@@ -82,7 +83,19 @@ class Server::Session : public std::enable_shared_from_this<Session> {
 
   void Discard();
 
+  // Bounds the reads to come by `timeout`. Over TLS, the TCP stream's own bound would close the
+  // socket when it passes, and the session could not send its close_notify: its own bound cancels
+  // the read instead, and the session closes as for any failed read.
+  void BoundReads(Duration timeout);
+  // Ends the bound of BoundReads over TLS (the TCP stream's is the caller's to set).
+  void StopReadDeadline();
+
+  // Closes the connection: over TLS, with a close_notify first (its answer awaited a little), so
+  // that the client can tell the end of the stream from a cut connection. No operation may be
+  // pending on the TLS stream.
   void Close();
+  // Closes the connection at once.
+  void CloseNow();
 
   Server& server_;
   // The connection, as the store's admission knows it: its share is its own.
@@ -90,8 +103,12 @@ class Server::Session : public std::enable_shared_from_this<Session> {
   boost::asio::ip::tcp::endpoint peer_;
   std::shared_ptr<boost::asio::ssl::context> tls_context_;  // null: plain TCP
   SessionStream stream_;
-  // The client's certificate, verified, when it presented one (mTLS).
-  std::optional<tls::PeerCertificate> peer_certificate_;
+  boost::asio::steady_timer read_deadline_;  // BoundReads' over TLS
+  // Once the TLS handshake is done, until the connection starts to close.
+  bool close_notify_due_ = false;
+  // The DNS and URI names of the client's certificate, verified, when it presented one (mTLS):
+  // read once, for every request of the session.
+  std::optional<std::vector<std::string>> certificate_names_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::string body_storage_;

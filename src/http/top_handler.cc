@@ -4,15 +4,19 @@
 
 namespace sluice::http {
 
-void TopHandler::Handle(const Request& request, const RuleTable& rules, Exchange& exchange) {
+bool TopHandler::Handle(Call& call, Exchange& exchange) {
+  Answer(call.request.target, *call.rules, exchange);
+  return false;
+}
+
+void TopHandler::Answer(std::string_view target, const RuleTable& rules, Exchange& exchange) {
   if (!expose_keys_.load()) {
     return answers_.Fail(exchange, 403,
                          "keys are hidden: set server.expose_keys: true to show them");
   }
-  const size_t query_at = request.target.find('?');
-  auto query =
-      ParseTopQuery(query_at == std::string_view::npos ? "" : request.target.substr(query_at + 1),
-                    top_keys_.options().counters_per_rule);
+  const size_t query_at = target.find('?');
+  auto query = ParseTopQuery(query_at == std::string_view::npos ? "" : target.substr(query_at + 1),
+                             top_keys_.options().counters_per_rule);
   if (!query.ok()) return answers_.Fail(exchange, 400, query.status().message());
   std::string& body = exchange.response.body;
   if (query->rule) {

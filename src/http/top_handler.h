@@ -6,24 +6,26 @@
 #pragma once
 
 #include <atomic>
+#include <string_view>
 
 #include "http/answers.h"
-#include "http/exchange.h"
-#include "http/rule_table.h"
+#include "http/handler.h"
 #include "http/top_keys.h"
 
 namespace sluice::http {
 
-class TopHandler {
+class TopHandler final : public Handler {
  public:
   // `top_keys` and `answers` must outlive this object.
   TopHandler(const TopKeys& top_keys, Answers& answers) : top_keys_(top_keys), answers_(answers) {}
 
-  void Handle(const Request& request, const RuleTable& rules, Exchange& exchange);
+  bool Handle(Call& call, Exchange& exchange) override;
   // Whether the keys are shown (default: no, 403).
   void SetExposeKeys(bool expose) { expose_keys_.store(expose); }
 
  private:
+  void Answer(std::string_view target, const RuleTable& rules, Exchange& exchange);
+
   const TopKeys& top_keys_;
   Answers& answers_;
   std::atomic<bool> expose_keys_{false};

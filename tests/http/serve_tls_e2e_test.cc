@@ -2,15 +2,24 @@
 // configured authority required at the handshake), a plain HTTP client refused cleanly without a
 // decision, certificates rotated under load (by SIGHUP and by the files changing) with no request
 // failing and new clients seeing the new certificate, and the server certificates a verifying
-// client refuses. Certificates are made at test time by openssl (support/certificates.h).
+// client refuses; acquires over HTTPS; and the close_notify the server sends before closing a
+// session (idle, a request read too slowly, a drain), so that a client can tell the end of the
+// stream from a cut connection. Certificates are made at test time by openssl
+// (support/certificates.h).
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
 
 #include <array>
 #include <atomic>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -115,6 +124,79 @@ int64_t MetricOnceAt(httplib::SSLClient& https, std::string_view series, int64_t
   return value;
 }
 
+// One TLS connection to 127.0.0.1:`port`, verifying the server by `ca_file`, read to its end.
+class TlsConnection {
+ public:
+  TlsConnection(int port, const std::string& ca_file)
+      : context_(boost::asio::ssl::context::tls_client), stream_(io_, context_) {
+    context_.load_verify_file(ca_file);
+    stream_.set_verify_mode(boost::asio::ssl::verify_peer);
+    boost::system::error_code ec;
+    stream_.next_layer().connect(
+        {boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)}, ec);
+    if (!ec) stream_.handshake(boost::asio::ssl::stream_base::client, ec);
+    connected_ = !ec;
+  }
+
+  bool connected() const { return connected_; }
+  bool Send(std::string_view bytes) {
+    boost::system::error_code ec;
+    boost::asio::write(stream_, boost::asio::buffer(bytes), ec);
+    return !ec;
+  }
+  // Reads until `text` has come (true), or the connection ends or `timeout` passes (false).
+  bool ReadUntil(std::string_view text, std::chrono::milliseconds timeout) {
+    return Read([&] { return received_.find(text) != std::string::npos; }, timeout);
+  }
+  // Reads until the server ends the connection, within `timeout`: the error that ended it, eof
+  // for a close_notify (stream_truncated for a connection closed without one), or would_block
+  // when it is still open.
+  boost::system::error_code ReadToEnd(std::chrono::milliseconds timeout) {
+    Read([] { return false; }, timeout);
+    return end_;
+  }
+  const std::string& received() const { return received_; }
+
+ private:
+  bool Read(const std::function<bool()>& enough, std::chrono::milliseconds timeout) {
+    if (enough()) return true;
+    if (end_ != boost::asio::error::would_block) return false;
+    bool done = false;
+    std::function<void()> next = [&] {
+      stream_.async_read_some(boost::asio::buffer(chunk_),
+                              [&](boost::system::error_code ec, size_t n) {
+                                received_.append(chunk_.data(), n);
+                                if (ec) end_ = ec;
+                                if (ec || (done = enough())) return;
+                                next();
+                              });
+    };
+    next();
+    io_.run_for(timeout);
+    if (!io_.stopped()) {  // the read still pending: cut it short
+      stream_.next_layer().cancel();
+      io_.run();
+    }
+    io_.restart();
+    if (end_ == boost::asio::error::operation_aborted) end_ = boost::asio::error::would_block;
+    return done;
+  }
+
+  boost::asio::io_context io_;
+  boost::asio::ssl::context context_;
+  boost::asio::ssl::stream<boost::asio::ip::tcp::socket> stream_;
+  bool connected_ = false;
+  std::array<char, 4096> chunk_;
+  std::string received_;
+  boost::system::error_code end_ = boost::asio::error::would_block;
+};
+
+std::string RawCheck() {
+  return "POST /v1/check HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+         "Content-Length: " +
+         std::to_string(std::string_view(kCheck).size()) + "\r\n\r\n" + kCheck;
+}
+
 class ServeTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -142,6 +224,67 @@ TEST_F(ServeTlsTest, ChecksAreAnsweredOverTls) {
   }
   EXPECT_EQ(Metric(*https, R"(sluice_checks_total{rule="api",result="allowed"})"), 3);
   EXPECT_EQ(Metric(*https, "sluice_http_tls_handshake_failures_total"), 0);
+}
+
+// An acquire answered at once, then one that waits for its turn (the connection read meanwhile, to
+// see the client leave), both on one kept-alive HTTPS connection, which then still checks.
+TEST_F(ServeTlsTest, AcquiresAreAnsweredOverTls) {
+  std::string config = TlsConfig(server_);
+  config += "  - { name: paced, algorithm: gcra, limit: 1, period: 500ms }\n";
+  TlsService service(config);
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  auto https = HttpsClient(service.port(), ca_->ca_file());
+  constexpr char kAcquire[] = R"({"rule":"paced","key":"k","max_wait_ms":5000})";
+  for (int i = 0; i < 2; ++i) {
+    auto acquired = https->Post("/v1/acquire", kAcquire, "application/json");
+    ASSERT_TRUE(acquired) << httplib::to_string(acquired.error());
+    EXPECT_EQ(acquired->status, 200) << acquired->body;
+    EXPECT_NE(acquired->body.find(R"("outcome":"admitted")"), std::string::npos) << acquired->body;
+    EXPECT_NE(acquired->get_header_value("Server-Timing"), "");
+    // The second waits for the next slot, half a second on: gcra books it.
+    if (i == 1) {
+      EXPECT_EQ(acquired->body.find(R"("waited_ms":0,)"), std::string::npos) << acquired->body;
+    }
+  }
+  auto checked = https->Post("/v1/check", kCheck, "application/json");
+  ASSERT_TRUE(checked) << httplib::to_string(checked.error());
+  EXPECT_EQ(checked->status, 200) << checked->body;
+  EXPECT_EQ(Metric(*https, R"(sluice_acquires_total{rule="paced",outcome="admitted"})"), 2);
+}
+
+// The server ends a TLS session it closes with a close_notify: once idle past idle_timeout, once a
+// request is not read within read_timeout, and at a drain.
+TEST_F(ServeTlsTest, TheServerClosesATlsSessionWithCloseNotify) {
+  std::string config = TlsConfig(server_);
+  config.replace(config.find("server: {"), 9,
+                 "server: {read_timeout: 300ms, idle_timeout: 300ms, ");
+  TlsService service(config);
+  ASSERT_TRUE(service.up()) << service.process().Log();
+
+  TlsConnection idle(service.port(), ca_->ca_file());
+  ASSERT_TRUE(idle.connected());
+  ASSERT_TRUE(idle.Send(RawCheck()));
+  ASSERT_TRUE(idle.ReadUntil(R"("degraded":false})", 10s)) << idle.received();
+  // The bound is 300 ms; 10 s allows for a loaded machine.
+  boost::system::error_code end = idle.ReadToEnd(10s);
+  EXPECT_EQ(end, boost::asio::error::eof) << "idle: " << end.message();
+
+  TlsConnection slow(service.port(), ca_->ca_file());
+  ASSERT_TRUE(slow.connected());
+  ASSERT_TRUE(slow.Send("POST /v1/check HTTP/1.1\r\nHost: local"));
+  end = slow.ReadToEnd(10s);
+  EXPECT_EQ(end, boost::asio::error::eof) << "slow: " << end.message();
+
+  TlsService drained(TlsConfig(server_));
+  ASSERT_TRUE(drained.up()) << drained.process().Log();
+  TlsConnection kept(drained.port(), ca_->ca_file());
+  ASSERT_TRUE(kept.connected());
+  ASSERT_TRUE(kept.Send(RawCheck()));
+  ASSERT_TRUE(kept.ReadUntil(R"("degraded":false})", 10s)) << kept.received();
+  drained.process().Signal(SIGTERM);
+  end = kept.ReadToEnd(10s);
+  EXPECT_EQ(end, boost::asio::error::eof) << "drained: " << end.message();
+  EXPECT_EQ(drained.process().WaitExit(10s), 0) << drained.process().Log();
 }
 
 TEST_F(ServeTlsTest, PlainHttpOnTheTlsPortIsRefusedCleanlyWithoutADecision) {
