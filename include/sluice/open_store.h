@@ -29,6 +29,7 @@ struct OpenStoreOptions {
   // RedisStoreOptions::key_prefix and ::password.
   std::string key_prefix = "sluice:";
   std::string password{};
+  std::string sentinel_user{};      // RedisStoreOptions::sentinel_user
   std::string sentinel_password{};  // RedisStoreOptions::sentinel_password
   int io_threads = 1;
   int connections_per_thread = 0;  // RedisStoreOptions::connections_per_thread (0: its default)

@@ -77,8 +77,10 @@ struct RedisStoreOptions {
   // holds a password as well is refused. Empty: the URL's, if any. Never logged nor shown in an
   // error.
   std::string password{};
-  // The sentinels' own password (their requirepass) for a redis+sentinel:// URL; empty: none.
-  // Never logged nor shown in an error.
+  // The sentinels' own login for a redis+sentinel:// URL: their requirepass, or with
+  // `sentinel_user` a user of the sentinels' ACL (docs/redis-sentinel.md lists what it needs);
+  // empty: none. The password is never logged nor shown in an error.
+  std::string sentinel_user{};
   std::string sentinel_password{};
   // Deadline of each call (a check, a batch, a reset).
   Duration timeout = std::chrono::milliseconds(50);

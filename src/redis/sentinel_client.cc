@@ -47,10 +47,12 @@ Result<std::unique_ptr<SentinelClient>> SentinelClient::Create(SentinelClientOpt
   if (sentinel.master_name.empty()) {
     return Status::InvalidArgument("the master's name is missing (the sentinels' monitor name)");
   }
-  if (sentinel.tls) {
+  if (sentinel.tls != (sentinel.master.tls != nullptr)) {
     return Status::InvalidArgument(
-        "rediss+sentinel:// is not supported yet: reach the sentinels and the master over plain "
-        "TCP (redis+sentinel://), or use rediss:// to one master");
+        "rediss+sentinel:// needs the TLS context of the master's options, and only it has one");
+  }
+  if (!sentinel.sentinel_user.empty() && sentinel.sentinel_password.empty()) {
+    return Status::InvalidArgument("a sentinel user needs its password");
   }
   if (sentinel.master.timeout.count() <= 0 || sentinel.master.connect_timeout.count() <= 0) {
     return Status::InvalidArgument("Redis timeouts must be positive");
@@ -71,6 +73,10 @@ SentinelClient::SentinelClient(SentinelClientOptions options)
     : options_(std::move(options)),
       threads_(std::make_shared<IoThreads>(std::max(1, options_.sentinel.master.io_threads))),
       alarm_(std::make_shared<Alarm>()),
+      access_{.user = options_.sentinel.sentinel_user,
+              .password = options_.sentinel.sentinel_password,
+              .tls = options_.sentinel.master.tls,
+              .tls_server_name = options_.sentinel.master.tls_server_name},
       sentinels_(options_.sentinel.sentinels) {
   for (const std::string& address : sentinels_) {
     subscriptions_.emplace_back().address = address;
@@ -98,8 +104,18 @@ std::shared_ptr<Client> SentinelClient::Current() const {
 }
 
 Status SentinelClient::NoMaster() const {
+  std::string why;
+  {
+    base::MutexLock lock(mu_);
+    why = last_failure_;
+  }
   return Status::Unavailable("no Redis master known for '" + options_.sentinel.master_name +
-                             "' (the sentinels are asked again)");
+                             "' (the sentinels are asked again)" + (why.empty() ? "" : ": ") + why);
+}
+
+void SentinelClient::Failed(std::string why) {
+  base::MutexLock lock(mu_);
+  last_failure_ = std::move(why);
 }
 
 ReplyCallback SentinelClient::Watched(std::shared_ptr<Client> client, ReplyCallback done) {
@@ -205,12 +221,21 @@ bool SentinelClient::Discover() {
     port = std::atoi(announced_.c_str() + colon + 1);
     announced_.clear();
   }
+  std::string why;
   for (size_t i = 0; i < sentinels_.size() && port == 0; ++i) {
-    auto link = SentinelLink::Connect(sentinels_[i], sentinel.sentinel_password, timeout);
-    if (!link.ok()) continue;
+    auto link = SentinelLink::Connect(sentinels_[i], access_, timeout);
+    if (!link.ok()) {
+      why = link.status().message();
+      continue;
+    }
     const std::string_view ask[] = {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", sentinel.master_name};
     auto reply = (*link)->Call(ask, timeout);
-    if (!reply.ok() || reply->type != Reply::Type::kArray || reply->elements.size() != 2) continue;
+    if (!reply.ok() || reply->type != Reply::Type::kArray || reply->elements.size() != 2) {
+      why = !reply.ok()         ? reply.status().message()
+            : reply->is_error() ? "sentinel " + sentinels_[i] + " refused: " + reply->str
+                                : "sentinel " + sentinels_[i] + " knows no master by that name";
+      continue;
+    }
     const std::string& port_text = reply->elements[1].str;
     const auto [end, ec] =
         std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
@@ -223,7 +248,10 @@ bool SentinelClient::Discover() {
     std::rotate(sentinels_.begin(), sentinels_.begin() + static_cast<std::ptrdiff_t>(i),
                 sentinels_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
   }
-  if (port == 0) return Current() != nullptr;
+  if (port == 0) {
+    Failed(std::move(why));
+    return Current() != nullptr;
+  }
   const std::string address = host + ":" + std::to_string(port);
   {
     base::MutexLock lock(mu_);
@@ -237,15 +265,24 @@ bool SentinelClient::Discover() {
   options.port = port;
   options.unix_path.clear();
   options.require_master = true;
+  if (options.tls != nullptr) options.tls_server_name = TlsNameFor(host, options.tls_server_name);
   auto created = Client::Create(std::move(options), threads_);
-  if (!created.ok()) return false;
+  if (!created.ok()) {
+    Failed("the master " + address + ": " + created.status().message());
+    return false;
+  }
   std::shared_ptr<Client> client = std::move(*created);
   const std::string_view role[] = {"ROLE"};
   auto reply = client->CommandSync(role);
-  if (!reply.ok() || !IsMasterRole(*reply)) return false;
+  if (!reply.ok() || !IsMasterRole(*reply)) {
+    Failed("the master the sentinels name, " + address + ", " +
+           (reply.ok() ? "is not one (ROLE)" : "cannot be used: " + reply.status().message()));
+    return false;
+  }
   Master replaced;
   {
     base::MutexLock lock(mu_);
+    last_failure_.clear();
     replaced = std::exchange(master_, Master{client, address});
     const Client* stale = replaced.client.get();
     alarm_->readonly.compare_exchange_strong(stale, nullptr);
@@ -262,8 +299,7 @@ void SentinelClient::Subscribe(Subscription& subscription) {
   if (now < subscription.next_attempt) return;
   subscription.next_attempt = now + options_.recheck_interval;  // a sentinel down: not at once
   const Duration timeout = options_.sentinel.master.connect_timeout;
-  auto link =
-      SentinelLink::Connect(subscription.address, options_.sentinel.sentinel_password, timeout);
+  auto link = SentinelLink::Connect(subscription.address, access_, timeout);
   if (!link.ok()) return;
   const std::string_view subscribe[] = {"SUBSCRIBE", kSwitchMaster};
   auto confirmed = (*link)->Call(subscribe, timeout);

@@ -30,11 +30,10 @@
 #include "base/mutex.h"
 #include "redis/client.h"
 #include "redis/io_threads.h"
+#include "redis/sentinel_link.h"
 #include "redis/url.h"
 
 namespace sluice::redis {
-
-class SentinelLink;
 
 struct SentinelClientOptions {
   SentinelOptions sentinel;
@@ -85,7 +84,9 @@ class SentinelClient final : public Client {
   explicit SentinelClient(SentinelClientOptions options);
   // The master to send a call to; null while none is verified.
   std::shared_ptr<Client> Current() const;
+  // UNAVAILABLE, with why no master is known.
   Status NoMaster() const;
+  void Failed(std::string why);
   // `done`, after noting what the reply says of the master (READONLY, UNAVAILABLE).
   ReplyCallback Watched(std::shared_ptr<Client> client, ReplyCallback done);
   BatchReplyCallback WatchedBatch(std::shared_ptr<Client> client, BatchReplyCallback done);
@@ -112,6 +113,9 @@ class SentinelClient final : public Client {
   mutable base::Mutex mu_;
   Master master_ SLUICE_GUARDED_BY(mu_);
   SentinelStats stats_ SLUICE_GUARDED_BY(mu_);
+  // Why the last search for the master failed; empty once one is found.
+  std::string last_failure_ SLUICE_GUARDED_BY(mu_);
+  const SentinelAccess access_;
 
   // The sentinels' thread only.
   std::vector<std::string> sentinels_;  // the one that answered last first

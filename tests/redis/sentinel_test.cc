@@ -22,11 +22,13 @@
 #include <vector>
 
 #include "redis/client.h"
+#include "redis/sentinel_client.h"
 #include "redis/sentinel_link.h"
 #include "redis/url.h"
 #include "sluice/limit.h"
 #include "sluice/open_store.h"
 #include "sluice/store.h"
+#include "support/certificates.h"
 #include "support/decision_counts.h"
 #include "support/redis_acl.h"
 #include "support/redis_sentinel.h"
@@ -184,6 +186,173 @@ TEST(SentinelStore, TheDocumentedUserNeedsRoleAsWell) {
   }
 }
 
+// A check through `store`, retried (each a fresh check) until one is decided by Redis or `within`
+// passes; the last result.
+sluice::Result<sluice::Decision> CheckUntilDecided(sluice::Store& store, const sluice::Limit& limit,
+                                                   const std::string& key,
+                                                   std::chrono::milliseconds within) {
+  const auto until = Steady::now() + within;
+  while (true) {
+    auto d = store.Check({.scope = "api", .limit = &limit, .key = key});
+    if (d.ok() || Steady::now() > until) return d;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+// rediss+sentinel://: the sentinels and the master reached over TLS only (the URL names the
+// sentinels' TLS ports; the sentinels name the master's), through a SENTINEL FAILOVER; a CA that
+// did not sign the servers' certificates is refused with the cause.
+TEST(SentinelTls, FindsTheMasterAndFollowsAFailoverOverTls) {
+  auto ca = sluice::testing::CertificateAuthority::Create();
+  ASSERT_NE(ca, nullptr);
+  const auto cert = ca->Issue("localhost", {"DNS:localhost", "IP:127.0.0.1"});
+  SentinelSetup setup = WithPasswords();
+  setup.tls = {.cert_file = cert.cert_file, .key_file = cert.key_file, .ca_file = ca->ca_file()};
+  auto group = RedisSentinel::Start(setup);
+  ASSERT_NE(group, nullptr);
+  ASSERT_TRUE(group->url().starts_with("rediss+sentinel://")) << group->url();
+  const sluice::Limit limit = *sluice::Limit::Create(sluice::Algorithm::kFixedWindow, 1000, 1h);
+
+  auto other_ca = sluice::testing::CertificateAuthority::Create("another CA");
+  ASSERT_NE(other_ca, nullptr);
+  auto untrusted = sluice::OpenStore(group->url(), {.timeout = 200ms,
+                                                    .sentinel_password = kSentinelPassword,
+                                                    .tls = {.ca_file = other_ca->ca_file()}});
+  ASSERT_TRUE(untrusted.ok()) << untrusted.status().message();
+  auto refused = (*untrusted)->Check({.scope = "api", .limit = &limit, .key = "tls"});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), sluice::StatusCode::kUnavailable);
+  EXPECT_NE(refused.status().message().find("the server's certificate was refused"),
+            std::string::npos)
+      << refused.status().message();
+  for (const char* secret : {kMasterPassword, kSentinelPassword}) {
+    EXPECT_EQ(refused.status().message().find(secret), std::string::npos);
+  }
+  // Plain text to the TLS ports finds nothing.
+  std::string plain = group->url();
+  plain.replace(0, std::string("rediss").size(), "redis");
+  auto cleartext =
+      sluice::OpenStore(plain, {.timeout = 200ms, .sentinel_password = kSentinelPassword});
+  ASSERT_TRUE(cleartext.ok());
+  EXPECT_FALSE((*cleartext)->Check({.scope = "api", .limit = &limit, .key = "tls"}).ok());
+
+  auto store = sluice::OpenStore(group->url(), {.timeout = 200ms,
+                                                .sentinel_password = kSentinelPassword,
+                                                .tls = {.ca_file = ca->ca_file()}});
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  auto d = CheckUntilDecided(**store, limit, "tls", 5s);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_GT(group->EvalShaCalls(group->DataPort(0)), 0);
+  EXPECT_EQ(group->EvalShaCalls(group->DataPort(1)), 0) << "a script ran on the replica";
+
+  ASSERT_TRUE(group->Failover());
+  const auto new_master = group->WaitForNewMaster(group->DataPort(0), 30s);
+  ASSERT_TRUE(new_master.has_value()) << "no new master within 30 s";
+  ASSERT_EQ(*new_master, group->DataPort(1));
+  const long before = group->EvalShaCalls(*new_master);
+  const auto until = Steady::now() + 5s;
+  while (group->EvalShaCalls(*new_master) == before && Steady::now() < until) {
+    (void)(*store)->Check({.scope = "api", .limit = &limit, .key = "tls"});
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_GT(group->EvalShaCalls(*new_master), before) << "the new master was not used over TLS";
+  d = CheckUntilDecided(**store, limit, "tls", 2s);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+}
+
+// A master demoted behind the sentinels' back (REPLICAOF sent to it directly, the sentinels still
+// naming it): the check that meets READONLY fails as an outage, no further script reaches it while
+// it is a replica, and once the sentinels have failed it over, checks go to the new master.
+TEST(SentinelStore, AMasterDemotedBehindTheSentinelsIsNotWrittenToAgain) {
+  auto group = RedisSentinel::Start(WithPasswords());
+  ASSERT_NE(group, nullptr);
+  const int master = group->server(0).port(), replica = group->server(1).port();
+  auto store =
+      sluice::OpenStore(group->url(), {.timeout = 200ms, .sentinel_password = kSentinelPassword});
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  const sluice::Limit limit = *sluice::Limit::Create(sluice::Algorithm::kFixedWindow, 1000, 1h);
+  ASSERT_TRUE(CheckUntilDecided(**store, limit, "demoted", 5s).ok());
+
+  ASSERT_EQ(group->Cli(master, {"REPLICAOF", "127.0.0.1", std::to_string(replica)}), "OK");
+  ASSERT_EQ(group->RoleOf(master), "slave");
+  // Sequential checks while the sentinels still name it: the first meets the demoted master
+  // (READONLY), and none is answered but as an outage.
+  int refused = 0;
+  long after_refusal = 0;
+  for (int i = 0; i < 30; ++i) {
+    auto d = (*store)->Check({.scope = "api", .limit = &limit, .key = "demoted"});
+    if (!d.ok()) {
+      EXPECT_EQ(d.status().code(), sluice::StatusCode::kUnavailable) << d.status().message();
+      if (refused++ == 0) after_refusal = group->EvalShaCalls(master);
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_GT(refused, 0) << "no check met the demoted master";
+  ASSERT_EQ(group->MasterPort(0), master) << "the sentinels moved on during the checks";
+  ASSERT_EQ(group->RoleOf(master), "slave");
+  EXPECT_EQ(group->EvalShaCalls(master), after_refusal)
+      << "scripts went on to a master demoted to a replica after it answered READONLY";
+  // The sentinels take down-after + 20 s to judge a master that says it is a replica down:
+  // SENTINEL FAILOVER, rather than waiting.
+  ASSERT_TRUE(group->Failover());
+  const auto new_master = group->WaitForNewMaster(master, 30s);
+  ASSERT_TRUE(new_master.has_value()) << "the sentinels did not fail over within 30 s";
+  auto d = CheckUntilDecided(**store, limit, "demoted", 3s);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_GT(group->EvalShaCalls(*new_master), 0);
+}
+
+// A user of the sentinels' ACL with only what sluice asks of them (docs/redis-sentinel.md): the
+// master is found and a failover's +switch-master heard; without the SENTINEL subcommand the
+// sentinels refuse, and the error says so.
+TEST(SentinelStore, ASentinelAclUserWithTheDocumentedCommandsFollowsAFailover) {
+  auto group = RedisSentinel::Start(WithPasswords());
+  ASSERT_NE(group, nullptr);
+  for (size_t i = 0; i < group->sentinel_ports().size(); ++i) {
+    ASSERT_EQ(group->SentinelCli(i, {"ACL", "SETUSER", "sluice-sentinel", "reset", "on",
+                                     ">sentinel-user-pw", "+sentinel|get-master-addr-by-name",
+                                     "+subscribe", "+ping", "&+switch-master"}),
+              "OK");
+    ASSERT_EQ(
+        group->SentinelCli(i, {"ACL", "SETUSER", "sluice-nosentinel", "reset", "on",
+                               ">sentinel-user-pw", "+subscribe", "+ping", "&+switch-master"}),
+        "OK");
+  }
+  auto options = sluice::redis::ParseRedisSentinelUrl(group->url());
+  ASSERT_TRUE(options.ok());
+  options->master.timeout = options->master.connect_timeout = 200ms;
+  options->sentinel_password = "sentinel-user-pw";
+
+  options->sentinel_user = "sluice-nosentinel";
+  auto denied = sluice::redis::SentinelClient::Create({.sentinel = *options});
+  ASSERT_TRUE(denied.ok());
+  const std::string_view ping[] = {"PING"};
+  auto no = (*denied)->CommandSync(ping);
+  ASSERT_FALSE(no.ok());
+  EXPECT_NE(no.status().message().find("NOPERM"), std::string::npos) << no.status().message();
+  EXPECT_EQ(no.status().message().find("sentinel-user-pw"), std::string::npos);
+  denied->reset();
+
+  options->sentinel_user = "sluice-sentinel";
+  auto client = sluice::redis::SentinelClient::Create({.sentinel = *options});
+  ASSERT_TRUE(client.ok());
+  auto pong = (*client)->CommandSync(ping);
+  ASSERT_TRUE(pong.ok()) << pong.status().message();
+  const std::string first = (*client)->sentinel_stats().master;
+  EXPECT_EQ(first, "127.0.0.1:" + std::to_string(group->server(0).port()));
+  // Every subscription in place before the failover.
+  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(group->Failover());
+  ASSERT_TRUE(group->WaitForNewMaster(group->server(0).port(), 30s).has_value());
+  const auto until = Steady::now() + 5s;
+  while ((*client)->sentinel_stats().announcements == 0 && Steady::now() < until) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_GT((*client)->sentinel_stats().announcements, 0u) << "no +switch-master heard";
+  EXPECT_EQ((*client)->sentinel_stats().master,
+            "127.0.0.1:" + std::to_string(group->server(1).port()));
+}
+
 // A config whose store URL is bad is refused at its line, and the service does not start.
 TEST(SentinelConfig, ABadStoreUrlIsRefusedAtItsLine) {
   sluice::testing::TempDir dir;
@@ -236,7 +405,7 @@ class SwitchWatch {
   SwitchWatch(const std::vector<int>& sentinel_ports, const std::string& master_name) {
     for (int port : sentinel_ports) {
       auto link = sluice::redis::SentinelLink::Connect("127.0.0.1:" + std::to_string(port),
-                                                       kSentinelPassword, 1s);
+                                                       {.password = kSentinelPassword}, 1s);
       if (!link.ok()) return;
       const std::string_view subscribe[] = {"SUBSCRIBE", "+switch-master"};
       if (!(*link)->Call(subscribe, 1s).ok()) return;
@@ -361,7 +530,7 @@ class ReplicaWatch {
                            std::string_view arg) -> std::optional<sluice::redis::Reply> {
         if (links[s] == nullptr) {
           auto link = sluice::redis::SentinelLink::Connect("127.0.0.1:" + std::to_string(ports[s]),
-                                                           kMasterPassword, 100ms);
+                                                           {.password = kMasterPassword}, 100ms);
           if (!link.ok()) return std::nullopt;
           links[s] = std::move(*link);
         }
