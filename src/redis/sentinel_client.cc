@@ -63,16 +63,18 @@ Result<std::unique_ptr<SentinelClient>> SentinelClient::Create(SentinelClientOpt
   if (options.recheck_interval.count() <= 0 || options.rediscover_min_gap.count() <= 0) {
     return Status::InvalidArgument("the sentinel intervals must be positive");
   }
-  std::unique_ptr<SentinelClient> client(new SentinelClient(std::move(options)));
+  std::unique_ptr<SentinelClient> client(
+      new SentinelClient(std::move(options), std::make_shared<Alarm>()));
   client->Discover();
   client->thread_ = std::thread([c = client.get()] { c->Run(); });
   return client;
 }
 
-SentinelClient::SentinelClient(SentinelClientOptions options)
-    : options_(std::move(options)),
+SentinelClient::SentinelClient(SentinelClientOptions options, std::shared_ptr<Alarm> alarm)
+    : ForwardingClient(WatchFor(alarm)),
+      options_(std::move(options)),
       threads_(std::make_shared<IoThreads>(std::max(1, options_.sentinel.master.io_threads))),
-      alarm_(std::make_shared<Alarm>()),
+      alarm_(std::move(alarm)),
       access_{.user = options_.sentinel.sentinel_user,
               .password = options_.sentinel.sentinel_password,
               .tls = options_.sentinel.master.tls,
@@ -97,13 +99,24 @@ SentinelClient::~SentinelClient() {
   ReleaseRetired(/*all=*/true);
 }
 
-std::shared_ptr<Client> SentinelClient::Current() const {
+ForwardingClient::ReplyWatch SentinelClient::WatchFor(std::shared_ptr<Alarm> alarm) {
+  return [alarm = std::move(alarm)](const Client& from, const Result<Reply>& reply) {
+    if (!reply.ok()) {
+      if (reply.status().code() == StatusCode::kUnavailable) alarm->Raise();
+    } else if (reply->is_error() && reply->str.starts_with("READONLY")) {
+      alarm->readonly.store(&from, std::memory_order_release);
+      alarm->Raise();
+    }
+  };
+}
+
+std::shared_ptr<Client> SentinelClient::Target() const {
   base::MutexLock lock(mu_);
   if (master_.client.get() == alarm_->readonly.load(std::memory_order_acquire)) return nullptr;
   return master_.client;
 }
 
-Status SentinelClient::NoMaster() const {
+Status SentinelClient::NoTarget() const {
   std::string why;
   {
     base::MutexLock lock(mu_);
@@ -118,87 +131,10 @@ void SentinelClient::Failed(std::string why) {
   last_failure_ = std::move(why);
 }
 
-ReplyCallback SentinelClient::Watched(std::shared_ptr<Client> client, ReplyCallback done) {
-  return [alarm = alarm_, client = client.get(), done = std::move(done)](Result<Reply> reply) {
-    if (!reply.ok()) {
-      if (reply.status().code() == StatusCode::kUnavailable) alarm->Raise();
-    } else if (reply->is_error() && reply->str.starts_with("READONLY")) {
-      alarm->readonly.store(client, std::memory_order_release);
-      alarm->Raise();
-    }
-    done(std::move(reply));
-  };
-}
-
-BatchReplyCallback SentinelClient::WatchedBatch(std::shared_ptr<Client> client,
-                                                BatchReplyCallback done) {
-  return [alarm = alarm_, client = client.get(),
-          done = std::move(done)](std::vector<Result<Reply>> replies) {
-    for (const auto& reply : replies) {
-      if (!reply.ok()) {
-        if (reply.status().code() == StatusCode::kUnavailable) alarm->Raise();
-      } else if (reply->is_error() && reply->str.starts_with("READONLY")) {
-        alarm->readonly.store(client, std::memory_order_release);
-        alarm->Raise();
-      }
-    }
-    done(std::move(replies));
-  };
-}
-
-void SentinelClient::Command(std::span<const std::string_view> argv, const CallOptions& options,
-                             ReplyCallback done) {
-  auto client = Current();
-  if (client == nullptr) return done(NoMaster());
-  client->Command(argv, options, Watched(client, std::move(done)));
-}
-
-void SentinelClient::EvalSha(const Script& script, std::span<const std::string_view> keys,
-                             std::span<const std::string_view> args, const CallOptions& options,
-                             ReplyCallback done) {
-  auto client = Current();
-  if (client == nullptr) return done(NoMaster());
-  client->EvalSha(script, keys, args, options, Watched(client, std::move(done)));
-}
-
-void SentinelClient::EvalShaCoalesced(const CoalescibleCall& call, const CallOptions& options,
-                                      ReplyCallback done) {
-  auto client = Current();
-  if (client == nullptr) return done(NoMaster());
-  client->EvalShaCoalesced(call, options, Watched(client, std::move(done)));
-}
-
-void SentinelClient::EvalShaCoalescedBatch(std::span<const CoalescibleCall> calls,
-                                           BatchReplyCallback done) {
-  auto client = Current();
-  if (client == nullptr) {
-    return done(std::vector<Result<Reply>>(calls.size(), Result<Reply>(NoMaster())));
-  }
-  client->EvalShaCoalescedBatch(calls, WatchedBatch(client, std::move(done)));
-}
-
-void SentinelClient::EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) {
-  auto client = Current();
-  if (client == nullptr) {
-    return done(std::vector<Result<Reply>>(calls.size(), Result<Reply>(NoMaster())));
-  }
-  client->EvalShaBatch(calls, WatchedBatch(client, std::move(done)));
-}
-
 std::string SentinelClient::AddressOf(uint32_t id) const {
   if (id != 0) return {};
   base::MutexLock lock(mu_);
   return master_.address;
-}
-
-bool SentinelClient::connected_for_testing() const {
-  auto client = Current();
-  return client != nullptr && client->connected_for_testing();
-}
-
-ClientStats SentinelClient::stats_for_testing() const {
-  auto client = Current();
-  return client != nullptr ? client->stats_for_testing() : ClientStats{};
 }
 
 SentinelStats SentinelClient::sentinel_stats() const {
@@ -250,7 +186,7 @@ bool SentinelClient::Discover() {
   }
   if (port == 0) {
     Failed(std::move(why));
-    return Current() != nullptr;
+    return Target() != nullptr;
   }
   const std::string address = host + ":" + std::to_string(port);
   {
