@@ -112,8 +112,8 @@ struct RedisStoreOptions {
   // millisecond clock). With `clock` set, make it cover the skew between the callers' clocks
   // and the Redis server's.
   Duration expiry_margin = std::chrono::milliseconds(1);
-  // The TLS material of a rediss:// or rediss+cluster:// URL (sluice/redis_tls.h); any of it with
-  // a plain URL is refused.
+  // The TLS material of a rediss://, rediss+cluster:// or rediss+sentinel:// URL
+  // (sluice/redis_tls.h); any of it with a plain URL is refused.
   RedisTlsOptions tls{};
 };
 

@@ -149,7 +149,7 @@ struct StoreConfig {
   // of the sentinels' ACL.
   std::string sentinel_user;
   std::string sentinel_password;
-  // store.tls: the TLS material of a rediss:// or rediss+cluster:// URL (config/store_tls.h).
+  // store.tls: the TLS material of a rediss://, rediss+cluster:// or rediss+sentinel:// URL.
   RedisTlsOptions tls;
 };
 
