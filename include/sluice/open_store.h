@@ -4,10 +4,10 @@
 //   unix:///path/to/redis.sock[?db=N]           a RedisStore over a Unix socket
 //   redis+cluster://[user:password@]host:port,host:port,...
 //                                               a RedisStore on a Redis Cluster (seed nodes)
-//   rediss://...  rediss+cluster://...          the same over TLS (OpenStoreOptions::tls)
+//   rediss://...  rediss+cluster://...  rediss+sentinel://...  over TLS (OpenStoreOptions::tls)
 //   redis+sentinel://[user:password@]host:port,host:port,.../master_name
 //                                               a RedisStore on the master Redis Sentinel names
-//   rediss+sentinel://...                        the same, the master over TLS
+//   rediss+sentinel://...                        the same, the sentinels and the master over TLS
 // Thread safety: OpenStore may be called from any thread; see each store for its own contract.
 #pragma once
 
@@ -33,6 +33,7 @@ struct OpenStoreOptions {
   // RedisStoreOptions::key_prefix and ::password.
   std::string key_prefix = "sluice:";
   std::string password{};
+  std::string sentinel_user{};      // RedisStoreOptions::sentinel_user
   std::string sentinel_password{};  // RedisStoreOptions::sentinel_password
   int io_threads = 1;
   // RedisStoreOptions::threads: a single Redis's connections on the caller's threads.
@@ -42,7 +43,7 @@ struct OpenStoreOptions {
   size_t max_memory = MemoryStoreOptions{}.max_memory;
   // RedisStoreOptions::coalesce_max: checks decided by one script call at most.
   size_t coalesce_max = 64;
-  // RedisStoreOptions::tls, for rediss:// and rediss+cluster://.
+  // RedisStoreOptions::tls, for rediss://, rediss+cluster:// and rediss+sentinel://.
   RedisTlsOptions tls{};
 };
 

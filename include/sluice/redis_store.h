@@ -78,8 +78,10 @@ struct RedisStoreOptions {
   // holds a password as well is refused. Empty: the URL's, if any. Never logged nor shown in an
   // error.
   std::string password{};
-  // The sentinels' own password (their requirepass) for a redis+sentinel:// URL; empty: none.
-  // Never logged nor shown in an error.
+  // The sentinels' own login for a redis+sentinel:// URL: their requirepass, or with
+  // `sentinel_user` a user of the sentinels' ACL (docs/redis-sentinel.md lists what it needs);
+  // empty: none. The password is never logged nor shown in an error.
+  std::string sentinel_user{};
   std::string sentinel_password{};
   // Deadline of each call (a check, a batch, a reset).
   Duration timeout = std::chrono::milliseconds(50);
@@ -117,8 +119,8 @@ struct RedisStoreOptions {
   // millisecond clock). With `clock` set, make it cover the skew between the callers' clocks
   // and the Redis server's.
   Duration expiry_margin = std::chrono::milliseconds(1);
-  // The TLS material of a rediss:// or rediss+cluster:// URL (sluice/redis_tls.h); any of it with
-  // a plain URL is refused.
+  // The TLS material of a rediss://, rediss+cluster:// or rediss+sentinel:// URL
+  // (sluice/redis_tls.h); any of it with a plain URL is refused.
   RedisTlsOptions tls{};
 };
 

@@ -1,5 +1,5 @@
-// RedisTlsOptions: the TLS material of a connection to Redis over TLS (the URL schemes rediss://
-// and rediss+cluster://), as files read when the store is created and again on
+// RedisTlsOptions: the TLS material of a connection to Redis over TLS (the URL schemes rediss://,
+// rediss+cluster:// and rediss+sentinel://), as files read when the store is created and again on
 // RedisStore::ReloadTls. Verification is on: the server's certificate must chain to `ca_file` (or
 // the system's store), be valid now, and name `server_name`; a connection that fails it fails
 // with the cause (OpenSSL's verify result), and nothing is ever sent in plain text instead.

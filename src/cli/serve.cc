@@ -79,6 +79,8 @@ std::string FieldsNeedingRestart(const ServeFlags& flags, const config::Config& 
   compare("store.max_memory", false, reloaded.store.max_memory != running.store.max_memory);
   compare("store.key_prefix", false, reloaded.store.key_prefix != running.store.key_prefix);
   compare("store.password", false, reloaded.store.password != running.store.password);
+  compare("store.sentinel_user", false,
+          reloaded.store.sentinel_user != running.store.sentinel_user);
   compare("store.sentinel_password", false,
           reloaded.store.sentinel_password != running.store.sentinel_password);
   compare("store.tls.server_name", false,
@@ -216,6 +218,7 @@ int RunServe(const ServeFlags& flags) {
   store_options.timeout = config->store.timeout;
   store_options.key_prefix = config->store.key_prefix + ":";
   store_options.password = config->store.password;
+  store_options.sentinel_user = config->store.sentinel_user;
   store_options.sentinel_password = config->store.sentinel_password;
   store_options.tls = config->store.tls;
   store_options.max_memory = config->store.max_memory;

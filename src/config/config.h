@@ -145,9 +145,11 @@ struct StoreConfig {
   std::string password;
   // A redis+sentinel:// store's sentinels' password (their requirepass), apart from the
   // master's: read from store.sentinel_password_file or store.sentinel_password_env, as the
-  // password. Empty: the sentinels need none.
+  // password. Empty: the sentinels need none. With store.sentinel_user, the password of that user
+  // of the sentinels' ACL.
+  std::string sentinel_user;
   std::string sentinel_password;
-  // store.tls: the TLS material of a rediss:// or rediss+cluster:// URL (config/store_tls.h).
+  // store.tls: the TLS material of a rediss://, rediss+cluster:// or rediss+sentinel:// URL.
   RedisTlsOptions tls;
 };
 

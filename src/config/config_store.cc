@@ -106,8 +106,8 @@ Result<std::string> ReadPasswordFile(const std::string& path) {
 Status ParseStoreSection(const Reporter& report, const YAML::Node& node, StoreConfig& store) {
   Fields fields(report, node, "store");
   if (Status s = fields.Check({"url", "timeout_ms", "instances", "max_memory", "key_prefix",
-                               "password_file", "password_env", "sentinel_password_file",
-                               "sentinel_password_env", "tls"});
+                               "password_file", "password_env", "sentinel_user",
+                               "sentinel_password_file", "sentinel_password_env", "tls"});
       !s.ok()) {
     return s;
   }

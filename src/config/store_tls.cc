@@ -19,7 +19,8 @@ Result<RedisTlsOptions> ParseStoreTls(const YamlReporter& report, const YAML::No
   }
   if (!redis::IsTlsUrl(store_url)) {
     return report.At(tls, "store.tls",
-                     "the store URL is not one over TLS: use rediss:// or rediss+cluster://");
+                     "the store URL is not one over TLS: use rediss://, rediss+cluster:// or "
+                     "rediss+sentinel://");
   }
   RedisTlsOptions options;
   for (auto [field, target] :

@@ -53,6 +53,17 @@ Status ParseStoreUrlAndSentinel(const YamlReporter& report, const YamlFields& fi
     }
     store.sentinel_password = value;
   }
+  if (const YAML::Node user = fields.Get("sentinel_user"); user.IsDefined()) {
+    auto name = fields.ReadString(user, "sentinel_user");
+    if (!name.ok()) return name.status();
+    if (name->empty()) return report.At(user, fields.Path("sentinel_user"), "must not be empty");
+    if (store.sentinel_password.empty()) {
+      return report.At(user, fields.Path("sentinel_user"),
+                       "a sentinel user needs its password: sentinel_password_file or "
+                       "sentinel_password_env");
+    }
+    store.sentinel_user = std::move(*name);
+  }
   if (!store.sentinel_password.empty() && !IsSentinelUrl(store.url)) {
     const bool from_file = file.IsDefined();
     return report.At(from_file ? file : env,

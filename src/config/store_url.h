@@ -1,5 +1,6 @@
-// The store's URL checked when the config is read, and the sentinels' password of a
-// redis+sentinel:// store: store.sentinel_password_file or store.sentinel_password_env. Errors
+// The store's URL checked when the config is read, and the sentinels' login of a
+// redis+sentinel:// store: store.sentinel_user, and store.sentinel_password_file or
+// store.sentinel_password_env. Errors
 // name the file, the line and the field, and never hold a password. Pure but for the file and
 // the environment variable read.
 #pragma once
@@ -11,7 +12,8 @@
 
 namespace sluice::config {
 
-// store.sentinel_password_file / store.sentinel_password_env into store.sentinel_password,
+// store.sentinel_user, and store.sentinel_password_file / store.sentinel_password_env into
+// store.sentinel_password,
 // then store.url's form (OpenStore's schemes; a Redis URL as its parser reads it, with
 // store.password), so that a bad URL stops the config at its line instead of the store's
 // opening. `store.url` and `store.password` are read already.

@@ -35,9 +35,11 @@ Result<std::unique_ptr<redis::Client>> Connect(const RedisStoreOptions& options,
                                                std::shared_ptr<redis::TlsContext>& tls) {
   if (options.url.starts_with(redis::kSentinelScheme) ||
       options.url.starts_with(redis::kTlsSentinelScheme)) {
-    auto sentinel = redis::ParseRedisSentinelUrl(options.url, options.password);
+    auto sentinel = redis::ParseRedisSentinelUrl(options.url, options.password, options.tls);
     if (!sentinel.ok()) return sentinel.status();
     ApplyTo(options, 2, sentinel->master);
+    tls = sentinel->master.tls;
+    sentinel->sentinel_user = options.sentinel_user;
     sentinel->sentinel_password = options.sentinel_password;
     auto client = redis::SentinelClient::Create({.sentinel = std::move(*sentinel)});
     if (!client.ok()) return client.status();

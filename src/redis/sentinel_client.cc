@@ -47,10 +47,12 @@ Result<std::unique_ptr<SentinelClient>> SentinelClient::Create(SentinelClientOpt
   if (sentinel.master_name.empty()) {
     return Status::InvalidArgument("the master's name is missing (the sentinels' monitor name)");
   }
-  if (sentinel.tls) {
+  if (sentinel.tls != (sentinel.master.tls != nullptr)) {
     return Status::InvalidArgument(
-        "rediss+sentinel:// is not supported yet: reach the sentinels and the master over plain "
-        "TCP (redis+sentinel://), or use rediss:// to one master");
+        "rediss+sentinel:// needs the TLS context of the master's options, and only it has one");
+  }
+  if (!sentinel.sentinel_user.empty() && sentinel.sentinel_password.empty()) {
+    return Status::InvalidArgument("a sentinel user needs its password");
   }
   if (sentinel.master.timeout.count() <= 0 || sentinel.master.connect_timeout.count() <= 0) {
     return Status::InvalidArgument("Redis timeouts must be positive");
@@ -61,16 +63,22 @@ Result<std::unique_ptr<SentinelClient>> SentinelClient::Create(SentinelClientOpt
   if (options.recheck_interval.count() <= 0 || options.rediscover_min_gap.count() <= 0) {
     return Status::InvalidArgument("the sentinel intervals must be positive");
   }
-  std::unique_ptr<SentinelClient> client(new SentinelClient(std::move(options)));
+  std::unique_ptr<SentinelClient> client(
+      new SentinelClient(std::move(options), std::make_shared<Alarm>()));
   client->Discover();
   client->thread_ = std::thread([c = client.get()] { c->Run(); });
   return client;
 }
 
-SentinelClient::SentinelClient(SentinelClientOptions options)
-    : options_(std::move(options)),
+SentinelClient::SentinelClient(SentinelClientOptions options, std::shared_ptr<Alarm> alarm)
+    : ForwardingClient(WatchFor(alarm)),
+      options_(std::move(options)),
       threads_(std::make_shared<IoThreads>(std::max(1, options_.sentinel.master.io_threads))),
-      alarm_(std::make_shared<Alarm>()),
+      alarm_(std::move(alarm)),
+      access_{.user = options_.sentinel.sentinel_user,
+              .password = options_.sentinel.sentinel_password,
+              .tls = options_.sentinel.master.tls,
+              .tls_server_name = options_.sentinel.master.tls_server_name},
       sentinels_(options_.sentinel.sentinels) {
   for (const std::string& address : sentinels_) {
     subscriptions_.emplace_back().address = address;
@@ -91,98 +99,42 @@ SentinelClient::~SentinelClient() {
   ReleaseRetired(/*all=*/true);
 }
 
-std::shared_ptr<Client> SentinelClient::Current() const {
+ForwardingClient::ReplyWatch SentinelClient::WatchFor(std::shared_ptr<Alarm> alarm) {
+  return [alarm = std::move(alarm)](const Client& from, const Result<Reply>& reply) {
+    if (!reply.ok()) {
+      if (reply.status().code() == StatusCode::kUnavailable) alarm->Raise();
+    } else if (reply->is_error() && reply->str.starts_with("READONLY")) {
+      alarm->readonly.store(&from, std::memory_order_release);
+      alarm->Raise();
+    }
+  };
+}
+
+std::shared_ptr<Client> SentinelClient::Target() const {
   base::MutexLock lock(mu_);
   if (master_.client.get() == alarm_->readonly.load(std::memory_order_acquire)) return nullptr;
   return master_.client;
 }
 
-Status SentinelClient::NoMaster() const {
+Status SentinelClient::NoTarget() const {
+  std::string why;
+  {
+    base::MutexLock lock(mu_);
+    why = last_failure_;
+  }
   return Status::Unavailable("no Redis master known for '" + options_.sentinel.master_name +
-                             "' (the sentinels are asked again)");
+                             "' (the sentinels are asked again)" + (why.empty() ? "" : ": ") + why);
 }
 
-ReplyCallback SentinelClient::Watched(std::shared_ptr<Client> client, ReplyCallback done) {
-  return [alarm = alarm_, client = client.get(), done = std::move(done)](Result<Reply> reply) {
-    if (!reply.ok()) {
-      if (reply.status().code() == StatusCode::kUnavailable) alarm->Raise();
-    } else if (reply->is_error() && reply->str.starts_with("READONLY")) {
-      alarm->readonly.store(client, std::memory_order_release);
-      alarm->Raise();
-    }
-    done(std::move(reply));
-  };
-}
-
-BatchReplyCallback SentinelClient::WatchedBatch(std::shared_ptr<Client> client,
-                                                BatchReplyCallback done) {
-  return [alarm = alarm_, client = client.get(),
-          done = std::move(done)](std::vector<Result<Reply>> replies) {
-    for (const auto& reply : replies) {
-      if (!reply.ok()) {
-        if (reply.status().code() == StatusCode::kUnavailable) alarm->Raise();
-      } else if (reply->is_error() && reply->str.starts_with("READONLY")) {
-        alarm->readonly.store(client, std::memory_order_release);
-        alarm->Raise();
-      }
-    }
-    done(std::move(replies));
-  };
-}
-
-void SentinelClient::Command(std::span<const std::string_view> argv, const CallOptions& options,
-                             ReplyCallback done) {
-  auto client = Current();
-  if (client == nullptr) return done(NoMaster());
-  client->Command(argv, options, Watched(client, std::move(done)));
-}
-
-void SentinelClient::EvalSha(const Script& script, std::span<const std::string_view> keys,
-                             std::span<const std::string_view> args, const CallOptions& options,
-                             ReplyCallback done) {
-  auto client = Current();
-  if (client == nullptr) return done(NoMaster());
-  client->EvalSha(script, keys, args, options, Watched(client, std::move(done)));
-}
-
-void SentinelClient::EvalShaCoalesced(const CoalescibleCall& call, const CallOptions& options,
-                                      ReplyCallback done) {
-  auto client = Current();
-  if (client == nullptr) return done(NoMaster());
-  client->EvalShaCoalesced(call, options, Watched(client, std::move(done)));
-}
-
-void SentinelClient::EvalShaCoalescedBatch(std::span<const CoalescibleCall> calls,
-                                           BatchReplyCallback done) {
-  auto client = Current();
-  if (client == nullptr) {
-    return done(std::vector<Result<Reply>>(calls.size(), Result<Reply>(NoMaster())));
-  }
-  client->EvalShaCoalescedBatch(calls, WatchedBatch(client, std::move(done)));
-}
-
-void SentinelClient::EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) {
-  auto client = Current();
-  if (client == nullptr) {
-    return done(std::vector<Result<Reply>>(calls.size(), Result<Reply>(NoMaster())));
-  }
-  client->EvalShaBatch(calls, WatchedBatch(client, std::move(done)));
+void SentinelClient::Failed(std::string why) {
+  base::MutexLock lock(mu_);
+  last_failure_ = std::move(why);
 }
 
 std::string SentinelClient::AddressOf(uint32_t id) const {
   if (id != 0) return {};
   base::MutexLock lock(mu_);
   return master_.address;
-}
-
-bool SentinelClient::connected_for_testing() const {
-  auto client = Current();
-  return client != nullptr && client->connected_for_testing();
-}
-
-ClientStats SentinelClient::stats_for_testing() const {
-  auto client = Current();
-  return client != nullptr ? client->stats_for_testing() : ClientStats{};
 }
 
 SentinelStats SentinelClient::sentinel_stats() const {
@@ -205,12 +157,21 @@ bool SentinelClient::Discover() {
     port = std::atoi(announced_.c_str() + colon + 1);
     announced_.clear();
   }
+  std::string why;
   for (size_t i = 0; i < sentinels_.size() && port == 0; ++i) {
-    auto link = SentinelLink::Connect(sentinels_[i], sentinel.sentinel_password, timeout);
-    if (!link.ok()) continue;
+    auto link = SentinelLink::Connect(sentinels_[i], access_, timeout);
+    if (!link.ok()) {
+      why = link.status().message();
+      continue;
+    }
     const std::string_view ask[] = {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", sentinel.master_name};
     auto reply = (*link)->Call(ask, timeout);
-    if (!reply.ok() || reply->type != Reply::Type::kArray || reply->elements.size() != 2) continue;
+    if (!reply.ok() || reply->type != Reply::Type::kArray || reply->elements.size() != 2) {
+      why = !reply.ok()         ? reply.status().message()
+            : reply->is_error() ? "sentinel " + sentinels_[i] + " refused: " + reply->str
+                                : "sentinel " + sentinels_[i] + " knows no master by that name";
+      continue;
+    }
     const std::string& port_text = reply->elements[1].str;
     const auto [end, ec] =
         std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
@@ -223,7 +184,10 @@ bool SentinelClient::Discover() {
     std::rotate(sentinels_.begin(), sentinels_.begin() + static_cast<std::ptrdiff_t>(i),
                 sentinels_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
   }
-  if (port == 0) return Current() != nullptr;
+  if (port == 0) {
+    Failed(std::move(why));
+    return Target() != nullptr;
+  }
   const std::string address = host + ":" + std::to_string(port);
   {
     base::MutexLock lock(mu_);
@@ -237,15 +201,24 @@ bool SentinelClient::Discover() {
   options.port = port;
   options.unix_path.clear();
   options.require_master = true;
+  if (options.tls != nullptr) options.tls_server_name = TlsNameFor(host, options.tls_server_name);
   auto created = Client::Create(std::move(options), threads_);
-  if (!created.ok()) return false;
+  if (!created.ok()) {
+    Failed("the master " + address + ": " + created.status().message());
+    return false;
+  }
   std::shared_ptr<Client> client = std::move(*created);
   const std::string_view role[] = {"ROLE"};
   auto reply = client->CommandSync(role);
-  if (!reply.ok() || !IsMasterRole(*reply)) return false;
+  if (!reply.ok() || !IsMasterRole(*reply)) {
+    Failed("the master the sentinels name, " + address + ", " +
+           (reply.ok() ? "is not one (ROLE)" : "cannot be used: " + reply.status().message()));
+    return false;
+  }
   Master replaced;
   {
     base::MutexLock lock(mu_);
+    last_failure_.clear();
     replaced = std::exchange(master_, Master{client, address});
     const Client* stale = replaced.client.get();
     alarm_->readonly.compare_exchange_strong(stale, nullptr);
@@ -262,8 +235,7 @@ void SentinelClient::Subscribe(Subscription& subscription) {
   if (now < subscription.next_attempt) return;
   subscription.next_attempt = now + options_.recheck_interval;  // a sentinel down: not at once
   const Duration timeout = options_.sentinel.master.connect_timeout;
-  auto link =
-      SentinelLink::Connect(subscription.address, options_.sentinel.sentinel_password, timeout);
+  auto link = SentinelLink::Connect(subscription.address, access_, timeout);
   if (!link.ok()) return;
   const std::string_view subscribe[] = {"SUBSCRIBE", kSwitchMaster};
   auto confirmed = (*link)->Call(subscribe, timeout);

@@ -28,13 +28,12 @@
 #include <vector>
 
 #include "base/mutex.h"
-#include "redis/client.h"
+#include "redis/forwarding_client.h"
 #include "redis/io_threads.h"
+#include "redis/sentinel_link.h"
 #include "redis/url.h"
 
 namespace sluice::redis {
-
-class SentinelLink;
 
 struct SentinelClientOptions {
   SentinelOptions sentinel;
@@ -48,31 +47,16 @@ struct SentinelStats {
   std::string master;          // "host:port" in use; empty when none is
 };
 
-class SentinelClient final : public Client {
+// Every call goes to the master in use (ForwardingClient).
+class SentinelClient final : public ForwardingClient {
  public:
   // Asks the sentinels and connects to the master, waiting up to connect_timeout for each; when
   // none answers yet, goes on trying in the background. Fails only on bad options.
   static Result<std::unique_ptr<SentinelClient>> Create(SentinelClientOptions options);
   ~SentinelClient() override;
 
-  using Client::Command;
-  using Client::EvalSha;
-  void Command(std::span<const std::string_view> argv, const CallOptions& options,
-               ReplyCallback done) override;
-  void EvalSha(const Script& script, std::span<const std::string_view> keys,
-               std::span<const std::string_view> args, const CallOptions& options,
-               ReplyCallback done) override;
-  void EvalShaCoalesced(const CoalescibleCall& call, const CallOptions& options,
-                        ReplyCallback done) override;
-  void EvalShaCoalescedBatch(std::span<const CoalescibleCall> calls,
-                             BatchReplyCallback done) override;
-  void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) override;
-
   // The master in use, "host:port" (empty while none is).
   std::string AddressOf(uint32_t id) const override;
-
-  bool connected_for_testing() const override;
-  ClientStats stats_for_testing() const override;
   SentinelStats sentinel_stats() const;
 
  private:
@@ -82,13 +66,14 @@ class SentinelClient final : public Client {
     std::string address;
   };
 
-  explicit SentinelClient(SentinelClientOptions options);
+  SentinelClient(SentinelClientOptions options, std::shared_ptr<Alarm> alarm);
+  // Notes what a reply says of the master (READONLY, UNAVAILABLE) in `alarm`.
+  static ReplyWatch WatchFor(std::shared_ptr<Alarm> alarm);
   // The master to send a call to; null while none is verified.
-  std::shared_ptr<Client> Current() const;
-  Status NoMaster() const;
-  // `done`, after noting what the reply says of the master (READONLY, UNAVAILABLE).
-  ReplyCallback Watched(std::shared_ptr<Client> client, ReplyCallback done);
-  BatchReplyCallback WatchedBatch(std::shared_ptr<Client> client, BatchReplyCallback done);
+  std::shared_ptr<Client> Target() const override;
+  // UNAVAILABLE, with why no master is known.
+  Status NoTarget() const override;
+  void Failed(std::string why);
 
   // A +switch-master subscription on one sentinel, re-made when it drops.
   struct Subscription {
@@ -112,6 +97,9 @@ class SentinelClient final : public Client {
   mutable base::Mutex mu_;
   Master master_ SLUICE_GUARDED_BY(mu_);
   SentinelStats stats_ SLUICE_GUARDED_BY(mu_);
+  // Why the last search for the master failed; empty once one is found.
+  std::string last_failure_ SLUICE_GUARDED_BY(mu_);
+  const SentinelAccess access_;
 
   // The sentinels' thread only.
   std::vector<std::string> sentinels_;  // the one that answered last first

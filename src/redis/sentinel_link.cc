@@ -1,9 +1,13 @@
 #include "redis/sentinel_link.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -69,31 +73,168 @@ Result<int> ConnectSocket(const std::string& address, Steady::time_point until) 
   return Status::Unavailable("cannot connect to sentinel " + address + ": " + why);
 }
 
+bool IsIpAddress(const std::string& host) {
+  unsigned char any[sizeof(in6_addr)];
+  return ::inet_pton(AF_INET, host.c_str(), any) == 1 ||
+         ::inet_pton(AF_INET6, host.c_str(), any) == 1;
+}
+
+std::string OpenSslReason() {
+  const unsigned long code = ::ERR_get_error();
+  ::ERR_clear_error();
+  if (code == 0) return "the connection was closed";
+  char text[256];
+  ::ERR_error_string_n(code, text, sizeof text);
+  return text;
+}
+
 }  // namespace
 
+std::string TlsNameFor(const std::string& host, const std::string& server_name) {
+  return IsIpAddress(host) && !server_name.empty() ? server_name : host;
+}
+
+struct SentinelLink::Tls {
+  ~Tls() {
+    if (ssl != nullptr) ::SSL_free(ssl);
+  }
+  // Held while `ssl` is: it uses the context.
+  std::shared_ptr<boost::asio::ssl::context> context;
+  SSL* ssl = nullptr;
+  std::string name;
+  bool verify = true;
+};
+
+SentinelLink::SentinelLink(int fd, std::string address) : fd_(fd), address_(std::move(address)) {}
+
 Result<std::unique_ptr<SentinelLink>> SentinelLink::Connect(const std::string& address,
-                                                            const std::string& password,
+                                                            const SentinelAccess& access,
                                                             Duration timeout) {
-  auto fd = ConnectSocket(address, Steady::now() + timeout);
+  const auto until = Steady::now() + timeout;
+  auto fd = ConnectSocket(address, until);
   if (!fd.ok()) return fd.status();
   std::unique_ptr<SentinelLink> link(new SentinelLink(*fd, address));
-  if (!password.empty()) {
-    const std::string_view auth[] = {"AUTH", password};
-    auto reply = link->Call(auth, timeout);
+  if (access.tls != nullptr) {
+    const std::string host = address.substr(0, address.rfind(':'));
+    if (Status s = link->Handshake(access, host, timeout); !s.ok()) return s;
+  }
+  if (!access.password.empty()) {
+    std::vector<std::string_view> auth = {"AUTH"};
+    if (!access.user.empty()) auth.push_back(access.user);
+    auth.push_back(access.password);
+    auto reply = link->Call(auth, std::chrono::duration_cast<Duration>(until - Steady::now()));
     if (!reply.ok()) return reply.status();
     // Sentinel's reply to a wrong password names no secret, but keep to the code alone.
     if (reply->is_error()) {
-      return Status::Unavailable("sentinel " + address + " refused the sentinel password (" +
+      return Status::Unavailable("sentinel " + address + " refused the sentinel " +
+                                 (access.user.empty() ? "password" : "user's login") + " (" +
                                  reply->str.substr(0, reply->str.find(' ')) + ")");
     }
   }
   return link;
 }
 
-SentinelLink::~SentinelLink() { ::close(fd_); }
+Status SentinelLink::Handshake(const SentinelAccess& access, const std::string& host,
+                               Duration timeout) {
+  tls_ = std::make_unique<Tls>();
+  tls_->context = access.tls->Current();
+  tls_->verify = access.tls->verify();
+  tls_->name = TlsNameFor(host, access.tls_server_name);
+  tls_->ssl = ::SSL_new(tls_->context->native_handle());
+  if (tls_->ssl == nullptr) return Fail("TLS: " + OpenSslReason());
+  ::SSL_set_fd(tls_->ssl, fd_);
+  X509_VERIFY_PARAM* param = ::SSL_get0_param(tls_->ssl);
+  // SNI carries host names only (RFC 6066); an IP address is checked against the certificate's.
+  if (IsIpAddress(tls_->name)) {
+    ::X509_VERIFY_PARAM_set1_ip_asc(param, tls_->name.c_str());
+  } else {
+    ::SSL_set_tlsext_host_name(tls_->ssl, tls_->name.c_str());
+    ::X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    ::X509_VERIFY_PARAM_set1_host(param, tls_->name.c_str(), tls_->name.size());
+  }
+  const auto until = Steady::now() + timeout;
+  while (true) {
+    ::ERR_clear_error();
+    const int rc = ::SSL_connect(tls_->ssl);
+    if (rc == 1) return Status::Ok();
+    const int error = ::SSL_get_error(tls_->ssl, rc);
+    const short wait = error == SSL_ERROR_WANT_READ    ? POLLIN
+                       : error == SSL_ERROR_WANT_WRITE ? POLLOUT
+                                                       : 0;
+    if (wait != 0) {
+      if (WaitFor(fd_, wait, until)) continue;
+      return Fail("TLS handshake timed out");
+    }
+    if (tls_->verify) {
+      const long result = ::SSL_get_verify_result(tls_->ssl);
+      if (result != X509_V_OK) {
+        ::ERR_clear_error();
+        return Fail("TLS handshake failed: the server's certificate was refused: " +
+                    std::string(::X509_verify_cert_error_string(result)) +
+                    " (verifying the name '" + tls_->name + "')");
+      }
+    }
+    return Fail("TLS handshake failed: " + OpenSslReason());
+  }
+}
+
+SentinelLink::~SentinelLink() {
+  tls_.reset();
+  ::close(fd_);
+}
 
 Status SentinelLink::Fail(std::string_view why) const {
   return Status::Unavailable("sentinel " + address_ + ": " + std::string(why));
+}
+
+Result<size_t> SentinelLink::Write(const char* data, size_t size, short& wait) {
+  if (tls_ != nullptr) {
+    ::ERR_clear_error();
+    const int n = ::SSL_write(tls_->ssl, data, static_cast<int>(size));
+    if (n > 0) return static_cast<size_t>(n);
+    const int error = ::SSL_get_error(tls_->ssl, n);
+    if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
+      wait = error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+      return size_t{0};
+    }
+    return Fail("TLS: " + OpenSslReason());
+  }
+  while (true) {
+    const ssize_t n = ::send(fd_, data, size, MSG_NOSIGNAL);
+    if (n >= 0) return static_cast<size_t>(n);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      wait = POLLOUT;
+      return size_t{0};
+    }
+    return Fail(std::strerror(errno));
+  }
+}
+
+Result<size_t> SentinelLink::Read(char* data, size_t size, short& wait) {
+  if (tls_ != nullptr) {
+    ::ERR_clear_error();
+    const int n = ::SSL_read(tls_->ssl, data, static_cast<int>(size));
+    if (n > 0) return static_cast<size_t>(n);
+    const int error = ::SSL_get_error(tls_->ssl, n);
+    if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
+      wait = error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+      return size_t{0};
+    }
+    if (error == SSL_ERROR_ZERO_RETURN) return Fail("connection closed");
+    return Fail("TLS: " + OpenSslReason());
+  }
+  while (true) {
+    const ssize_t n = ::recv(fd_, data, size, 0);
+    if (n > 0) return static_cast<size_t>(n);
+    if (n == 0) return Fail("connection closed");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      wait = POLLIN;
+      return size_t{0};
+    }
+    return Fail(std::strerror(errno));
+  }
 }
 
 Status SentinelLink::Send(std::span<const std::string_view> argv, Duration timeout) {
@@ -102,16 +243,11 @@ Status SentinelLink::Send(std::span<const std::string_view> argv, Duration timeo
   const auto until = Steady::now() + timeout;
   size_t sent = 0;
   while (sent < bytes.size()) {
-    const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-    if (n > 0) {
-      sent += static_cast<size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && WaitFor(fd_, POLLOUT, until)) {
-      continue;
-    }
-    return Fail(n < 0 && errno != EAGAIN ? std::strerror(errno) : "write timed out");
+    short wait = 0;
+    auto n = Write(bytes.data() + sent, bytes.size() - sent, wait);
+    if (!n.ok()) return n.status();
+    sent += *n;
+    if (*n == 0 && !WaitFor(fd_, wait, until)) return Fail("write timed out");
   }
   return Status::Ok();
 }
@@ -123,15 +259,14 @@ Result<std::optional<Reply>> SentinelLink::Next(Duration timeout) {
     if (!next.ok()) return Fail(next.status().message());
     if (next->has_value()) return next;
     char buffer[4096];
-    const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
-    if (n > 0) {
-      if (!reader_.Feed(buffer, static_cast<size_t>(n))) return Fail("unreadable reply");
+    short wait = 0;
+    auto n = Read(buffer, sizeof buffer, wait);
+    if (!n.ok()) return n.status();
+    if (*n > 0) {
+      if (!reader_.Feed(buffer, *n)) return Fail("unreadable reply");
       continue;
     }
-    if (n == 0) return Fail("connection closed");
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return Fail(std::strerror(errno));
-    if (!WaitFor(fd_, POLLIN, until)) return std::optional<Reply>();
+    if (!WaitFor(fd_, wait, until)) return std::optional<Reply>();
   }
 }
 

@@ -1,7 +1,8 @@
 // SentinelLink: one blocking connection to a Redis Sentinel, for what a SentinelClient asks of
 // the sentinels (SENTINEL GET-MASTER-ADDR-BY-NAME) and for its +switch-master subscription. A
-// plain socket read and written with poll(): every wait is bounded by the timeout it is given.
-// The sentinels' password is sent with AUTH on connecting and never shown in an error.
+// socket, plain or TLS (OpenSSL over the same socket), read and written with poll(): every wait
+// is bounded by the timeout it is given. The sentinels' user and password are sent with AUTH on
+// connecting and never shown in an error.
 //
 // Thread safety: none; one thread owns a link.
 #pragma once
@@ -13,16 +14,34 @@
 #include <string_view>
 
 #include "redis/resp.h"
+#include "redis/tls_context.h"
 #include "sluice/clock.h"
 #include "sluice/status.h"
 
 namespace sluice::redis {
 
+// How to reach and log in to a sentinel.
+struct SentinelAccess {
+  // AUTH [user] password on connecting, when `password` is not empty (Sentinel's requirepass, or
+  // an ACL user of the sentinels).
+  std::string user{};
+  std::string password{};
+  // TLS when set, with the context's current files; the sentinel's certificate must name its
+  // host when that is a name, else `tls_server_name` when set, else its IP address.
+  std::shared_ptr<TlsContext> tls{};
+  std::string tls_server_name{};
+};
+
+// The name a server at `host` is verified against over TLS: `host` when it is a name, else
+// `server_name` when set, else `host` (an IP address).
+std::string TlsNameFor(const std::string& host, const std::string& server_name);
+
 class SentinelLink {
  public:
-  // Connects to "host:port" and logs in with `password` when not empty, all within `timeout`.
+  // Connects to "host:port", with TLS's handshake when `access` says so, and logs in, all within
+  // `timeout`.
   static Result<std::unique_ptr<SentinelLink>> Connect(const std::string& address,
-                                                       const std::string& password,
+                                                       const SentinelAccess& access,
                                                        Duration timeout);
   ~SentinelLink();
   SentinelLink(const SentinelLink&) = delete;
@@ -40,11 +59,18 @@ class SentinelLink {
   const std::string& address() const { return address_; }
 
  private:
-  SentinelLink(int fd, std::string address) : fd_(fd), address_(std::move(address)) {}
+  struct Tls;
+
+  SentinelLink(int fd, std::string address);
   Status Fail(std::string_view why) const;
+  Status Handshake(const SentinelAccess& access, const std::string& host, Duration timeout);
+  // Bytes sent or read, 0 when the socket would block (`wait` says for what), or an error.
+  Result<size_t> Write(const char* data, size_t size, short& wait);
+  Result<size_t> Read(char* data, size_t size, short& wait);
 
   int fd_;
   std::string address_;
+  std::unique_ptr<Tls> tls_;
   ReplyReader reader_;
 };
 

@@ -81,7 +81,8 @@ Status TakeTls(std::string_view url, const RedisTlsOptions& tls, ClientOptions& 
   if (!IsTlsUrl(url)) {
     if (!HasTlsOptions(tls)) return Status::Ok();
     return Status::InvalidArgument("TLS options are given for '" + RedactedUrl(url) +
-                                   "', a plain-text URL: use rediss:// or rediss+cluster://");
+                                   "', a plain-text URL: use rediss://, rediss+cluster:// or "
+                                   "rediss+sentinel://");
   }
   auto context = TlsContext::Create(tls);
   if (!context.ok()) return context.status();
@@ -97,7 +98,8 @@ bool IsClusterUrl(std::string_view url) {
 }
 
 bool IsTlsUrl(std::string_view url) {
-  return url.starts_with("rediss://") || url.starts_with(kTlsClusterScheme);
+  return url.starts_with("rediss://") || url.starts_with(kTlsClusterScheme) ||
+         url.starts_with(kTlsSentinelScheme);
 }
 
 bool IsRedisUrl(std::string_view url) {
@@ -185,7 +187,8 @@ Result<ClusterOptions> ParseRedisClusterUrl(std::string_view url, std::string_vi
   return options;
 }
 
-Result<SentinelOptions> ParseRedisSentinelUrl(std::string_view url, std::string_view password) {
+Result<SentinelOptions> ParseRedisSentinelUrl(std::string_view url, std::string_view password,
+                                              const RedisTlsOptions& tls) {
   SentinelOptions options;
   std::string_view rest;
   if (url.starts_with(kSentinelScheme)) {
@@ -220,6 +223,7 @@ Result<SentinelOptions> ParseRedisSentinelUrl(std::string_view url, std::string_
     if (comma == std::string_view::npos) break;
     rest = rest.substr(comma + 1);
   }
+  if (Status s = TakeTls(url, tls, options.master); !s.ok()) return s;
   return options;
 }
 

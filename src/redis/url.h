@@ -19,7 +19,7 @@ inline constexpr std::string_view kTlsClusterScheme = "rediss+cluster://";
 
 // A Redis Cluster's URL (redis+cluster:// or rediss+cluster://).
 bool IsClusterUrl(std::string_view url);
-// A URL of Redis over TLS (rediss:// or rediss+cluster://).
+// A URL of Redis over TLS (rediss://, rediss+cluster:// or rediss+sentinel://).
 bool IsTlsUrl(std::string_view url);
 // A URL of a Redis store, by any of the schemes above.
 bool IsRedisUrl(std::string_view url);
@@ -39,9 +39,12 @@ struct SentinelOptions {
   std::vector<std::string> sentinels;  // "host:port", asked in order
   std::string master_name;
   ClientOptions master;
-  // The sentinels' own password (their requirepass), apart from the master's; empty: none.
+  // The sentinels' own login, apart from the master's: their requirepass, or a user of their
+  // ACL with its password; empty password: none.
+  std::string sentinel_user;
   std::string sentinel_password;
-  // rediss+sentinel://: TLS to the master and to the sentinels.
+  // rediss+sentinel://: TLS to the master, its replicas and the sentinels, with master.tls's
+  // context; each server is verified as SentinelAccess says (sentinel_link.h).
   bool tls = false;
 };
 
@@ -63,8 +66,9 @@ Result<ClusterOptions> ParseRedisClusterUrl(std::string_view url, std::string_vi
                                             const RedisTlsOptions& tls = {});
 
 // redis+sentinel://[user:password@]host:port,host:port,.../master_name (or rediss+sentinel://):
-// the credentials are the master's; the sentinels' password is given apart.
-Result<SentinelOptions> ParseRedisSentinelUrl(std::string_view url, std::string_view password = {});
+// the credentials are the master's; the sentinels' login is given apart.
+Result<SentinelOptions> ParseRedisSentinelUrl(std::string_view url, std::string_view password = {},
+                                              const RedisTlsOptions& tls = {});
 
 // The URL with its password (whatever comes between the user's ':' and the last '@') shown as
 // "***", fit for a log line or an error message; the URL as it is when it holds no credentials.

@@ -15,6 +15,7 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenStoreOp
     auto store = RedisStore::Create(
         RedisStoreOptions{.url = std::string(url),
                           .password = options.password,
+                          .sentinel_user = options.sentinel_user,
                           .sentinel_password = options.sentinel_password,
                           .timeout = options.timeout,
                           .io_threads = options.io_threads,

@@ -595,8 +595,8 @@ TEST(ConfigTest, KeyPrefixAndPasswordMistakesAreReportedWithFileLineAndField) {
        "place (the URL may name the user alone, redis://user@host:port)"},
       {"store:\n  pasword_file: x\n",
        "bad.yaml:2: store.pasword_file: unknown field (expected url, timeout_ms, instances, "
-       "max_memory, key_prefix, password_file, password_env, sentinel_password_file, "
-       "sentinel_password_env, tls)"},
+       "max_memory, key_prefix, password_file, password_env, sentinel_user, "
+       "sentinel_password_file, sentinel_password_env, tls)"},
   };
   for (const auto& [yaml, error] : cases) {
     auto config = ParseConfig(yaml + "rules: [{name: a, algorithm: gcra, limit: 1, period: 1s}]\n",
@@ -653,8 +653,8 @@ TEST(ConfigTest, StoreTlsFilesAreCheckedWithFileLineAndField) {
       {"store:\n  url: rediss://h:1\n  tls:\n    ca_file: " + not_pem + "\n",
        "bad.yaml:4: store.tls.ca_file: cannot use ca_file '" + not_pem + "': "},
       {"store:\n  url: redis://h:1\n  tls: {server_name: h}\n",
-       "bad.yaml:3: store.tls: the store URL is not one over TLS: use rediss:// or "
-       "rediss+cluster://"},
+       "bad.yaml:3: store.tls: the store URL is not one over TLS: use rediss://, "
+       "rediss+cluster:// or rediss+sentinel://"},
       {"store:\n  url: rediss://h:1\n  tls: {insecure: true}\n",
        "bad.yaml:3: store.tls.insecure: unknown field (expected ca_file, cert_file, key_file, "
        "server_name, insecure_skip_verify)"},

@@ -1,4 +1,4 @@
-// The store URL checked as the config is read, and the sentinels' password of a
+// The store URL checked as the config is read, and the sentinels' login of a
 // redis+sentinel:// store: each mistake refused with file, line and field, no password shown.
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -36,6 +36,15 @@ TEST(StoreUrlConfigTest, ReadsTheSentinelsPasswordFromAFileOrTheEnvironment) {
   ::unsetenv("SLUICE_STORE_URL_TEST_SENTINEL");
   ASSERT_TRUE(from_env.ok()) << from_env.status().ToString();
   EXPECT_EQ(from_env->store.sentinel_password, "from the environment");
+
+  auto with_user = ParseConfig(
+      "store:\n  url: rediss+sentinel://h1,h2/m\n  sentinel_user: sluice-sentinel\n"
+      "  sentinel_password_file: " +
+          secret + "\n" + kRules,
+      "x");
+  ASSERT_TRUE(with_user.ok()) << with_user.status().ToString();
+  EXPECT_EQ(with_user->store.sentinel_user, "sluice-sentinel");
+  EXPECT_EQ(with_user->store.sentinel_password, "s3ntinel");
 }
 
 TEST(StoreUrlConfigTest, BadStoreUrlsAreRefusedWithFileLineAndField) {
@@ -61,6 +70,15 @@ TEST(StoreUrlConfigTest, BadStoreUrlsAreRefusedWithFileLineAndField) {
        "SLUICE_STORE_URL_TEST_UNSET\n",
        "bad.yaml:3: store.sentinel_password_env: the environment variable "
        "'SLUICE_STORE_URL_TEST_UNSET' is not set or is empty"},
+      {"store:\n  url: redis+sentinel://h/m\n  sentinel_user: sluice\n",
+       "bad.yaml:3: store.sentinel_user: a sentinel user needs its password: "
+       "sentinel_password_file or sentinel_password_env"},
+      {"store:\n  url: redis+sentinel://h/m\n  sentinel_user: ''\n  sentinel_password_env: "
+       "SLUICE_STORE_URL_TEST_SET\n",
+       "bad.yaml:3: store.sentinel_user: must not be empty"},
+      {"store:\n  url: redis+sentinel://h/m\n  tls: {server_name: redis.internal}\n",
+       "bad.yaml:3: store.tls: the store URL is not one over TLS: use rediss://, "
+       "rediss+cluster:// or rediss+sentinel://"},
   };
   for (const auto& [yaml, error] : cases) {
     auto config = ParseConfig(yaml + kRules, "bad.yaml");

@@ -55,12 +55,18 @@ std::unique_ptr<RedisSentinel> RedisSentinel::Start(SentinelSetup setup) {
   if (!password.empty()) {
     common.insert(common.end(), {"--requirepass", password, "--masterauth", password});
   }
-  auto master = RedisServer::Start(common);
+  const bool tls = group->tls();
+  if (tls) common.insert(common.end(), {"--tls-replication", "yes"});
+  const auto start = [&](const std::vector<std::string>& args) {
+    return tls ? RedisServer::StartTls(group->setup_.tls, args) : RedisServer::Start(args);
+  };
+  auto master = start(common);
   if (master == nullptr) return nullptr;
   std::vector<std::string> replica_args = common;
-  replica_args.insert(replica_args.end(),
-                      {"--replicaof", "127.0.0.1", std::to_string(master->port())});
-  auto replica = RedisServer::Start(replica_args);
+  replica_args.insert(
+      replica_args.end(),
+      {"--replicaof", "127.0.0.1", std::to_string(tls ? master->tls_port() : master->port())});
+  auto replica = start(replica_args);
   if (replica == nullptr) return nullptr;
   group->servers_.push_back(std::move(master));
   group->servers_.push_back(std::move(replica));
@@ -92,13 +98,20 @@ bool RedisSentinel::StartSentinel(size_t i) {
   std::filesystem::create_directories(dir);
   for (int attempt = 0; attempt < 5; ++attempt) {
     const int port = FreeLoopbackPort();
+    const int tls_port = tls() ? FreeLoopbackPort() : 0;
+    if (tls_port == port) continue;
     const std::string conf = dir + "/sentinel.conf";
     {
       std::ofstream out(conf);
       const std::string& name = setup_.master_name;
       out << "port " << port << "\nbind 127.0.0.1\ndaemonize no\ndir " << dir << "\nlogfile " << dir
-          << "/sentinel.log\nsentinel resolve-hostnames no\n"
-          << "sentinel monitor " << name << " 127.0.0.1 " << servers_[0]->port() << " 2\n"
+          << "/sentinel.log\nsentinel resolve-hostnames no\n";
+      if (tls()) {
+        out << "tls-port " << tls_port << "\ntls-cert-file " << setup_.tls.cert_file
+            << "\ntls-key-file " << setup_.tls.key_file << "\ntls-ca-cert-file "
+            << setup_.tls.ca_file << "\ntls-auth-clients no\ntls-replication yes\n";
+      }
+      out << "sentinel monitor " << name << " 127.0.0.1 " << DataPort(0) << " 2\n"
           << "sentinel down-after-milliseconds " << name << " 1000\n"
           << "sentinel failover-timeout " << name << " 5000\n"
           << "sentinel parallel-syncs " << name << " 1\n";
@@ -129,6 +142,7 @@ bool RedisSentinel::StartSentinel(size_t i) {
     }
     if (up) {
       sentinel_ports_.push_back(port);
+      sentinel_tls_ports_.push_back(tls_port);
       sentinel_pids_.push_back(pid);
       return true;
     }
@@ -164,27 +178,39 @@ RedisSentinel::~RedisSentinel() {
 }
 
 std::string RedisSentinel::url(bool with_password) const {
-  std::string url = "redis+sentinel://";
+  std::string url = tls() ? "rediss+sentinel://" : "redis+sentinel://";
   if (with_password && !setup_.master_password.empty()) {
     url += ":" + setup_.master_password + "@";
   }
   for (size_t i = 0; i < sentinel_ports_.size(); ++i) {
-    url += (i == 0 ? "" : ",") + std::string("127.0.0.1:") + std::to_string(sentinel_ports_[i]);
+    url += (i == 0 ? "" : ",") + std::string("127.0.0.1:") +
+           std::to_string(tls() ? sentinel_tls_ports_[i] : sentinel_ports_[i]);
   }
   return url + "/" + setup_.master_name;
 }
 
 std::vector<int> RedisSentinel::sentinel_ports() const { return sentinel_ports_; }
 
+int RedisSentinel::DataPort(size_t i) const {
+  return tls() ? servers_.at(i)->tls_port() : servers_.at(i)->port();
+}
+
 RedisServer* RedisSentinel::ServerOnPort(int port) {
   for (auto& s : servers_) {
-    if (s->port() == port) return s.get();
+    if (s->port() == port || (s->tls_port() != 0 && s->tls_port() == port)) return s.get();
   }
   return nullptr;
 }
 
+int RedisSentinel::PlainPort(int port) const {
+  for (const auto& s : servers_) {
+    if (s->tls_port() != 0 && s->tls_port() == port) return s->port();
+  }
+  return port;
+}
+
 std::string RedisSentinel::Cli(int port, const std::vector<std::string>& args) const {
-  return RedisCli(port, args, setup_.master_password);
+  return RedisCli(PlainPort(port), args, setup_.master_password);
 }
 
 std::string RedisSentinel::SentinelCli(size_t i, const std::vector<std::string>& args) const {
