@@ -943,6 +943,84 @@ TEST_F(CoalescedCheckTest, ADeadlineThatPassesFailsOnlyItsCheck) {
   EXPECT_EQ(Calls(*server_, "evalsha"), 1);
 }
 
+// The checks that arrive while the connection's calls await their replies (two on a client of
+// one connection: the PINGs on a paused server) wait, and share one call once a reply is read;
+// each arrives in a turn of the I/O thread of its own, so a call that left as soon as its write
+// completed would carry one.
+TEST_F(CoalescedCheckTest, ChecksArrivingWhileCallsAwaitRepliesShareTheNextCall) {
+  LoadScripts();
+  auto c = ConnectOne();
+  std::vector<std::promise<Result<Reply>>> replies(6), pings(2);
+  server_->Pause();
+  const std::string_view ping[] = {"PING"};
+  for (auto& p : pings) c->Command(ping, [&p](Result<Reply> r) { p.set_value(std::move(r)); });
+  for (int i = 0; i < 6; ++i) {
+    Check(*c, many_, i, replies);
+    std::this_thread::sleep_for(5ms);
+  }
+  server_->Resume();
+  for (auto& p : pings) EXPECT_TRUE(p.get_future().get().ok());
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(Text(replies[i]), "k" + std::to_string(i) + ":a" + std::to_string(i));
+  }
+  EXPECT_EQ(Calls(*server_, "evalsha"), 1);
+}
+
+// A check waiting behind calls a hung server does not answer fails at its deadline with
+// DEADLINE_EXCEEDED, an outage: the time it waited was Redis's, though its bytes never left.
+TEST_F(CoalescedCheckTest, ACheckWaitingBehindUnansweredCallsFailsAtItsDeadline) {
+  LoadScripts();
+  auto c = ConnectOne();
+  std::vector<std::promise<Result<Reply>>> replies(2), pings(2);
+  server_->Pause();
+  const std::string_view ping[] = {"PING"};
+  for (auto& p : pings) c->Command(ping, [&p](Result<Reply> r) { p.set_value(std::move(r)); });
+  const auto start = Steady::now();
+  Check(*c, many_, 0, replies, CallOptions{.deadline = start + 400ms});
+  Check(*c, many_, 1, replies);
+  std::future<Result<Reply>> waiting = replies[0].get_future();
+  const bool answered = waiting.wait_for(400ms + kSlack) == std::future_status::ready;
+  const auto took = Steady::now() - start;
+  server_->Resume();
+  ASSERT_TRUE(answered);
+  const Result<Reply> expired = waiting.get();
+  EXPECT_EQ(expired.status().code(), StatusCode::kDeadlineExceeded) << expired.status().ToString();
+  EXPECT_GE(took, 400ms);
+  EXPECT_LT(took, 400ms + kSlack);
+  for (auto& p : pings) EXPECT_TRUE(p.get_future().get().ok());
+  EXPECT_EQ(Text(replies[1]), "k1:a1");
+}
+
+// A check waits behind two calls that Redis answers at once, but this process's I/O thread stalls
+// (here in a reply's callback) until past the check's deadline before it reads them: the wait was
+// this process's, and the check is refused RESOURCE_EXHAUSTED, never an outage for the failure
+// policy to decide.
+TEST_F(CoalescedCheckTest, ACheckLetGoLateByAStalledProcessIsLocalOverload) {
+  LoadScripts();
+  auto c = ConnectOne();
+  std::vector<std::promise<Result<Reply>>> replies(1);
+  std::promise<Result<Reply>> second;
+  server_->Pause();
+  const std::string_view ping[] = {"PING"};
+  const auto start = Steady::now();
+  const auto deadline = start + 400ms;
+  c->Command(ping, [&](Result<Reply>) {
+    server_->Pause();  // the check's call, once it leaves, is not answered
+    std::this_thread::sleep_until(deadline + 50ms);
+  });
+  c->Command(ping, [&](Result<Reply> r) { second.set_value(std::move(r)); });
+  Check(*c, many_, 0, replies, CallOptions{.deadline = deadline});
+  std::this_thread::sleep_for(20ms);
+  server_->Resume();  // answers both PINGs within the check's first 20 ms or so
+  std::future<Result<Reply>> waiting = replies[0].get_future();
+  const bool answered = waiting.wait_for(450ms + kSlack) == std::future_status::ready;
+  server_->Resume();
+  ASSERT_TRUE(answered);
+  const Result<Reply> refused = waiting.get();
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status().ToString();
+  EXPECT_TRUE(second.get_future().get().ok());
+}
+
 // An error reply to the shared call is each check's; NOSCRIPT is not: the call is loaded and
 // sent again.
 TEST_F(CoalescedCheckTest, AnErrorReplyToTheCallIsEachChecksAndNoscriptIsRecovered) {
