@@ -35,6 +35,9 @@ CoalescingGroup::Call CoalescingGroup::Close(Release release, Steady::time_point
   call.deadline = deadline_;
   call.started = started_;
   if (release == Release::kAtDeadline || now < deadline_) call.sent_at = held_since_;
+  if (release == Release::kOther && held_since_ != Steady::time_point::max()) {
+    call.hold_counts_by = deadline_;
+  }
   held_since_ = Steady::time_point::max();
   return call;
 }

@@ -63,6 +63,10 @@ class CoalescingGroup {
     // When Redis had the call as Connection::ExpiredStatus counts it: since it was first held
     // behind calls Redis had, or max (since its write, which the connection stamps).
     Steady::time_point sent_at = Steady::time_point::max();
+    // Written later than this (its earliest deadline, when let go before it by anything but that
+    // deadline), the call waited in this process since it was let go (a stall), and counts from
+    // its write.
+    Steady::time_point hold_counts_by = Steady::time_point::max();
   };
 
   bool empty() const { return members_.empty(); }
@@ -76,9 +80,10 @@ class CoalescingGroup {
   // already did.
   void HoldBehindReplies(Steady::time_point now);
   // The call (not empty), and starts over. The time it was held counts as Redis's when its
-  // deadline let it go, or anything did before that deadline; let go after it by anything else,
-  // the replies it waited for were at hand and this process read them late (a stall, a starved
-  // CPU): that wait was this process's, and it counts from its write.
+  // deadline let it go, or anything did before that deadline and it was written by then; let go
+  // or written after it otherwise, the replies it waited for were at hand and this process read
+  // them late (a stall, a starved CPU): that wait was this process's, and it counts from its
+  // write.
   Call Close(Release release, Steady::time_point now);
 
  private:

@@ -120,6 +120,7 @@ void Connection::CloseGroupLocked(CoalescingGroup::Release release) SLUICE_REQUI
   p.deadline = call.deadline;
   p.queued_at = call.started;
   p.sent_at = call.sent_at;
+  p.hold_counts_by = call.hold_counts_by;
   p.command = std::move(call.command);
   outgoing_.append(p.command);
   AddEntryLocked(std::move(p));
@@ -250,7 +251,9 @@ void Connection::Write() {
   write_started_ = Steady::now();
   for (size_t i = inflight_.size() - std::min(unsent_, inflight_.size()); i < inflight_.size();
        ++i) {
-    inflight_[i].sent_at = std::min(inflight_[i].sent_at, write_started_);
+    Pending& p = inflight_[i];
+    p.sent_at =
+        write_started_ > p.hold_counts_by ? write_started_ : std::min(p.sent_at, write_started_);
   }
   unsent_ = 0;
   writes_.fetch_add(1, std::memory_order_relaxed);
@@ -380,11 +383,13 @@ Status Connection::DeadlineStatus() const {
 Status Connection::ExpiredStatus(const Pending& call, Steady::time_point deadline,
                                  Steady::time_point now) const {
   const auto half = (deadline - call.queued_at) / 2;
-  const bool redis_had_it =
-      call.sent_at != Steady::time_point::max() && call.sent_at + half <= deadline;
+  // A deadline that passed before the call was queued (its caller stalled) is this process's.
+  const bool queued_in_time = half > Steady::duration::zero();
+  const bool redis_had_it = queued_in_time && call.sent_at != Steady::time_point::max() &&
+                            call.sent_at + half <= deadline;
   // Redis neither reads what this connection writes nor answers anything.
   const bool write_not_taken =
-      writing_active_ && write_started_ + half <= now && last_read_ + half <= now;
+      queued_in_time && writing_active_ && write_started_ + half <= now && last_read_ + half <= now;
   if (redis_had_it || write_not_taken) return DeadlineStatus();
   return Status::ResourceExhausted(
       "the check waited in this process's own queue to Redis at " + Address() +

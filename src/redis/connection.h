@@ -53,6 +53,7 @@ struct Pending {
   // their replies: CoalescingGroup::Call::sent_at): Connection::ExpiredStatus.
   Steady::time_point queued_at{};
   Steady::time_point sent_at = Steady::time_point::max();
+  Steady::time_point hold_counts_by = Steady::time_point::max();  // CoalescingGroup::Call's
 
   size_t slots() const { return members.empty() ? 1 : members.size(); }
 };

@@ -303,6 +303,29 @@ TEST_F(ClientTest, DeadlineHoldsBehindABlockedWrite) {
   EXPECT_EQ(up->str, "after");
 }
 
+// A call whose deadline passed before it was queued (its caller stalled in between) waited in
+// this process: RESOURCE_EXHAUSTED, even behind a write a hung server does not take.
+TEST_F(ClientTest, ACallQueuedPastItsDeadlineIsLocalOverload) {
+  ClientOptions options;
+  options.timeout = 1s;
+  options.hang_timeout = 10s;
+  options.connections_per_thread = 1;
+  auto c = Connect(options);
+  server_->Pause();
+  const std::string big(1 << 20, 'x');
+  for (int i = 0; i < 24; ++i) {  // beyond what loopback socket buffers hold: the write hangs
+    const std::string_view set[] = {"SET", "big", big};
+    c->Command(set, [](Result<Reply>) {});
+  }
+  std::promise<Result<Reply>> late;
+  const std::string_view ping[] = {"PING"};
+  c->Command(ping, CallOptions{.deadline = Steady::now() - 1ms},
+             [&](Result<Reply> r) { late.set_value(std::move(r)); });
+  const Result<Reply> r = late.get_future().get();
+  server_->Resume();
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().ToString();
+}
+
 // The deadline a redirected call carries over is earlier than those of calls queued before it.
 TEST_F(ClientTest, AnEarlierDeadlineOfItsOwnIsMetBehindLaterOnes) {
   ClientOptions options;
@@ -1019,6 +1042,36 @@ TEST_F(CoalescedCheckTest, ACheckLetGoLateByAStalledProcessIsLocalOverload) {
   const Result<Reply> refused = waiting.get();
   EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status().ToString();
   EXPECT_TRUE(second.get_future().get().ok());
+}
+
+// The same when the call is let go in time, by a check that fills it, but the stalled I/O thread
+// writes it only after its deadline: that wait too was this process's.
+TEST_F(CoalescedCheckTest, ACheckLetGoInTimeButWrittenLateByAStalledProcessIsLocalOverload) {
+  LoadScripts();
+  auto c = ConnectOne(/*coalesce_max=*/2);
+  std::vector<std::promise<Result<Reply>>> replies(3);
+  server_->Pause();
+  const std::string_view ping[] = {"PING"};
+  const auto deadline = Steady::now() + 400ms;
+  c->Command(ping, [&](Result<Reply>) {
+    // The second check fills the call, the third lets it go; it leaves once the thread is back.
+    Check(*c, many_, 1, replies);
+    Check(*c, many_, 2, replies);
+    server_->Pause();
+    std::this_thread::sleep_until(deadline + 50ms);
+  });
+  c->Command(ping, [](Result<Reply>) {});
+  Check(*c, many_, 0, replies, CallOptions{.deadline = deadline});
+  std::this_thread::sleep_for(20ms);
+  server_->Resume();
+  std::future<Result<Reply>> waiting = replies[0].get_future();
+  const bool answered = waiting.wait_for(450ms + kSlack) == std::future_status::ready;
+  server_->Resume();
+  ASSERT_TRUE(answered);
+  const Result<Reply> refused = waiting.get();
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status().ToString();
+  EXPECT_EQ(Text(replies[1]), "k1:a1");
+  EXPECT_EQ(Text(replies[2]), "k2:a2");
 }
 
 // An error reply to the shared call is each check's; NOSCRIPT is not: the call is loaded and
