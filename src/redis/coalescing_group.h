@@ -48,8 +48,8 @@ class CoalescingGroup {
   enum class Release {
     // Its earliest deadline, with no reply at hand on the connection: Redis had not answered.
     kAtDeadline,
-    // Anything else: the replies it waited for were read, it filled up, a command was queued
-    // behind it.
+    // Anything else: the replies it waited for were read, its hold limit passed, it filled up, a
+    // command was queued behind it.
     kOther,
   };
 
@@ -71,6 +71,10 @@ class CoalescingGroup {
 
   bool empty() const { return members_.empty(); }
   Steady::time_point deadline() const { return deadline_; }
+  // When a held call leaves though the calls ahead are unanswered: an eighth of the way to its
+  // earliest deadline. Behind a Redis that answers late, held checks would wait one answer and
+  // then their own: they are still decided when Redis answers within seven eighths of their time.
+  Steady::time_point hold_limit() const { return started_ + (deadline_ - started_) / 8; }
   // Whether `check` may join: the same script and layout (CoalescibleCall::across_slots), and
   // room left.
   bool Takes(const CoalescedCheck& check) const;

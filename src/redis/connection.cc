@@ -200,13 +200,13 @@ std::string Connection::LastError() const {
 // Moves every queued call into the in-flight queue at once, so its deadline is watched even
 // while the bytes wait behind a write that does not complete (a hung server with full socket
 // buffers); the bytes leave in one write as soon as none is in flight. The coalescing call
-// stays while a write is in flight or coalesce_behind calls await their replies, until its
-// deadline (`at_deadline`) lets it go.
-void Connection::Flush(bool at_deadline) {
+// stays while a write is in flight or coalesce_behind calls await their replies, until its hold
+// limit or deadline (`let_go`) passes.
+void Connection::Flush(std::optional<CoalescingGroup::Release> let_go) {
   std::vector<Pending> taken;
   bool write = false;
   bool connected = false;
-  Steady::time_point group_deadline = Steady::time_point::max();
+  Steady::time_point group_due = Steady::time_point::max();
   {
     base::MutexLock lock(mu_);
     flush_posted_ = false;
@@ -214,14 +214,13 @@ void Connection::Flush(bool at_deadline) {
     // Those queued ahead of the call leave in this flush's write, before it.
     const bool replies_ahead = inflight_.size() + incoming_.size() >= hold_behind_;
     holding_ = false;
-    if (at_deadline || !connected || (!writing_active_ && !replies_ahead)) {
-      CloseGroupLocked(at_deadline ? CoalescingGroup::Release::kAtDeadline
-                                   : CoalescingGroup::Release::kOther);
+    if (let_go || !connected || (!writing_active_ && !replies_ahead)) {
+      CloseGroupLocked(let_go.value_or(CoalescingGroup::Release::kOther));
     } else if (!group_.empty() && !writing_active_) {
       holding_ = true;
       group_.HoldBehindReplies(Steady::now());
     }
-    if (!group_.empty()) group_deadline = group_.deadline();
+    if (!group_.empty()) group_due = std::min(group_.hold_limit(), group_.deadline());
     taken.swap(incoming_);
     if (!connected) {
       outgoing_.clear();
@@ -234,7 +233,7 @@ void Connection::Flush(bool at_deadline) {
     FailAll(taken, Status::Unavailable("connection to Redis at " + Address() + " lost"));
     return;
   }
-  Steady::time_point earliest = group_deadline;
+  Steady::time_point earliest = group_due;
   for (auto& p : taken) {
     if (!p.finished) earliest = std::min(earliest, p.deadline);
     if (p.out_of_order) ++out_of_order_in_flight_;
@@ -436,17 +435,21 @@ void Connection::ExpireCalls(bool replies_read) {
     return ExpireAfterReads();
   }
   expire_after_read_ = false;
-  bool group_due = false;
-  // The coalescing call's earliest deadline while it is held.
+  std::optional<CoalescingGroup::Release> let_go;
+  // When the coalescing call is let go while it is held.
   Steady::time_point next = Steady::time_point::max();
   {
     base::MutexLock lock(mu_);
-    if (!group_.empty()) {
-      group_due = group_.deadline() <= now;
-      if (!group_due) next = group_.deadline();
+    if (group_.empty()) {
+    } else if (group_.deadline() <= now) {
+      let_go = CoalescingGroup::Release::kAtDeadline;
+    } else if (group_.hold_limit() <= now) {
+      let_go = CoalescingGroup::Release::kOther;
+    } else {
+      next = group_.hold_limit();
     }
   }
-  if (group_due) Flush(/*at_deadline=*/true);  // into inflight_, where its checks expire
+  if (let_go) Flush(let_go);  // into inflight_, where its checks expire
   for (auto& p : inflight_) {
     if (p.finished) continue;
     if (!p.members.empty()) {

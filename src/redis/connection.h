@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -127,9 +128,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Moves every queued call into the in-flight queue at once, so its deadline is watched even
   // while the bytes wait behind a write that does not complete (a hung server with full socket
   // buffers); the bytes leave in one write as soon as none is in flight. The coalescing call
-  // stays while a write is in flight or coalesce_behind calls await their replies, until its
-  // deadline (`at_deadline`) lets it go.
-  void Flush(bool at_deadline = false);
+  // stays while a write is in flight or coalesce_behind calls await their replies, until its hold
+  // limit or deadline (`let_go`) passes.
+  void Flush(std::optional<CoalescingGroup::Release> let_go = std::nullopt);
   void Write();
   void Read();
 

@@ -989,6 +989,29 @@ TEST_F(CoalescedCheckTest, ChecksArrivingWhileCallsAwaitRepliesShareTheNextCall)
   EXPECT_EQ(Calls(*server_, "evalsha"), 1);
 }
 
+// A call held behind calls that are not answered leaves an eighth of the way to its deadline, so
+// that its checks are still decided by a Redis that answers late but within their time.
+TEST_F(CoalescedCheckTest, AHeldCallLeavesAtItsHoldLimit) {
+  LoadScripts();
+  auto c = ConnectOne();
+  std::vector<std::promise<Result<Reply>>> replies(1);
+  server_->Pause();
+  const std::string_view ping[] = {"PING"};
+  for (int i = 0; i < 2; ++i) c->Command(ping, [](Result<Reply>) {});
+  std::this_thread::sleep_for(20ms);  // the PINGs' write
+  const uint64_t writes = c->stats_for_testing().writes;
+  Check(*c, many_, 0, replies, CallOptions{.deadline = Steady::now() + 8s});  // held 1 s
+  const auto until = Steady::now() + 1s + kSlack;
+  while (c->stats_for_testing().writes == writes && Steady::now() < until) {
+    std::this_thread::sleep_for(5ms);
+  }
+  const bool written = c->stats_for_testing().writes > writes;
+  server_->Resume();
+  EXPECT_TRUE(written) << "the held call left before its deadline";
+  EXPECT_EQ(Text(replies[0]), "k0:a0");
+  EXPECT_EQ(Calls(*server_, "evalsha"), 1);
+}
+
 // A check waiting behind calls a hung server does not answer fails at its deadline with
 // DEADLINE_EXCEEDED, an outage: the time it waited was Redis's, though its bytes never left.
 TEST_F(CoalescedCheckTest, ACheckWaitingBehindUnansweredCallsFailsAtItsDeadline) {
