@@ -440,12 +440,11 @@ void Connection::ExpireCalls(bool replies_read) {
   Steady::time_point next = Steady::time_point::max();
   {
     base::MutexLock lock(mu_);
-    if (group_.empty()) {
-    } else if (group_.deadline() <= now) {
+    if (!group_.empty() && group_.deadline() <= now) {
       let_go = CoalescingGroup::Release::kAtDeadline;
-    } else if (group_.hold_limit() <= now) {
+    } else if (!group_.empty() && group_.hold_limit() <= now) {
       let_go = CoalescingGroup::Release::kOther;
-    } else {
+    } else if (!group_.empty()) {
       next = group_.hold_limit();
     }
   }
