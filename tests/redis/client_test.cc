@@ -1037,6 +1037,43 @@ TEST_F(CoalescedCheckTest, ACheckWaitingBehindUnansweredCallsFailsAtItsDeadline)
   EXPECT_EQ(Text(replies[1]), "k1:a1");
 }
 
+// A check still held at its deadline behind calls a hung server does not answer is an outage,
+// even when this process's I/O thread, stalled (here by another client's reply callback on the
+// same thread) past its hold limit, lets it go only then: the calls it waited for were never
+// answered.
+TEST_F(CoalescedCheckTest, ACheckStillHeldAtItsDeadlineBehindAHungServerIsAnOutage) {
+  LoadScripts();
+  auto other = testing::RedisServer::Start();
+  ASSERT_NE(other, nullptr);
+  auto threads = std::make_shared<IoThreads>(1);
+  ClientOptions options;
+  options.timeout = 5s;
+  options.connections_per_thread = 1;
+  options.port = server_->port();
+  auto held = Client::Create(options, threads);
+  options.port = other->port();
+  auto staller = Client::Create(options, threads);
+  ASSERT_TRUE(held.ok() && staller.ok());
+  for (int i = 0;
+       i < 500 && !((*held)->connected_for_testing() && (*staller)->connected_for_testing()); ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  std::vector<std::promise<Result<Reply>>> replies(1);
+  server_->Pause();
+  const std::string_view ping[] = {"PING"};
+  for (int i = 0; i < 2; ++i) (*held)->Command(ping, [](Result<Reply>) {});
+  const auto deadline = Steady::now() + 2s;  // held 250 ms at most
+  Check(**held, many_, 0, replies, CallOptions{.deadline = deadline});
+  std::this_thread::sleep_for(20ms);
+  (*staller)->Command(ping, [&](Result<Reply>) { std::this_thread::sleep_until(deadline + 50ms); });
+  std::future<Result<Reply>> waiting = replies[0].get_future();
+  const bool answered = waiting.wait_for(2050ms + kSlack) == std::future_status::ready;
+  server_->Resume();
+  ASSERT_TRUE(answered);
+  const Result<Reply> expired = waiting.get();
+  EXPECT_EQ(expired.status().code(), StatusCode::kDeadlineExceeded) << expired.status().ToString();
+}
+
 // A check waits behind two calls that Redis answers at once, but this process's I/O thread stalls
 // (here in a reply's callback) until past the check's deadline before it reads them: the wait was
 // this process's, and the check is refused RESOURCE_EXHAUSTED, never an outage for the failure
