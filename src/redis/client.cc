@@ -18,7 +18,8 @@ namespace {
 class AsioClient final : public Client {
  public:
   AsioClient(ClientOptions options, std::shared_ptr<IoThreads> threads)
-      : options_(std::move(options)), threads_(std::move(threads)) {
+      : options_(WithCoalesceBehind(std::move(options), threads->size())),
+        threads_(std::move(threads)) {
     for (int t = 0; t < threads_->size(); ++t) {
       for (int c = 0; c < options_.connections_per_thread; ++c) {
         connections_.push_back(std::make_shared<Connection>(threads_->at(t), options_,
@@ -145,6 +146,15 @@ class AsioClient final : public Client {
   }
 
  private:
+  // coalesce_behind 0 resolved: Redis has a call to serve next while a connection's replies are
+  // handled, on another connection or behind the first call on the only one.
+  static ClientOptions WithCoalesceBehind(ClientOptions options, int threads) {
+    if (options.coalesce_behind == 0) {
+      options.coalesce_behind = threads * options.connections_per_thread >= 2 ? 1 : 2;
+    }
+    return options;
+  }
+
   // The check as its connection joins it to a coalesced call.
   CoalescedCheck ToCheck(const CoalescibleCall& call, Steady::time_point deadline,
                          ReplyCallback done) const {

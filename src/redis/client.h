@@ -59,10 +59,11 @@ class Client {
   virtual void EvalSha(const Script& script, std::span<const std::string_view> keys,
                        std::span<const std::string_view> args, const CallOptions& options,
                        ReplyCallback done) = 0;
-  // A call of `call.many` with the checks queued for the same write of its connection (at most
-  // coalesce_max in a call; alone, when none is). Each check keeps its own deadline and gets its
-  // own reply; an error reply to the shared call (NOSCRIPT handled as above) is each check's
-  // reply. `call.single` as EvalSha would send it when coalesce_max is 1 or options.asking.
+  // A call of `call.many` with the checks queued on its connection while the connection's calls
+  // ahead await their replies (ClientOptions::coalesce_behind; at most coalesce_max in a call;
+  // alone, when none is). Each check keeps its own deadline and gets its own reply; an error
+  // reply to the shared call (NOSCRIPT handled as above) is each check's reply. `call.single` as
+  // EvalSha would send it when coalesce_max is 1 or options.asking.
   virtual void EvalShaCoalesced(const CoalescibleCall& call, const CallOptions& options,
                                 ReplyCallback done) = 0;
   // Several coalescible checks queued together, in order, on one connection: each joins a

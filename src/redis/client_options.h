@@ -57,6 +57,11 @@ struct ClientOptions {
   Duration hang_timeout = std::chrono::seconds(1);
   // Checks at most in one coalesced script call (EvalShaCoalesced); 1 sends each in its own call.
   size_t coalesce_max = 64;
+  // A connection's coalesced call keeps taking checks while this many of the connection's calls
+  // await their replies (or a write is in flight), and leaves when fewer do: the checks that
+  // arrive during a call's round trip share the next call. 0: 1 when the client has two
+  // connections or more (one's call is at Redis while the other's gathers), else 2.
+  size_t coalesce_behind = 0;
 };
 
 // How one call is sent; the defaults suit every call but one a Redis Cluster redirected.

@@ -7,6 +7,10 @@
 // and whatever arrives while that write is in flight leaves in the next one: that is the
 // auto-pipelining. Replies come back in order, so the in-flight queue is FIFO.
 //
+// Checks (SubmitCoalesced) gather longer: their call (coalescing_group.h says why and how its
+// wait is counted) leaves only once fewer than coalesce_behind of the connection's calls await
+// replies, so the checks that arrive during a round trip share one script call.
+//
 // Deadlines: every call on a connection has the same timeout, so deadlines grow along the FIFO
 // and one timer per connection, armed at the oldest unfinished deadline, is enough. A call whose
 // deadline passes gets DEADLINE_EXCEEDED at once but keeps its place in the queue, marked
@@ -60,6 +64,7 @@ Connection::Connection(asio::io_context& io, ClientOptions options, int index)
       reconnect_timer_(io),
       connect_timer_(io),
       reader_(std::make_unique<ReplyReader>()),
+      hold_behind_(std::max<size_t>(options_.coalesce_behind, 1)),
       backoff_(options_.reconnect_min),
       jitter_(static_cast<uint32_t>(std::random_device{}() + index)) {}
 
@@ -98,38 +103,27 @@ void Connection::SubmitCoalesced(std::span<CoalescedCheck> checks) {
 }
 
 void Connection::JoinGroupLocked(CoalescedCheck& check) SLUICE_REQUIRES(mu_) {
-  if (!group_.members.empty() &&
-      (group_.many != check.many || group_.across_slots != check.across_slots ||
-       group_.members.size() >= check.max)) {
-    CloseGroupLocked();
-  }
-  if (group_.members.empty()) {
-    group_.many = check.many;
-    group_.across_slots = check.across_slots;
-    group_.deadline = check.deadline;
-    group_.started = Steady::now();
-    PostFlushLocked();
-  }
-  group_.call.Add(check.words);
-  group_.deadline = std::min(group_.deadline, check.deadline);
-  group_.members.push_back({.done = std::move(check.done), .deadline = check.deadline});
+  if (!group_.empty() && !group_.Takes(check)) CloseGroupLocked();
+  if (group_.Join(check, Steady::now())) PostFlushLocked();
 }
 
-void Connection::CloseGroupLocked() SLUICE_REQUIRES(mu_) {
-  if (group_.members.empty()) return;
+void Connection::CloseGroupLocked(CoalescingGroup::Release release) SLUICE_REQUIRES(mu_) {
+  if (group_.empty()) return;
+  CoalescingGroup::Call call = group_.Close(release, Steady::now());
   // Even a check alone goes by `many`: after NOSCRIPT a call is sent again behind the calls
   // queued since, which a call of the other script, loaded, would overtake on the same key.
   Pending p;
   p.kind = Pending::Kind::kEval;
-  p.script = group_.many;
-  p.members = std::move(group_.members);
+  p.script = call.many;
+  p.members = std::move(call.members);
   p.out_of_order = true;  // its deadline moves to its next member's as they pass
-  p.deadline = group_.deadline;
-  p.queued_at = group_.started;
-  group_.call.Finish(*p.script, group_.across_slots, p.command);
+  p.deadline = call.deadline;
+  p.queued_at = call.started;
+  p.sent_at = call.sent_at;
+  p.hold_counts_by = call.hold_counts_by;
+  p.command = std::move(call.command);
   outgoing_.append(p.command);
   AddEntryLocked(std::move(p));
-  group_.members.clear();
 }
 
 // On the I/O thread, at shutdown.
@@ -205,19 +199,28 @@ std::string Connection::LastError() const {
 
 // Moves every queued call into the in-flight queue at once, so its deadline is watched even
 // while the bytes wait behind a write that does not complete (a hung server with full socket
-// buffers); the bytes leave in one write as soon as none is in flight. A coalescing call keeps
-// taking checks until its bytes can leave, unless `close_group`.
-void Connection::Flush(bool close_group) {
+// buffers); the bytes leave in one write as soon as none is in flight. The coalescing call
+// stays while a write is in flight or coalesce_behind calls await their replies, until its hold
+// limit or deadline (`let_go`) passes.
+void Connection::Flush(std::optional<CoalescingGroup::Release> let_go) {
   std::vector<Pending> taken;
   bool write = false;
   bool connected = false;
-  Steady::time_point group_deadline = Steady::time_point::max();
+  Steady::time_point group_due = Steady::time_point::max();
   {
     base::MutexLock lock(mu_);
     flush_posted_ = false;
     connected = connected_;
-    if (close_group || !connected || !writing_active_) CloseGroupLocked();
-    if (!group_.members.empty()) group_deadline = group_.deadline;
+    // Those queued ahead of the call leave in this flush's write, before it.
+    const bool replies_ahead = inflight_.size() + incoming_.size() >= hold_behind_;
+    holding_ = false;
+    if (let_go || !connected || (!writing_active_ && !replies_ahead)) {
+      CloseGroupLocked(let_go.value_or(CoalescingGroup::Release::kOther));
+    } else if (!group_.empty() && !writing_active_) {
+      holding_ = true;
+      group_.HoldBehindReplies(Steady::now());
+    }
+    if (!group_.empty()) group_due = std::min(group_.hold_limit(), group_.deadline());
     taken.swap(incoming_);
     if (!connected) {
       outgoing_.clear();
@@ -230,7 +233,7 @@ void Connection::Flush(bool close_group) {
     FailAll(taken, Status::Unavailable("connection to Redis at " + Address() + " lost"));
     return;
   }
-  Steady::time_point earliest = group_deadline;
+  Steady::time_point earliest = group_due;
   for (auto& p : taken) {
     if (!p.finished) earliest = std::min(earliest, p.deadline);
     if (p.out_of_order) ++out_of_order_in_flight_;
@@ -247,7 +250,9 @@ void Connection::Write() {
   write_started_ = Steady::now();
   for (size_t i = inflight_.size() - std::min(unsent_, inflight_.size()); i < inflight_.size();
        ++i) {
-    inflight_[i].sent_at = write_started_;
+    Pending& p = inflight_[i];
+    p.sent_at =
+        write_started_ > p.hold_counts_by ? write_started_ : std::min(p.sent_at, write_started_);
   }
   unsent_ = 0;
   writes_.fetch_add(1, std::memory_order_relaxed);
@@ -283,6 +288,7 @@ void Connection::Read() {
           HandleReply(entry, std::move(**reply));
           if (gen != generation_) return;  // the reply's handler dropped the connection
         }
+        if (holding_ && inflight_.size() < hold_behind_) Flush();  // the held call leaves
         bool expire = false;
         if (expire_after_read_) {
           bytes_at_hand_ -= std::min(bytes_at_hand_, n);
@@ -376,11 +382,13 @@ Status Connection::DeadlineStatus() const {
 Status Connection::ExpiredStatus(const Pending& call, Steady::time_point deadline,
                                  Steady::time_point now) const {
   const auto half = (deadline - call.queued_at) / 2;
-  const bool redis_had_it =
-      call.sent_at != Steady::time_point::max() && call.sent_at + half <= deadline;
+  // A deadline that passed before the call was queued (its caller stalled) is this process's.
+  const bool queued_in_time = half > Steady::duration::zero();
+  const bool redis_had_it = queued_in_time && call.sent_at != Steady::time_point::max() &&
+                            call.sent_at + half <= deadline;
   // Redis neither reads what this connection writes nor answers anything.
   const bool write_not_taken =
-      writing_active_ && write_started_ + half <= now && last_read_ + half <= now;
+      queued_in_time && writing_active_ && write_started_ + half <= now && last_read_ + half <= now;
   if (redis_had_it || write_not_taken) return DeadlineStatus();
   return Status::ResourceExhausted(
       "the check waited in this process's own queue to Redis at " + Address() +
@@ -427,13 +435,20 @@ void Connection::ExpireCalls(bool replies_read) {
     return ExpireAfterReads();
   }
   expire_after_read_ = false;
-  bool group_due = false;
+  std::optional<CoalescingGroup::Release> let_go;
+  // When the coalescing call is let go while it is held.
+  Steady::time_point next = Steady::time_point::max();
   {
     base::MutexLock lock(mu_);
-    group_due = !group_.members.empty() && group_.deadline <= now;
+    if (!group_.empty() && group_.deadline() <= now) {
+      let_go = CoalescingGroup::Release::kAtDeadline;
+    } else if (!group_.empty() && group_.hold_limit() <= now) {
+      let_go = CoalescingGroup::Release::kOther;
+    } else if (!group_.empty()) {
+      next = group_.hold_limit();
+    }
   }
-  if (group_due) Flush(/*close_group=*/true);  // into inflight_, where its checks expire
-  Steady::time_point next = Steady::time_point::max();
+  if (let_go) Flush(let_go);  // into inflight_, where its checks expire
   for (auto& p : inflight_) {
     if (p.finished) continue;
     if (!p.members.empty()) {
@@ -448,7 +463,7 @@ void Connection::ExpireCalls(bool replies_read) {
     p.finished = true;
     p.done(ExpiredStatus(p, p.deadline, now));
   }
-  if (inflight_.empty()) return;
+  if (inflight_.empty()) return ArmDeadlineTimer(next);
   // Hung: the oldest call is past its deadline and nothing was read for hang_timeout since.
   const auto hung_at = std::max(last_read_, inflight_.front().deadline) + options_.hang_timeout;
   if (hung_at <= now) {
@@ -597,6 +612,7 @@ void Connection::Drop(const Status& status) {
   writing_active_ = false;
   writing_.clear();
   unsent_ = 0;
+  holding_ = false;
   expire_after_read_ = false;
   out_of_order_in_flight_ = 0;
   loading_.clear();

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -21,6 +22,7 @@
 
 #include "base/mutex.h"
 #include "redis/client_options.h"
+#include "redis/coalescing_group.h"
 #include "redis/resp.h"
 #include "redis/script_call.h"
 #include "redis/transport.h"
@@ -29,13 +31,6 @@ namespace sluice::redis {
 
 using Steady = std::chrono::steady_clock;
 namespace asio = boost::asio;
-
-// One check of a coalesced call (Client::EvalShaCoalesced), with its own deadline and reply.
-struct CoalescedMember {
-  ReplyCallback done;
-  Steady::time_point deadline;
-  bool finished = false;  // the callback ran (deadline passed)
-};
 
 struct Pending {
   // kIgnoreReply: a command sent for its effect on the next one (ASKING). kScriptLoad: a SCRIPT
@@ -55,21 +50,13 @@ struct Pending {
   // all are.
   std::vector<CoalescedMember> members;
   // When it was queued on the connection (a coalesced call: its first check), and when the write
-  // carrying its bytes started (max until then): Connection::ExpiredStatus.
+  // carrying its bytes started (max until then; a coalesced call held behind calls awaiting
+  // their replies: CoalescingGroup::Call::sent_at): Connection::ExpiredStatus.
   Steady::time_point queued_at{};
   Steady::time_point sent_at = Steady::time_point::max();
+  Steady::time_point hold_counts_by = Steady::time_point::max();  // CoalescingGroup::Call's
 
   size_t slots() const { return members.empty() ? 1 : members.size(); }
-};
-
-// A check to coalesce (Client::EvalShaCoalesced): its words (script_call.h) and its grouping.
-struct CoalescedCheck {
-  const Script* many = nullptr;
-  bool across_slots = false;
-  CoalescedCheckWords words;
-  ReplyCallback done;
-  Steady::time_point deadline;
-  size_t max = 1;  // ClientOptions::coalesce_max
 };
 
 inline constexpr std::string_view kAsking[] = {"ASKING"};
@@ -102,8 +89,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // each joins that call when it is one of the same script and layout
   // (CoalescibleCall::across_slots) with room left (and its last run when it shares that run's
   // args), and otherwise starts one there. The call takes no more once anything else is queued
-  // behind it, its bytes are taken for a write, or a deadline of its checks passes. A check alone
-  // goes by the same script (CloseGroupLocked says why). All are admitted or refused together.
+  // behind it, it leaves (no write in flight and fewer than coalesce_behind of the connection's
+  // calls awaiting replies, see client_options.h), or a deadline of its checks passes. A check
+  // alone goes by the same script (CloseGroupLocked says why). All are admitted or refused
+  // together.
   void SubmitCoalesced(std::span<CoalescedCheck> checks);
   bool ready() const { return ready_.load(std::memory_order_acquire); }
   size_t pending() const { return pending_.load(std::memory_order_relaxed); }
@@ -128,7 +117,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Adds the check to the coalescing call, or starts one with it.
   void JoinGroupLocked(CoalescedCheck& check) SLUICE_REQUIRES(mu_);
   // Queues the coalescing call, if any, as an entry and its bytes.
-  void CloseGroupLocked() SLUICE_REQUIRES(mu_);
+  void CloseGroupLocked(CoalescingGroup::Release release = CoalescingGroup::Release::kOther)
+      SLUICE_REQUIRES(mu_);
   std::string Address() const { return ServerAddress(options_); }
 
   std::string LastError() const;
@@ -137,8 +127,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Moves every queued call into the in-flight queue at once, so its deadline is watched even
   // while the bytes wait behind a write that does not complete (a hung server with full socket
-  // buffers); the bytes leave in one write as soon as none is in flight.
-  void Flush(bool close_group = false);
+  // buffers); the bytes leave in one write as soon as none is in flight. The coalescing call
+  // stays while a write is in flight or coalesce_behind calls await their replies, until its hold
+  // limit or deadline (`let_go`) passes.
+  void Flush(std::optional<CoalescingGroup::Release> let_go = std::nullopt);
   void Write();
   void Read();
 
@@ -168,7 +160,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // What a call whose deadline passed is answered: DEADLINE_EXCEEDED, an outage, when Redis had
   // its bytes for at least half its time (from queued to deadline), or a write Redis does not
   // take held them back that long while it answered nothing; otherwise it waited in this process
-  // (the I/O thread, the write ahead, the coalescing call) and is refused RESOURCE_EXHAUSTED, which
+  // (the I/O thread, the write ahead, the coalescing call but for the time it was held behind
+  // calls Redis had not answered) and is refused RESOURCE_EXHAUSTED, which
   // no breaker counts and no failure policy decides.
   Status ExpiredStatus(const Pending& call, Steady::time_point deadline,
                        Steady::time_point now) const;
@@ -198,21 +191,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer deadline_timer_, reconnect_timer_, connect_timer_;
   std::unique_ptr<ReplyReader> reader_;
+  const size_t hold_behind_;  // ClientOptions::coalesce_behind, resolved
   std::array<char, 16 * 1024> read_buffer_;
   base::Mutex mu_;
   std::string outgoing_ SLUICE_GUARDED_BY(mu_);
   std::vector<Pending> incoming_ SLUICE_GUARDED_BY(mu_);
   bool flush_posted_ SLUICE_GUARDED_BY(mu_) = false;
-  // The call coalescing checks at the tail of the queue (none while `members` is empty).
-  struct Group {
-    const Script* many = nullptr;
-    bool across_slots = false;
-    CoalescedCallBuilder call;
-    std::vector<CoalescedMember> members;
-    Steady::time_point deadline;  // the members' earliest
-    Steady::time_point started;   // when its first member joined
-  };
-  Group group_ SLUICE_GUARDED_BY(mu_);
+  // The call coalescing checks at the tail of the queue.
+  CoalescingGroup group_ SLUICE_GUARDED_BY(mu_);
   bool connected_ SLUICE_GUARDED_BY(mu_) =
       false;  // written on the I/O thread (ConnectedOnIoThread)
   Steady::time_point last_in_order_deadline_ SLUICE_GUARDED_BY(mu_){};
@@ -227,7 +213,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string writing_;
   bool writing_active_ = false;
   Steady::time_point write_started_{};
-  size_t unsent_ = 0;  // the calls at the tail of inflight_ whose bytes no write took yet
+  size_t unsent_ = 0;     // the calls at the tail of inflight_ whose bytes no write took yet
+  bool holding_ = false;  // the coalescing call waits for replies to calls ahead (Flush)
   // Set when a deadline came with replies at hand, bytes_at_hand_ of them: the expiry waits until
   // they are read.
   bool expire_after_read_ = false;

@@ -1,8 +1,8 @@
 // `sluice serve` as shipped (its resilient and leasing layers in place) on a real redis-server a
 // millisecond away each way (a delaying proxy, as a Redis across a network is), under concurrent
-// load: the checks of every HTTP front end that arrive while a call is on its way share the next
-// script call, as the Redis connection's coalescing promises. Counted from Redis itself (INFO
-// commandstats).
+// load: the checks of every HTTP front end that arrive while a Redis connection's call awaits its
+// reply share that connection's next script call, as its coalescing promises. Counted from Redis
+// itself (INFO commandstats).
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -98,9 +98,11 @@ class ServeCoalesce : public ::testing::Test {
     return false;
   }
 
-  // Fewer script calls than three quarters of the decisions: the checks that arrive within one
-  // turn of a Redis connection's thread share its next call (one call per 1.8 to 2.3 decisions
-  // measured on a quiet machine, more under load); a call per check would be one per decision.
+  // At most one script call per four decisions: the checks that arrive while a Redis
+  // connection's call awaits its reply wait and share its next call (one call per 7 to 8
+  // decisions measured on a quiet machine). A call that left as soon as its write completed would
+  // carry only the checks that arrived within one turn of the connection's thread (one per 2.7 to
+  // 3.2 decisions measured); a call per check would be one per decision.
   void ExpectCoalesced(int64_t answered) {
     const int64_t calls = ScriptCalls(*redis_);
     const int64_t decisions = StoreDecisions(*service_);
@@ -110,8 +112,7 @@ class ServeCoalesce : public ::testing::Test {
         << service_->process().Log();
     EXPECT_GE(decisions * 10, answered * 9) << decisions << " of " << answered << " by Redis";
     EXPECT_GT(calls, 0);
-    EXPECT_LT(calls * 4, decisions * 3)
-        << calls << " script calls for " << decisions << " decisions";
+    EXPECT_LE(calls * 4, decisions) << calls << " script calls for " << decisions << " decisions";
     std::printf("%lld script calls for %lld decisions\n", static_cast<long long>(calls),
                 static_cast<long long>(decisions));
   }

@@ -303,6 +303,29 @@ TEST_F(ClientTest, DeadlineHoldsBehindABlockedWrite) {
   EXPECT_EQ(up->str, "after");
 }
 
+// A call whose deadline passed before it was queued (its caller stalled in between) waited in
+// this process: RESOURCE_EXHAUSTED, even behind a write a hung server does not take.
+TEST_F(ClientTest, ACallQueuedPastItsDeadlineIsLocalOverload) {
+  ClientOptions options;
+  options.timeout = 1s;
+  options.hang_timeout = 10s;
+  options.connections_per_thread = 1;
+  auto c = Connect(options);
+  server_->Pause();
+  const std::string big(1 << 20, 'x');
+  for (int i = 0; i < 24; ++i) {  // beyond what loopback socket buffers hold: the write hangs
+    const std::string_view set[] = {"SET", "big", big};
+    c->Command(set, [](Result<Reply>) {});
+  }
+  std::promise<Result<Reply>> late;
+  const std::string_view ping[] = {"PING"};
+  c->Command(ping, CallOptions{.deadline = Steady::now() - 1ms},
+             [&](Result<Reply> r) { late.set_value(std::move(r)); });
+  const Result<Reply> r = late.get_future().get();
+  server_->Resume();
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().ToString();
+}
+
 // The deadline a redirected call carries over is earlier than those of calls queued before it.
 TEST_F(ClientTest, AnEarlierDeadlineOfItsOwnIsMetBehindLaterOnes) {
   ClientOptions options;
@@ -941,6 +964,174 @@ TEST_F(CoalescedCheckTest, ADeadlineThatPassesFailsOnlyItsCheck) {
   EXPECT_EQ(Text(replies[0]), "k0:a0");
   EXPECT_EQ(Text(replies[2]), "k2:a2");
   EXPECT_EQ(Calls(*server_, "evalsha"), 1);
+}
+
+// The checks that arrive while the connection's calls await their replies (two on a client of
+// one connection: the PINGs on a paused server) wait, and share one call once a reply is read;
+// each arrives in a turn of the I/O thread of its own, so a call that left as soon as its write
+// completed would carry one.
+TEST_F(CoalescedCheckTest, ChecksArrivingWhileCallsAwaitRepliesShareTheNextCall) {
+  LoadScripts();
+  auto c = ConnectOne();
+  std::vector<std::promise<Result<Reply>>> replies(6), pings(2);
+  server_->Pause();
+  const std::string_view ping[] = {"PING"};
+  for (auto& p : pings) c->Command(ping, [&p](Result<Reply> r) { p.set_value(std::move(r)); });
+  for (int i = 0; i < 6; ++i) {
+    Check(*c, many_, i, replies);
+    std::this_thread::sleep_for(5ms);
+  }
+  server_->Resume();
+  for (auto& p : pings) EXPECT_TRUE(p.get_future().get().ok());
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(Text(replies[i]), "k" + std::to_string(i) + ":a" + std::to_string(i));
+  }
+  EXPECT_EQ(Calls(*server_, "evalsha"), 1);
+}
+
+// A call held behind calls that are not answered leaves an eighth of the way to its deadline, so
+// that its checks are still decided by a Redis that answers late but within their time.
+TEST_F(CoalescedCheckTest, AHeldCallLeavesAtItsHoldLimit) {
+  LoadScripts();
+  auto c = ConnectOne();
+  std::vector<std::promise<Result<Reply>>> replies(1);
+  server_->Pause();
+  const std::string_view ping[] = {"PING"};
+  for (int i = 0; i < 2; ++i) c->Command(ping, [](Result<Reply>) {});
+  std::this_thread::sleep_for(20ms);  // the PINGs' write
+  const uint64_t writes = c->stats_for_testing().writes;
+  Check(*c, many_, 0, replies, CallOptions{.deadline = Steady::now() + 8s});  // held 1 s
+  const auto until = Steady::now() + 1s + kSlack;
+  while (c->stats_for_testing().writes == writes && Steady::now() < until) {
+    std::this_thread::sleep_for(5ms);
+  }
+  const bool written = c->stats_for_testing().writes > writes;
+  server_->Resume();
+  EXPECT_TRUE(written) << "the held call left before its deadline";
+  EXPECT_EQ(Text(replies[0]), "k0:a0");
+  EXPECT_EQ(Calls(*server_, "evalsha"), 1);
+}
+
+// A check waiting behind calls a hung server does not answer fails at its deadline with
+// DEADLINE_EXCEEDED, an outage: the time it waited was Redis's, though its bytes never left.
+TEST_F(CoalescedCheckTest, ACheckWaitingBehindUnansweredCallsFailsAtItsDeadline) {
+  LoadScripts();
+  auto c = ConnectOne();
+  std::vector<std::promise<Result<Reply>>> replies(2), pings(2);
+  server_->Pause();
+  const std::string_view ping[] = {"PING"};
+  for (auto& p : pings) c->Command(ping, [&p](Result<Reply> r) { p.set_value(std::move(r)); });
+  const auto start = Steady::now();
+  Check(*c, many_, 0, replies, CallOptions{.deadline = start + 400ms});
+  Check(*c, many_, 1, replies);
+  std::future<Result<Reply>> waiting = replies[0].get_future();
+  const bool answered = waiting.wait_for(400ms + kSlack) == std::future_status::ready;
+  const auto took = Steady::now() - start;
+  server_->Resume();
+  ASSERT_TRUE(answered);
+  const Result<Reply> expired = waiting.get();
+  EXPECT_EQ(expired.status().code(), StatusCode::kDeadlineExceeded) << expired.status().ToString();
+  EXPECT_GE(took, 400ms);
+  EXPECT_LT(took, 400ms + kSlack);
+  for (auto& p : pings) EXPECT_TRUE(p.get_future().get().ok());
+  EXPECT_EQ(Text(replies[1]), "k1:a1");
+}
+
+// A check still held at its deadline behind calls a hung server does not answer is an outage,
+// even when this process's I/O thread, stalled (here by another client's reply callback on the
+// same thread) past its hold limit, lets it go only then: the calls it waited for were never
+// answered.
+TEST_F(CoalescedCheckTest, ACheckStillHeldAtItsDeadlineBehindAHungServerIsAnOutage) {
+  LoadScripts();
+  auto other = testing::RedisServer::Start();
+  ASSERT_NE(other, nullptr);
+  auto threads = std::make_shared<IoThreads>(1);
+  ClientOptions options;
+  options.timeout = 5s;
+  options.connections_per_thread = 1;
+  options.port = server_->port();
+  auto held = Client::Create(options, threads);
+  options.port = other->port();
+  auto staller = Client::Create(options, threads);
+  ASSERT_TRUE(held.ok() && staller.ok());
+  for (int i = 0;
+       i < 500 && !((*held)->connected_for_testing() && (*staller)->connected_for_testing()); ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  std::vector<std::promise<Result<Reply>>> replies(1);
+  server_->Pause();
+  const std::string_view ping[] = {"PING"};
+  for (int i = 0; i < 2; ++i) (*held)->Command(ping, [](Result<Reply>) {});
+  const auto deadline = Steady::now() + 2s;  // held 250 ms at most
+  Check(**held, many_, 0, replies, CallOptions{.deadline = deadline});
+  std::this_thread::sleep_for(20ms);
+  (*staller)->Command(ping, [&](Result<Reply>) { std::this_thread::sleep_until(deadline + 50ms); });
+  std::future<Result<Reply>> waiting = replies[0].get_future();
+  const bool answered = waiting.wait_for(2050ms + kSlack) == std::future_status::ready;
+  server_->Resume();
+  ASSERT_TRUE(answered);
+  const Result<Reply> expired = waiting.get();
+  EXPECT_EQ(expired.status().code(), StatusCode::kDeadlineExceeded) << expired.status().ToString();
+}
+
+// A check waits behind two calls that Redis answers at once, but this process's I/O thread stalls
+// (here in a reply's callback) until past the check's deadline before it reads them: the wait was
+// this process's, and the check is refused RESOURCE_EXHAUSTED, never an outage for the failure
+// policy to decide.
+TEST_F(CoalescedCheckTest, ACheckLetGoLateByAStalledProcessIsLocalOverload) {
+  LoadScripts();
+  auto c = ConnectOne();
+  std::vector<std::promise<Result<Reply>>> replies(1);
+  std::promise<Result<Reply>> second;
+  server_->Pause();
+  const std::string_view ping[] = {"PING"};
+  const auto start = Steady::now();
+  const auto deadline = start + 400ms;
+  c->Command(ping, [&](Result<Reply>) {
+    server_->Pause();  // the check's call, once it leaves, is not answered
+    std::this_thread::sleep_until(deadline + 50ms);
+  });
+  c->Command(ping, [&](Result<Reply> r) { second.set_value(std::move(r)); });
+  Check(*c, many_, 0, replies, CallOptions{.deadline = deadline});
+  std::this_thread::sleep_for(20ms);
+  server_->Resume();  // answers both PINGs within the check's first 20 ms or so
+  std::future<Result<Reply>> waiting = replies[0].get_future();
+  const bool answered = waiting.wait_for(450ms + kSlack) == std::future_status::ready;
+  server_->Resume();
+  ASSERT_TRUE(answered);
+  const Result<Reply> refused = waiting.get();
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status().ToString();
+  EXPECT_TRUE(second.get_future().get().ok());
+}
+
+// The same when the call is let go in time, by a check that fills it, but the stalled I/O thread
+// writes it only after its deadline: that wait too was this process's.
+TEST_F(CoalescedCheckTest, ACheckLetGoInTimeButWrittenLateByAStalledProcessIsLocalOverload) {
+  LoadScripts();
+  auto c = ConnectOne(/*coalesce_max=*/2);
+  std::vector<std::promise<Result<Reply>>> replies(3);
+  server_->Pause();
+  const std::string_view ping[] = {"PING"};
+  const auto deadline = Steady::now() + 400ms;
+  c->Command(ping, [&](Result<Reply>) {
+    // The second check fills the call, the third lets it go; it leaves once the thread is back.
+    Check(*c, many_, 1, replies);
+    Check(*c, many_, 2, replies);
+    server_->Pause();
+    std::this_thread::sleep_until(deadline + 50ms);
+  });
+  c->Command(ping, [](Result<Reply>) {});
+  Check(*c, many_, 0, replies, CallOptions{.deadline = deadline});
+  std::this_thread::sleep_for(20ms);
+  server_->Resume();
+  std::future<Result<Reply>> waiting = replies[0].get_future();
+  const bool answered = waiting.wait_for(450ms + kSlack) == std::future_status::ready;
+  server_->Resume();
+  ASSERT_TRUE(answered);
+  const Result<Reply> refused = waiting.get();
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status().ToString();
+  EXPECT_EQ(Text(replies[1]), "k1:a1");
+  EXPECT_EQ(Text(replies[2]), "k2:a2");
 }
 
 // An error reply to the shared call is each check's; NOSCRIPT is not: the call is loaded and
