@@ -26,7 +26,6 @@ namespace bhttp = boost::beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-constexpr size_t kReadChunk = 4096;
 constexpr auto kAcceptBackoff = std::chrono::milliseconds(50);
 // How long Stop waits for the connections it closes to be gone.
 constexpr auto kStopTimeout = std::chrono::seconds(5);

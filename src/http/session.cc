@@ -25,7 +25,6 @@ namespace bhttp = boost::beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-constexpr size_t kReadChunk = 4096;
 // After refusing a request, the bytes and time spent reading what the client still sends, so
 // that it reads the refusal instead of a connection reset.
 constexpr size_t kMaxLingerBytes = 1 << 20;

@@ -23,6 +23,9 @@
 
 namespace sluice::http {
 
+// The most bytes one read from a client's socket takes.
+inline constexpr size_t kReadChunk = 4096;
+
 class Server::Session : public std::enable_shared_from_this<Session> {
  public:
   // Over TLS with `tls` (the handshake first), else plain TCP.
