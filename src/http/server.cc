@@ -208,7 +208,9 @@ void Server::Unregister(Session* session) {
 void Server::EnterIdle(Session* session) {
   base::MutexLock lock(mu_);
   Standing& standing = sessions_.at(session);
-  if (standing.idle != nullptr) return;  // not yet used since Register
+  // Not yet used since Register; or reclaimed already (before its first read started): counted
+  // out once, it must not be found idle and counted out again.
+  if (standing.idle != nullptr || standing.reclaimed) return;
   standing.idle = &kept_idle_;
   standing.idle_at = kept_idle_.insert(kept_idle_.end(), session);
 }
