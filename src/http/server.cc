@@ -230,6 +230,23 @@ void Server::Start() {
   started_ = true;
 }
 
+std::vector<std::shared_ptr<Server::Session>> Server::LiveSessions() {
+  std::vector<std::shared_ptr<Session>> live;
+  for (const auto& [session, standing] : sessions_) {
+    // Null while the session is being destroyed.
+    if (auto alive = session->weak_from_this().lock()) live.push_back(std::move(alive));
+  }
+  return live;
+}
+
+bool Server::AwaitNoSessions(base::MutexLock& lock,
+                             std::chrono::steady_clock::time_point deadline) {
+  while (!sessions_.empty() && std::chrono::steady_clock::now() < deadline) {
+    lock.WaitUntil(cv_, deadline);
+  }
+  return sessions_.empty();
+}
+
 void Server::Drain() {
   base::MutexLock lock(mu_);
   spdlog::info("stopping: draining {} connection(s)", sessions_.size());
@@ -240,22 +257,15 @@ void Server::Drain() {
     acceptor_.close(ignored);
     accept_backoff_.cancel();
   });
-  std::vector<std::shared_ptr<Session>> live;
-  for (const auto& [session, standing] : sessions_) {
-    // Null while the session is being destroyed.
-    if (auto alive = session->weak_from_this().lock()) live.push_back(std::move(alive));
-  }
+  std::vector<std::shared_ptr<Session>> live = LiveSessions();
   // Dropping the last reference to a session unregisters it, which takes mu_.
   lock.Unlock();
   for (auto& session : live) session->Drain();
   live.clear();
   api_.CancelWaits();  // acquires waiting for a slot are answered now, not at their slot
   lock.Lock();
-  const auto drain_deadline = std::chrono::steady_clock::now() + options_.drain_timeout;
-  while (!sessions_.empty() && std::chrono::steady_clock::now() < drain_deadline) {
-    lock.WaitUntil(cv_, drain_deadline);
-  }
-  const bool drained = sessions_.empty();
+  const bool drained =
+      AwaitNoSessions(lock, std::chrono::steady_clock::now() + options_.drain_timeout);
   lock.Unlock();
   if (!drained) spdlog::warn("drain timed out; closing the remaining connections");
   Stop();
@@ -265,19 +275,12 @@ void Server::Drain() {
 void Server::Stop() {
   // The threads may be shared and run on: every handler that reaches this server must have run.
   base::MutexLock lock(mu_);
-  std::vector<std::shared_ptr<Session>> left;
-  for (const auto& [session, standing] : sessions_) {
-    if (auto alive = session->weak_from_this().lock()) left.push_back(std::move(alive));
-  }
+  std::vector<std::shared_ptr<Session>> left = LiveSessions();
   lock.Unlock();
   for (auto& session : left) session->Reclaim();
   left.clear();
   lock.Lock();
-  const auto deadline = std::chrono::steady_clock::now() + kStopTimeout;
-  while (!sessions_.empty() && std::chrono::steady_clock::now() < deadline) {
-    lock.WaitUntil(cv_, deadline);
-  }
-  if (!sessions_.empty()) {
+  if (!AwaitNoSessions(lock, std::chrono::steady_clock::now() + kStopTimeout)) {
     spdlog::error("{} connection(s) still open {} s after being closed", sessions_.size(),
                   kStopTimeout.count());
   }

@@ -157,6 +157,11 @@ class Server {
   // Takes the connection that has waited longest for a request out of the count, to be closed
   // (null if none waits). The caller drops what it returns only after unlocking mu_.
   std::shared_ptr<Session> ReclaimIdle() SLUICE_REQUIRES(mu_);
+  // Every session not being destroyed; the caller drops them only after unlocking mu_.
+  std::vector<std::shared_ptr<Session>> LiveSessions() SLUICE_REQUIRES(mu_);
+  // Waits, `lock` holding mu_, until no session is left or `deadline` passes; whether none is.
+  bool AwaitNoSessions(base::MutexLock& lock, std::chrono::steady_clock::time_point deadline)
+      SLUICE_REQUIRES(mu_);
   // Closes the connections left, and waits until none is and no accept is pending.
   void Stop();
   // Counts `session` in, idle (waiting for its first request), on strand_ after Admit.

@@ -187,17 +187,21 @@ Status SentinelLink::Fail(std::string_view why) const {
   return Status::Unavailable("sentinel " + address_ + ": " + std::string(why));
 }
 
+Result<size_t> SentinelLink::TlsTransferred(int n, short& wait) const {
+  if (n > 0) return static_cast<size_t>(n);
+  const int error = ::SSL_get_error(tls_->ssl, n);
+  if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
+    wait = error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+    return size_t{0};
+  }
+  if (error == SSL_ERROR_ZERO_RETURN) return Fail("connection closed");
+  return Fail("TLS: " + OpenSslReason());
+}
+
 Result<size_t> SentinelLink::Write(const char* data, size_t size, short& wait) {
   if (tls_ != nullptr) {
     ::ERR_clear_error();
-    const int n = ::SSL_write(tls_->ssl, data, static_cast<int>(size));
-    if (n > 0) return static_cast<size_t>(n);
-    const int error = ::SSL_get_error(tls_->ssl, n);
-    if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
-      wait = error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
-      return size_t{0};
-    }
-    return Fail("TLS: " + OpenSslReason());
+    return TlsTransferred(::SSL_write(tls_->ssl, data, static_cast<int>(size)), wait);
   }
   while (true) {
     const ssize_t n = ::send(fd_, data, size, MSG_NOSIGNAL);
@@ -214,15 +218,7 @@ Result<size_t> SentinelLink::Write(const char* data, size_t size, short& wait) {
 Result<size_t> SentinelLink::Read(char* data, size_t size, short& wait) {
   if (tls_ != nullptr) {
     ::ERR_clear_error();
-    const int n = ::SSL_read(tls_->ssl, data, static_cast<int>(size));
-    if (n > 0) return static_cast<size_t>(n);
-    const int error = ::SSL_get_error(tls_->ssl, n);
-    if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
-      wait = error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
-      return size_t{0};
-    }
-    if (error == SSL_ERROR_ZERO_RETURN) return Fail("connection closed");
-    return Fail("TLS: " + OpenSslReason());
+    return TlsTransferred(::SSL_read(tls_->ssl, data, static_cast<int>(size)), wait);
   }
   while (true) {
     const ssize_t n = ::recv(fd_, data, size, 0);

@@ -67,6 +67,9 @@ class SentinelLink {
   // Bytes sent or read, 0 when the socket would block (`wait` says for what), or an error.
   Result<size_t> Write(const char* data, size_t size, short& wait);
   Result<size_t> Read(char* data, size_t size, short& wait);
+  // What an SSL_write or SSL_read that returned `n` did: its bytes; none, with `wait` set to what
+  // the socket must be ready for; or the failure.
+  Result<size_t> TlsTransferred(int n, short& wait) const;
 
   int fd_;
   std::string address_;
