@@ -289,36 +289,37 @@ void Connection::Read() {
       });
 }
 
-// Frees the entry's pending slot, before its callback runs, unless it is re-sent.
+// Frees the entry's pending slots before its callback runs (a coalesced call's, each before its
+// member's answer), unless it is re-sent.
 void Connection::HandleReply(Pending& entry, Reply reply) {
   if (entry.out_of_order) --out_of_order_in_flight_;
   const bool noscript = reply.is_error() && reply.str.starts_with("NOSCRIPT");
   if (entry.kind == Pending::Kind::kEval && noscript && !entry.resent && !entry.finished) {
     return Resend(std::move(entry));
   }
-  pending_.fetch_sub(entry.slots(), std::memory_order_relaxed);
   if (entry.kind == Pending::Kind::kScriptLoad) loading_.pop_front();  // loads answer in order
+  if (!entry.members.empty() && !entry.finished) return AnswerMembers(entry, std::move(reply));
+  pending_.fetch_sub(entry.slots(), std::memory_order_relaxed);
   if (entry.kind == Pending::Kind::kIgnoreReply || entry.finished) return;
-  if (!entry.members.empty()) return AnswerMembers(entry, std::move(reply));
   entry.done(std::move(reply));
 }
 
+// Each member's slot is freed just before its answer, not all of them before the first: a caller
+// answered may queue its next check at once, and the checks the connection has taken and not yet
+// answered stay within max_pending_per_connection.
 void Connection::AnswerMembers(Pending& call, Reply reply) {
   auto& members = call.members;
-  if (const size_t fields = CoalescedReplyFields(reply, members.size()); fields > 0) {
-    for (size_t i = 0; i < members.size(); ++i) {
-      if (members[i].finished) continue;
+  const size_t fields = CoalescedReplyFields(reply, members.size());
+  for (size_t i = 0; i < members.size(); ++i) {
+    pending_.fetch_sub(1, std::memory_order_relaxed);
+    if (members[i].finished) continue;
+    if (fields > 0) {
       members[i].done(TakeCoalescedReply(reply, i, members.size(), fields));
-    }
-    return;
-  }
-  for (auto& m : members) {
-    if (m.finished) continue;
-    if (reply.is_error()) {
-      m.done(reply);
+    } else if (reply.is_error()) {
+      members[i].done(reply);
     } else {
-      m.done(Status::Internal("unexpected reply to " + std::to_string(members.size()) +
-                              " coalesced checks from Redis at " + Address()));
+      members[i].done(Status::Internal("unexpected reply to " + std::to_string(members.size()) +
+                                       " coalesced checks from Redis at " + Address()));
     }
   }
 }
