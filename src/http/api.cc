@@ -255,9 +255,7 @@ bool Api::Handle(const Request& request, Exchange& exchange) {
 
 void Api::AnswerItself(const Request& request, std::string_view path, Exchange& exchange) {
   Response& response = exchange.response;
-  if (path == "/healthz") {
-    response.body = R"({"status":"ok"})";
-  } else if (path == "/metrics") {
+  if (path == "/metrics") {
     response.content_type = "text/plain; version=0.0.4; charset=utf-8";
     response.body = metrics_.Exposition();
     if (json_route_metrics_) response.body += json_route_metrics_();
@@ -269,8 +267,6 @@ void Api::AnswerItself(const Request& request, std::string_view path, Exchange& 
                          exchange.response.body = std::move(body);
                          answers_.Finish(exchange);
                        });
-  } else if (const DashboardFile* file = FindDashboardFile(path)) {
-    ServeDashboardFile(*file, response);
   } else {
     return NotFound(request.endpoints, exchange);
   }
@@ -281,12 +277,12 @@ Api::Routed Api::Route(std::string_view path) {
   if (path == "/v1/check") return {&checks_, "POST"};
   if (path == "/v1/acquire") return {&acquires_, "POST"};
   if (path.starts_with(kAuthPathPrefix)) return {&auths_, ""};
+  if (path == "/healthz") return {&health_, "GET"};
   if (path == "/readyz") return {&ready_, "GET"};
   if (path == "/v1/top") return {&top_, "GET"};
   if (path.starts_with(kKeysPathPrefix)) return {&resets_, "DELETE"};
-  if (path == "/healthz" || path == "/metrics" || FindDashboardFile(path) != nullptr) {
-    return {nullptr, "GET"};
-  }
+  if (path == "/metrics") return {nullptr, "GET"};
+  if (FindDashboardFile(path) != nullptr) return {&dashboard_, "GET"};
   if (path == "/json" && json_route_) return {nullptr, "POST"};
   return {nullptr, ""};
 }

@@ -88,8 +88,10 @@
 #include "http/answers.h"
 #include "http/auth_handler.h"
 #include "http/check_handler.h"
+#include "http/dashboard_handler.h"
 #include "http/exchange.h"
 #include "http/handler.h"
+#include "http/health_handler.h"
 #include "http/metrics.h"
 #include "http/ready_handler.h"
 #include "http/reset_handler.h"
@@ -173,8 +175,7 @@ class Api {
     std::string_view method;
   };
   Routed Route(std::string_view path);
-  // /healthz, /metrics, POST /json and the dashboard's files, which keep nothing of a request;
-  // 404 for any other path.
+  // /metrics and POST /json, which keep nothing of a request; 404 for any other path.
   void AnswerItself(const Request& request, std::string_view path, Exchange& exchange);
   // Whether the request may go on to its route; answers it (401, 403, 429) when not. `who`, when
   // given, is set to the caller's name and address, for the log of what it changes.
@@ -199,6 +200,8 @@ class Api {
   ReadyHandler ready_;
   TopHandler top_{top_keys_, answers_};
   ResetHandler resets_;
+  HealthHandler health_{answers_};
+  DashboardHandler dashboard_{answers_};
   JsonRoute json_route_;
   std::function<std::string()> json_route_metrics_;
 };

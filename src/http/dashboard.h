@@ -9,7 +9,7 @@
 
 #include <string_view>
 
-#include "http/api.h"
+#include "http/exchange.h"
 
 namespace sluice::http {
 
