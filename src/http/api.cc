@@ -128,7 +128,7 @@ void Api::SetCallers(std::shared_ptr<const CallerTable> callers) {
 }
 
 void Api::RefuseCaller(AuthRefusal refusal, std::string_view message, Exchange& exchange) {
-  auth_refused_[static_cast<size_t>(refusal)].fetch_add(1, std::memory_order_relaxed);
+  auth_refusals_.Count(refusal);
   int status = 403;
   if (refusal == AuthRefusal::kMissing || refusal == AuthRefusal::kUnknown) {
     status = 401;
@@ -216,18 +216,6 @@ bool Api::Authorize(const Request& request, std::string_view path, Exchange& exc
   return true;
 }
 
-std::string Api::AuthExposition() const {
-  std::string text =
-      "# HELP sluice_auth_refused_total Requests refused before any handler, by reason.\n"
-      "# TYPE sluice_auth_refused_total counter\n";
-  for (size_t i = 0; i < auth_refused_.size(); ++i) {
-    text += fmt::format("sluice_auth_refused_total{{reason=\"{}\"}} {}\n",
-                        AuthRefusalName(static_cast<AuthRefusal>(i)),
-                        auth_refused_[i].load(std::memory_order_relaxed));
-  }
-  return text;
-}
-
 bool Api::Handle(const Request& request, Exchange& exchange) {
   exchange.Start(request.caller);
   const std::string_view path = request.target.substr(0, request.target.find('?'));
@@ -254,23 +242,12 @@ bool Api::Handle(const Request& request, Exchange& exchange) {
 }
 
 void Api::AnswerItself(const Request& request, std::string_view path, Exchange& exchange) {
-  Response& response = exchange.response;
-  if (path == "/metrics") {
-    response.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    response.body = metrics_.Exposition();
-    if (json_route_metrics_) response.body += json_route_metrics_();
-    response.body += AuthExposition();
-  } else if (path == "/json" && json_route_) {
-    return json_route_(request.body, request.caller,
-                       [this, &exchange](int status, std::string body) {
-                         exchange.response.status = status;
-                         exchange.response.body = std::move(body);
-                         answers_.Finish(exchange);
-                       });
-  } else {
-    return NotFound(request.endpoints, exchange);
-  }
-  answers_.Finish(exchange);
+  if (path != "/json" || !json_route_) return NotFound(request.endpoints, exchange);
+  json_route_(request.body, request.caller, [this, &exchange](int status, std::string body) {
+    exchange.response.status = status;
+    exchange.response.body = std::move(body);
+    answers_.Finish(exchange);
+  });
 }
 
 Api::Routed Api::Route(std::string_view path) {
@@ -281,7 +258,7 @@ Api::Routed Api::Route(std::string_view path) {
   if (path == "/readyz") return {&ready_, "GET"};
   if (path == "/v1/top") return {&top_, "GET"};
   if (path.starts_with(kKeysPathPrefix)) return {&resets_, "DELETE"};
-  if (path == "/metrics") return {nullptr, "GET"};
+  if (path == "/metrics") return {&metrics_handler_, "GET"};
   if (FindDashboardFile(path) != nullptr) return {&dashboard_, "GET"};
   if (path == "/json" && json_route_) return {nullptr, "POST"};
   return {nullptr, ""};

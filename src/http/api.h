@@ -74,8 +74,6 @@
 // acquires waiting for a slot).
 #pragma once
 
-#include <array>
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -87,12 +85,14 @@
 #include "http/acquire_handler.h"
 #include "http/answers.h"
 #include "http/auth_handler.h"
+#include "http/auth_refusals.h"
 #include "http/check_handler.h"
 #include "http/dashboard_handler.h"
 #include "http/exchange.h"
 #include "http/handler.h"
 #include "http/health_handler.h"
 #include "http/metrics.h"
+#include "http/metrics_handler.h"
 #include "http/ready_handler.h"
 #include "http/reset_handler.h"
 #include "http/rule_table.h"
@@ -164,7 +164,7 @@ class Api {
       std::function<void(std::string_view body, core::FairAdmission::Caller caller, JsonDone done)>;
   void SetJsonRoute(JsonRoute route, std::function<std::string()> metrics) {
     json_route_ = std::move(route);
-    json_route_metrics_ = std::move(metrics);
+    metrics_handler_.SetFrontEnd(std::move(metrics));
   }
 
  private:
@@ -175,7 +175,7 @@ class Api {
     std::string_view method;
   };
   Routed Route(std::string_view path);
-  // /metrics and POST /json, which keep nothing of a request; 404 for any other path.
+  // POST /json, which keeps nothing of a request; 404 for any other path.
   void AnswerItself(const Request& request, std::string_view path, Exchange& exchange);
   // Whether the request may go on to its route; answers it (401, 403, 429) when not. `who`, when
   // given, is set to the caller's name and address, for the log of what it changes.
@@ -184,11 +184,10 @@ class Api {
   // Answers 404: no such path on this listener.
   void NotFound(Endpoints endpoints, Exchange& exchange);
   void RefuseCaller(auth::AuthRefusal refusal, std::string_view message, Exchange& exchange);
-  std::string AuthExposition() const;
 
   Metrics& metrics_;
   auth::AuthFailures auth_failures_;
-  std::array<std::atomic<uint64_t>, auth::kAuthRefusalCount> auth_refused_{};
+  AuthRefusals auth_refusals_;
   mutable base::Mutex rules_mu_;
   std::shared_ptr<const RuleTable> rules_ SLUICE_GUARDED_BY(rules_mu_);
   std::shared_ptr<const auth::CallerTable> callers_ SLUICE_GUARDED_BY(rules_mu_);
@@ -202,8 +201,8 @@ class Api {
   ResetHandler resets_;
   HealthHandler health_{answers_};
   DashboardHandler dashboard_{answers_};
+  MetricsHandler metrics_handler_{metrics_, auth_refusals_, answers_};
   JsonRoute json_route_;
-  std::function<std::string()> json_route_metrics_;
 };
 
 }  // namespace sluice::http

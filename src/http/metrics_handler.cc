@@ -1,0 +1,15 @@
+#include "http/metrics_handler.h"
+
+namespace sluice::http {
+
+bool MetricsHandler::Handle(Call&, Exchange& exchange) {
+  Response& response = exchange.response;
+  response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  response.body = metrics_.Exposition();
+  if (front_end_) response.body += front_end_();
+  response.body += refusals_.Exposition();
+  answers_.Finish(exchange);
+  return false;
+}
+
+}  // namespace sluice::http
