@@ -228,26 +228,17 @@ bool Api::Handle(const Request& request, Exchange& exchange) {
   const bool resets = path.starts_with(kKeysPathPrefix);
   if (!Authorize(request, path, exchange, resets ? &who : nullptr)) return false;
   const auto [handler, method] = Route(path);
+  if (handler == nullptr) {
+    NotFound(request.endpoints, exchange);
+    return false;
+  }
   if (!method.empty() && request.method != method) {
     exchange.response.AddHeader("Allow", method);
     answers_.Fail(exchange, 405, fmt::format("{} allows {} only", path, method));
     return false;
   }
-  if (handler == nullptr) {
-    AnswerItself(request, path, exchange);
-    return false;
-  }
   Call call{request, path, rules(), who};
   return handler->Handle(call, exchange);
-}
-
-void Api::AnswerItself(const Request& request, std::string_view path, Exchange& exchange) {
-  if (path != "/json" || !json_route_) return NotFound(request.endpoints, exchange);
-  json_route_(request.body, request.caller, [this, &exchange](int status, std::string body) {
-    exchange.response.status = status;
-    exchange.response.body = std::move(body);
-    answers_.Finish(exchange);
-  });
 }
 
 Api::Routed Api::Route(std::string_view path) {
@@ -260,7 +251,7 @@ Api::Routed Api::Route(std::string_view path) {
   if (path.starts_with(kKeysPathPrefix)) return {&resets_, "DELETE"};
   if (path == "/metrics") return {&metrics_handler_, "GET"};
   if (FindDashboardFile(path) != nullptr) return {&dashboard_, "GET"};
-  if (path == "/json" && json_route_) return {nullptr, "POST"};
+  if (path == "/json" && json_route_) return {&*json_route_, "POST"};
   return {nullptr, ""};
 }
 

@@ -1,7 +1,9 @@
 // The decision service's HTTP API as a function of a request's method, target and body, apart
-// from any socket, so it can be unit-tested and fuzzed directly. The Api routes each request to
-// its handler (check_handler.h, acquire_handler.h, auth_handler.h, ready_handler.h,
-// top_handler.h, dashboard.h):
+// from any socket, so it can be unit-tested and fuzzed directly. The Api hands each request, once
+// its caller may make it (below) and its method is the path's, to the handler of its path
+// (http/handler.h: check_handler.h, acquire_handler.h, auth_handler.h, health_handler.h,
+// ready_handler.h, metrics_handler.h, top_handler.h, dashboard_handler.h, json_route_handler.h,
+// reset_handler.h):
 //
 //   POST /v1/check   {"rule":"api","key":"user:42","cost":1}  → 200 {"allowed":..., "source":
 //                    "store", "degraded":false} ("source" names the path that decided: see
@@ -76,6 +78,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -91,6 +94,7 @@
 #include "http/exchange.h"
 #include "http/handler.h"
 #include "http/health_handler.h"
+#include "http/json_route_handler.h"
 #include "http/metrics.h"
 #include "http/metrics_handler.h"
 #include "http/ready_handler.h"
@@ -157,26 +161,23 @@ class Api {
   // Where the service counts, for the HTTP layer's own counts (connections).
   Metrics& metrics() { return metrics_; }
   // A front end beside this API's own (the Envoy rate limit service): what answers POST /json,
-  // calling `done` once with the status and the JSON body, and more /metrics lines. Set both
-  // before serving. `caller` is the request's (Request::caller), for the same admission.
-  using JsonDone = std::function<void(int status, std::string body)>;
-  using JsonRoute =
-      std::function<void(std::string_view body, core::FairAdmission::Caller caller, JsonDone done)>;
+  // calling `done` once with the status and the JSON body (http/json_route_handler.h), and more
+  // /metrics lines. Set both before serving. `caller` is the request's (Request::caller), for the
+  // same admission.
+  using JsonDone = http::JsonDone;
+  using JsonRoute = http::JsonRoute;
   void SetJsonRoute(JsonRoute route, std::function<std::string()> metrics) {
-    json_route_ = std::move(route);
+    json_route_.emplace(std::move(route), answers_);
     metrics_handler_.SetFrontEnd(std::move(metrics));
   }
 
  private:
-  // The handler of a path and the method it takes (empty: any). No handler: the Api answers the
-  // path itself (AnswerItself), when it is one of its own.
+  // The handler of a path and the method it takes (empty: any); no handler: no such path.
   struct Routed {
     Handler* handler;
     std::string_view method;
   };
   Routed Route(std::string_view path);
-  // POST /json, which keeps nothing of a request; 404 for any other path.
-  void AnswerItself(const Request& request, std::string_view path, Exchange& exchange);
   // Whether the request may go on to its route; answers it (401, 403, 429) when not. `who`, when
   // given, is set to the caller's name and address, for the log of what it changes.
   bool Authorize(const Request& request, std::string_view path, Exchange& exchange,
@@ -202,7 +203,7 @@ class Api {
   HealthHandler health_{answers_};
   DashboardHandler dashboard_{answers_};
   MetricsHandler metrics_handler_{metrics_, auth_refusals_, answers_};
-  JsonRoute json_route_;
+  std::optional<JsonRouteHandler> json_route_;  // POST /json, when SetJsonRoute gave one
 };
 
 }  // namespace sluice::http

@@ -1,5 +1,6 @@
-// The shape of every handler of the Api (http/api.h): a request routed to it, the Call, answered
-// into its Exchange through Answers (http/answers.h), at once or later from a store's thread.
+// The shape of every handler of the Api (http/api.h), one for each path it serves: a request
+// routed to it, the Call, answered into its Exchange through Answers (http/answers.h), at once or
+// later from a store's thread.
 // What a handler keeps of a request until its answer is its own, a state of its own type held by
 // the Exchange (Exchange::StateOf).
 //
