@@ -278,7 +278,12 @@ void Connection::Read() {
           HandleReply(entry, std::move(**reply));
           if (gen != generation_) return;  // the reply's handler dropped the connection
         }
-        if (holding_ && inflight_.size() < hold_behind_) Flush();  // the held call leaves
+        if (holding_ && inflight_.size() < hold_behind_) {
+          // The held call leaves after the handlers already queued on this thread, so that the
+          // checks of the requests they read join it rather than the call after.
+          base::MutexLock lock(mu_);
+          PostFlushLocked();
+        }
         bool expire = false;
         if (expire_after_read_) {
           bytes_at_hand_ -= std::min(bytes_at_hand_, n);

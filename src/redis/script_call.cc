@@ -175,6 +175,10 @@ CoalescedCheckWords CoalescedCheckWords::Of(const CoalescibleCall& call) {
   CoalescedCheckWords check;
   check.key_count = single.keys.size();
   check.shared_count = single.args.size() - 1;
+  size_t size = 0;  // each word's bytes and a bulk string's framing: "$<length>\r\n...\r\n"
+  for (auto key : single.keys) size += key.size() + 16;
+  for (auto arg : single.args) size += arg.size() + 16;
+  check.bytes.reserve(size);
   for (auto key : single.keys) AppendBulk(key, check.bytes);
   check.keys_size = check.bytes.size();
   for (size_t i = 0; i < single.args.size(); ++i) {
