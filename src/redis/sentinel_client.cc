@@ -15,6 +15,18 @@ namespace sluice::redis {
 namespace {
 
 constexpr std::string_view kSwitchMaster = "+switch-master";
+constexpr std::string_view kWaitPromotion = "+failover-state-wait-promotion";
+// The space-separated words of a sentinel's message.
+std::vector<std::string_view> Words(std::string_view text) {
+  std::vector<std::string_view> words;
+  while (!text.empty()) {
+    const auto space = text.find(' ');
+    words.push_back(text.substr(0, space));
+    text = space == std::string_view::npos ? std::string_view() : text.substr(space + 1);
+  }
+  return words;
+}
+
 // How long a replaced master's Client is kept after its replacement, for the calls being
 // submitted to it when it was replaced.
 constexpr auto kRetiredGrace = std::chrono::seconds(1);
@@ -60,7 +72,8 @@ Result<std::unique_ptr<SentinelClient>> SentinelClient::Create(SentinelClientOpt
   if (sentinel.master.connections_per_thread < 1) {
     return Status::InvalidArgument("a Redis client needs at least one connection per thread");
   }
-  if (options.recheck_interval.count() <= 0 || options.rediscover_min_gap.count() <= 0) {
+  if (options.recheck_interval.count() <= 0 || options.rediscover_min_gap.count() <= 0 ||
+      options.promotion_wait.count() <= 0) {
     return Status::InvalidArgument("the sentinel intervals must be positive");
   }
   std::unique_ptr<SentinelClient> client(
@@ -145,17 +158,34 @@ SentinelStats SentinelClient::sentinel_stats() const {
 }
 
 bool SentinelClient::Discover() {
-  last_discovery_ = std::chrono::steady_clock::now();
+  const auto now = std::chrono::steady_clock::now();
+  last_discovery_ = now;
   discover_now_ = false;
   const SentinelOptions& sentinel = options_.sentinel;
   const Duration timeout = sentinel.master.connect_timeout;
   std::string host;
   int port = 0;
+  const auto take = [&](const std::string& address) {
+    const auto colon = address.rfind(':');
+    host = address.substr(0, colon);
+    port = std::atoi(address.c_str() + colon + 1);
+  };
   if (!announced_.empty()) {
-    const auto colon = announced_.rfind(':');
-    host = announced_.substr(0, colon);
-    port = std::atoi(announced_.c_str() + colon + 1);
+    take(announced_);
     announced_.clear();
+    promotion_.reset();
+  } else if (promotion_) {
+    bool refused = false;  // the promoted server, taken, has since refused a write: not a master
+    {
+      base::MutexLock lock(mu_);
+      refused = master_.address == promotion_->address &&
+                master_.client.get() == alarm_->readonly.load(std::memory_order_acquire);
+    }
+    if (refused || now >= promotion_->until) {
+      promotion_.reset();
+    } else {
+      take(promotion_->address);
+    }
   }
   std::string why;
   for (size_t i = 0; i < sentinels_.size() && port == 0; ++i) {
@@ -202,17 +232,28 @@ bool SentinelClient::Discover() {
   options.unix_path.clear();
   options.require_master = true;
   if (options.tls != nullptr) options.tls_server_name = TlsNameFor(host, options.tls_server_name);
-  auto created = Client::Create(std::move(options), threads_);
-  if (!created.ok()) {
-    Failed("the master " + address + ": " + created.status().message());
-    return false;
+  std::shared_ptr<Client> client;
+  std::string unusable;  // why the server cannot be the master; empty when it can
+  if (auto created = Client::Create(std::move(options), threads_); !created.ok()) {
+    unusable = "cannot be used: " + created.status().message();
+  } else {
+    client = std::move(*created);
+    const std::string_view role[] = {"ROLE"};
+    const auto reply = client->CommandSync(role);
+    if (!reply.ok()) {
+      unusable = "cannot be used: " + reply.status().message();
+    } else if (!IsMasterRole(*reply)) {
+      unusable = "is not one (ROLE)";
+    }
   }
-  std::shared_ptr<Client> client = std::move(*created);
-  const std::string_view role[] = {"ROLE"};
-  auto reply = client->CommandSync(role);
-  if (!reply.ok() || !IsMasterRole(*reply)) {
-    Failed("the master the sentinels name, " + address + ", " +
-           (reply.ok() ? "is not one (ROLE)" : "cannot be used: " + reply.status().message()));
+  if (!unusable.empty()) {
+    if (promotion_) {
+      // Not promoted yet: asked again shortly; the master in use, if any, stays until then.
+      discover_now_ = true;
+      Failed("the replica the sentinels promote, " + address + ", " + unusable);
+      return Target() != nullptr;
+    }
+    Failed("the master the sentinels name, " + address + ", " + unusable);
     return false;
   }
   Master replaced;
@@ -237,8 +278,13 @@ void SentinelClient::Subscribe(Subscription& subscription) {
   const Duration timeout = options_.sentinel.master.connect_timeout;
   auto link = SentinelLink::Connect(subscription.address, access_, timeout);
   if (!link.ok()) return;
-  const std::string_view subscribe[] = {"SUBSCRIBE", kSwitchMaster};
-  auto confirmed = (*link)->Call(subscribe, timeout);
+  const std::string_view both[] = {"SUBSCRIBE", kSwitchMaster, kWaitPromotion};
+  auto confirmed = (*link)->Call(both, timeout);
+  if (confirmed.ok() && confirmed->is_error()) {
+    // A sentinel user whose ACL lacks the promotions' channel follows failovers at +switch-master.
+    const std::string_view switches[] = {"SUBSCRIBE", kSwitchMaster};
+    confirmed = (*link)->Call(switches, timeout);
+  }
   if (confirmed.ok() && confirmed->type == Reply::Type::kArray && !confirmed->elements.empty() &&
       confirmed->elements[0].str == "subscribe") {
     subscription.link = std::move(*link);
@@ -259,18 +305,31 @@ void SentinelClient::ReadMessages(Subscription& subscription) {
     subscription.last_read = std::chrono::steady_clock::now();
     const Reply& message = **next;
     if (message.type != Reply::Type::kArray || message.elements.size() != 3 ||
-        message.elements[0].str != "message" || message.elements[1].str != kSwitchMaster) {
-      continue;  // PING's pong
+        message.elements[0].str != "message") {
+      continue;  // PING's pong, the second channel's confirmation
+    }
+    const std::vector<std::string_view> words = Words(message.elements[2].str);
+    if (message.elements[1].str == kWaitPromotion) {
+      // "slave <ip>:<port> <ip> <port> @ <master name> <master ip> <master port>"
+      if (words.size() != 8 || words[0] != "slave" || words[4] != "@" ||
+          words[5] != options_.sentinel.master_name) {
+        continue;
+      }
+      {
+        base::MutexLock lock(mu_);
+        ++stats_.promotions;
+      }
+      promotion_ = Promotion{.address = std::string(words[2]) + ":" + std::string(words[3]),
+                             .until = std::chrono::steady_clock::now() + options_.promotion_wait};
+      discover_now_ = true;
+      last_discovery_ = {};
+      continue;
     }
     // "<master name> <old ip> <old port> <new ip> <new port>"
-    std::vector<std::string_view> words;
-    std::string_view text = message.elements[2].str;
-    while (!text.empty()) {
-      const auto space = text.find(' ');
-      words.push_back(text.substr(0, space));
-      text = space == std::string_view::npos ? std::string_view() : text.substr(space + 1);
+    if (message.elements[1].str != kSwitchMaster || words.size() != 5 ||
+        words[0] != options_.sentinel.master_name) {
+      continue;
     }
-    if (words.size() != 5 || words[0] != options_.sentinel.master_name) continue;
     {
       base::MutexLock lock(mu_);
       ++stats_.announcements;

@@ -7,6 +7,14 @@
 //   - it is subscribed to +switch-master on every sentinel (re-subscribing when a link drops or
 //     stops answering PING), and takes the master the first announcement names (once it has
 //     said ROLE master);
+//   - it is also subscribed to +failover-state-wait-promotion, which the sentinels' leader
+//     publishes once it has told a replica of this master to become one (REPLICAOF NO ONE). It
+//     takes that replica as soon as it says ROLE master, without waiting for +switch-master (a
+//     second or more later): writes to the old master after the promotion are lost when it is
+//     reconfigured as a replica. Until +switch-master, for at most promotion_wait, the sentinels
+//     are not asked (they still name the old master); the old master stays in use until the
+//     replica says master. A sentinel user without that channel (an older ACL) follows failovers
+//     at +switch-master;
 //   - it asks again whenever the master refuses a call with READONLY (that Client is then no
 //     longer used) or a call fails with UNAVAILABLE (a connection lost), at most every
 //     rediscover_min_gap, and every recheck_interval in any case.
@@ -23,6 +31,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,11 +48,14 @@ struct SentinelClientOptions {
   SentinelOptions sentinel;
   Duration recheck_interval = std::chrono::seconds(1);
   Duration rediscover_min_gap = std::chrono::milliseconds(20);
+  // How long a promotion the sentinels' leader announced is followed without +switch-master.
+  Duration promotion_wait = std::chrono::seconds(30);
 };
 
 struct SentinelStats {
   uint64_t switches = 0;       // masters taken into use after the first
   uint64_t announcements = 0;  // +switch-master messages for this master
+  uint64_t promotions = 0;     // +failover-state-wait-promotion messages for this master
   std::string master;          // "host:port" in use; empty when none is
 };
 
@@ -106,6 +118,12 @@ class SentinelClient final : public ForwardingClient {
   // On every sentinel: the first to announce a switch is the first heard.
   std::vector<Subscription> subscriptions_;
   std::string announced_;  // "host:port" of the last +switch-master not yet acted on
+  // The replica the sentinels' leader is promoting ("host:port"), followed until `until`.
+  struct Promotion {
+    std::string address;
+    std::chrono::steady_clock::time_point until;
+  };
+  std::optional<Promotion> promotion_;
   std::vector<std::pair<std::shared_ptr<Client>, std::chrono::steady_clock::time_point>> retired_;
   bool discover_now_ = true;
   std::chrono::steady_clock::time_point last_discovery_{};
