@@ -47,9 +47,11 @@ using sluice::testing::RedisServer;
 using sluice::testing::Service;
 using sluice::testing::TempDir;
 
+// gcra admits a key's first 5 at once and its sixth 12 minutes later: a fixed window would admit
+// 5 more at the top of the hour, were the test running then.
 constexpr char kConfig[] = R"(server: {expose_keys: true}
 rules:
-  - {name: api, algorithm: fixed_window, limit: 5, period: 1h}
+  - {name: api, algorithm: gcra, limit: 5, period: 1h}
   - {name: jobs, algorithm: gcra, limit: 1, period: 2m}
 )";
 // Attacker-controlled bytes as a key: markup that would run if it were parsed as HTML, a quote,
