@@ -84,11 +84,11 @@
 
 #include "auth/auth_failures.h"
 #include "auth/callers.h"
+#include "auth/refusal_counts.h"
 #include "base/mutex.h"
 #include "http/acquire_handler.h"
 #include "http/answers.h"
 #include "http/auth_handler.h"
-#include "http/auth_refusals.h"
 #include "http/check_handler.h"
 #include "http/dashboard_handler.h"
 #include "http/exchange.h"
@@ -188,7 +188,7 @@ class Api {
 
   Metrics& metrics_;
   auth::AuthFailures auth_failures_;
-  AuthRefusals auth_refusals_;
+  auth::RefusalCounts auth_refusals_;
   mutable base::Mutex rules_mu_;
   std::shared_ptr<const RuleTable> rules_ SLUICE_GUARDED_BY(rules_mu_);
   std::shared_ptr<const auth::CallerTable> callers_ SLUICE_GUARDED_BY(rules_mu_);

@@ -1,7 +1,7 @@
 // GET /metrics: the Prometheus text exposition of the service (http/metrics.h), then the lines of
 // a front end beside the Api's own when one is set (the Envoy rate limit service's,
 // Api::SetJsonRoute), then the counts of the requests refused before any handler
-// (http/auth_refusals.h).
+// (auth/refusal_counts.h).
 //
 // Thread safety: Handle may be called concurrently, each call with its own Exchange; SetFrontEnd
 // must be called before serving.
@@ -10,8 +10,8 @@
 #include <functional>
 #include <string>
 
+#include "auth/refusal_counts.h"
 #include "http/answers.h"
-#include "http/auth_refusals.h"
 #include "http/handler.h"
 #include "http/metrics.h"
 
@@ -20,7 +20,7 @@ namespace sluice::http {
 class MetricsHandler final : public Handler {
  public:
   // `metrics`, `refusals` and `answers` must outlive this object.
-  MetricsHandler(const Metrics& metrics, const AuthRefusals& refusals, Answers& answers)
+  MetricsHandler(const Metrics& metrics, const auth::RefusalCounts& refusals, Answers& answers)
       : metrics_(metrics), refusals_(refusals), answers_(answers) {}
 
   bool Handle(Call& call, Exchange& exchange) override;
@@ -29,7 +29,7 @@ class MetricsHandler final : public Handler {
 
  private:
   const Metrics& metrics_;
-  const AuthRefusals& refusals_;
+  const auth::RefusalCounts& refusals_;
   Answers& answers_;
   std::function<std::string()> front_end_;
 };

@@ -32,7 +32,7 @@ void CallerCheck::SetCallers(std::shared_ptr<const auth::CallerTable> callers) {
 }
 
 grpc::Status CallerCheck::Refuse(AuthRefusal refusal, grpc::StatusCode code, std::string message) {
-  refused_[static_cast<size_t>(refusal)].fetch_add(1, std::memory_order_relaxed);
+  refused_.Count(refusal);
   return {code, std::move(message)};
 }
 
@@ -92,16 +92,8 @@ grpc::Status CallerCheck::Check(const grpc::ServerContextBase& context, std::str
 }
 
 std::string CallerCheck::Exposition() const {
-  std::string text =
-      "# HELP sluice_rls_auth_refused_total gRPC rate limit calls refused before any decision, "
-      "by reason.\n"
-      "# TYPE sluice_rls_auth_refused_total counter\n";
-  for (size_t i = 0; i < refused_.size(); ++i) {
-    text += fmt::format("sluice_rls_auth_refused_total{{reason=\"{}\"}} {}\n",
-                        auth::AuthRefusalName(static_cast<AuthRefusal>(i)),
-                        refused_[i].load(std::memory_order_relaxed));
-  }
-  return text;
+  return refused_.Exposition("sluice_rls_auth_refused_total",
+                             "gRPC rate limit calls refused before any decision, by reason.");
 }
 
 }  // namespace sluice::rls

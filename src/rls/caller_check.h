@@ -17,14 +17,13 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <array>
-#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "auth/auth_failures.h"
 #include "auth/callers.h"
+#include "auth/refusal_counts.h"
 #include "base/mutex.h"
 
 namespace sluice::rls {
@@ -44,7 +43,7 @@ class CallerCheck {
   mutable base::Mutex mu_;
   std::shared_ptr<const auth::CallerTable> callers_ SLUICE_GUARDED_BY(mu_);
   auth::AuthFailures failures_;
-  std::array<std::atomic<uint64_t>, auth::kAuthRefusalCount> refused_{};
+  auth::RefusalCounts refused_;
 };
 
 // The address of a gRPC peer ("ipv4:10.0.0.7:51234" -> "10.0.0.7", "ipv6:[::1]:5" -> "::1"),
