@@ -1,6 +1,7 @@
 #include "http/session.h"
 
 #include <fmt/format.h>
+#include <openssl/ssl.h>
 
 #include <algorithm>
 #include <atomic>
@@ -120,21 +121,10 @@ void Server::Session::RefusePlaintext() {
   net::async_write(stream_.tcp(), net::buffer(kPlaintextRefusal),
                    [self = shared_from_this()](beast::error_code ec, size_t) {
                      if (ec) return self->Close();
-                     beast::error_code ignored;
-                     self->stream_.tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
                      self->stream_.tcp().expires_after(kLingerTime);
                      self->buffer_.clear();
-                     self->DiscardPlaintext();
+                     self->EndWritesAndDiscard();
                    });
-}
-
-void Server::Session::DiscardPlaintext() {
-  stream_.tcp().async_read_some(buffer_.prepare(kReadChunk),
-                                [self = shared_from_this()](beast::error_code ec, size_t n) {
-                                  self->lingered_ += n;
-                                  if (ec || self->lingered_ > kMaxLingerBytes) return;
-                                  self->DiscardPlaintext();
-                                });
 }
 
 void Server::Session::Reclaim() {
@@ -310,20 +300,35 @@ void Server::Session::OnWrite(beast::error_code ec) {
 }
 
 void Server::Session::Linger() {
-  beast::error_code ignored;
-  stream_.tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
   stream_.tcp().expires_after(kLingerTime);
   buffer_.clear();
+  if (!close_notify_due_) return EndWritesAndDiscard();
+  // The close_notify alone: the shutdown takes the client's as heard, so that it ends once its own
+  // is written, where OpenSSL waiting for it would fail the connection on the client's next data.
+  close_notify_due_ = false;
+  StopReadDeadline();
+  SSL* ssl = stream_.tls()->native_handle();
+  SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_RECEIVED_SHUTDOWN);
+  stream_.tls()->async_shutdown([self = shared_from_this()](beast::error_code ec) {
+    if (ec) return self->CloseNow();
+    self->EndWritesAndDiscard();
+  });
+}
+
+void Server::Session::EndWritesAndDiscard() {
+  beast::error_code ignored;
+  stream_.tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
   Discard();
 }
 
+// Reads what arrives on the socket, undecrypted, and drops it.
 void Server::Session::Discard() {
-  stream_.async_read_some(buffer_.prepare(kReadChunk),
-                          [self = shared_from_this()](beast::error_code ec, size_t n) {
-                            self->lingered_ += n;
-                            if (ec || self->lingered_ > kMaxLingerBytes) return;
-                            self->Discard();
-                          });
+  stream_.tcp().async_read_some(buffer_.prepare(kReadChunk),
+                                [self = shared_from_this()](beast::error_code ec, size_t n) {
+                                  self->lingered_ += n;
+                                  if (ec || self->lingered_ > kMaxLingerBytes) return;
+                                  self->Discard();
+                                });
 }
 
 void Server::Session::BoundReads(Duration timeout) {

@@ -47,7 +47,6 @@ class Server::Session : public std::enable_shared_from_this<Session> {
   void OnHandshake(boost::beast::error_code ec);
   void OnHandshakeFailed(boost::beast::error_code ec);
   void RefusePlaintext();
-  void DiscardPlaintext();
 
   void WaitForRequest();
 
@@ -82,8 +81,11 @@ class Server::Session : public std::enable_shared_from_this<Session> {
 
   void OnWrite(boost::beast::error_code ec);
 
+  // After a refusal of a request not read whole: ends what the server sends (over TLS, with a
+  // close_notify) and reads what the client still sends, for a while, so that the client reads
+  // the refusal rather than a reset connection.
   void Linger();
-
+  void EndWritesAndDiscard();
   void Discard();
 
   // Bounds the reads to come by `timeout`. Over TLS, the TCP stream's own bound would close the

@@ -3,9 +3,9 @@
 // decision, certificates rotated under load (by SIGHUP and by the files changing) with no request
 // failing and new clients seeing the new certificate, and the server certificates a verifying
 // client refuses; acquires over HTTPS; and the close_notify the server sends before closing a
-// session (idle, a request read too slowly, a drain), so that a client can tell the end of the
-// stream from a cut connection. Certificates are made at test time by openssl
-// (support/certificates.h).
+// session (idle, a request read too slowly, a drain, a request refused before it was read whole),
+// so that a client can tell the end of the stream from a cut connection. Certificates are made at
+// test time by openssl (support/certificates.h).
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -285,6 +285,35 @@ TEST_F(ServeTlsTest, TheServerClosesATlsSessionWithCloseNotify) {
   end = kept.ReadToEnd(10s);
   EXPECT_EQ(end, boost::asio::error::eof) << "drained: " << end.message();
   EXPECT_EQ(drained.process().WaitExit(10s), 0) << drained.process().Log();
+}
+
+// A request refused before it was read whole (a body or a header above its limit) ends with the
+// refusal and then the server's close_notify, while the server reads on what the client still
+// sends: the client reads the refusal and an ended stream, neither a cut nor a reset connection.
+TEST_F(ServeTlsTest, ARefusalOfARequestNotReadWholeEndsWithCloseNotify) {
+  TlsService service(TlsConfig(server_));
+  ASSERT_TRUE(service.up()) << service.process().Log();
+  const std::string body(70 * 1024, 'x');
+  const std::string too_large = "POST /v1/check HTTP/1.1\r\nHost: localhost\r\nContent-Length: " +
+                                std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string big_header =
+      "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Padding: " + std::string(9000, 'p') +
+      "\r\n\r\n";
+  for (const auto& [request, status] :
+       {std::pair{too_large, "HTTP/1.1 413 "}, std::pair{big_header, "HTTP/1.1 431 "}}) {
+    TlsConnection connection(service.port(), ca_->ca_file());
+    ASSERT_TRUE(connection.connected());
+    ASSERT_TRUE(connection.Send(request));
+    ASSERT_TRUE(connection.ReadUntil("}", 10s)) << connection.received();
+    EXPECT_TRUE(connection.received().starts_with(status)) << connection.received();
+    // Read and dropped, for the second the server lingers: not answered by a reset connection.
+    EXPECT_TRUE(connection.Send(std::string(16 * 1024, 'y'))) << status;
+    std::this_thread::sleep_for(50ms);
+    EXPECT_TRUE(connection.Send(std::string(16 * 1024, 'y'))) << status;
+    // The server lingers a second at most; 10 s allows for a loaded machine.
+    const boost::system::error_code end = connection.ReadToEnd(10s);
+    EXPECT_EQ(end, boost::asio::error::eof) << status << ": " << end.message();
+  }
 }
 
 TEST_F(ServeTlsTest, PlainHttpOnTheTlsPortIsRefusedCleanlyWithoutADecision) {
