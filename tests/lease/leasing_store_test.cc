@@ -430,7 +430,10 @@ INSTANTIATE_TEST_SUITE_P(Leasable, LeasesNeverOverAdmit,
                          [](const auto& info) { return std::string(AlgorithmName(info.param)); });
 
 // Threads checking one key through one LeasingStore while another moves the clock: no race (for
-// TSan), and no more admitted than the limit's bound.
+// TSan), and no more admitted than the limit's bound. The clock may pass a lease's store_timeout
+// while a check waits for the lease that another thread is getting (a thread held up on a loaded
+// machine): that check is answered DEADLINE_EXCEEDED, as the lease table answers it, and nothing
+// else may fail.
 TEST(LeasingStoreConcurrency, ThreadsShareLeasesWithinTheLimit) {
   ManualClock clock(Time(seconds(1'700'000'000)));
   ManualTimers timers(clock);
@@ -449,7 +452,10 @@ TEST(LeasingStoreConcurrency, ThreadsShareLeasesWithinTheLimit) {
       const std::string key = t % 2 == 0 ? "hot" : "other";
       for (int i = 0; i < 5'000; ++i) {
         auto d = store.Check({.scope = "api", .limit = &limit, .key = key, .lease = terms});
-        ASSERT_TRUE(d.ok());
+        if (!d.ok()) {
+          ASSERT_EQ(d.status().code(), StatusCode::kDeadlineExceeded) << d.status().message();
+          continue;
+        }
         if (d->allowed && key == "hot") admitted.fetch_add(1);
       }
     });
