@@ -55,14 +55,7 @@ FrontEnd::FrontEnd(const config::RlsConfig& config, Store& store,
 FrontEnd::~FrontEnd() { Shutdown(Duration(0)); }
 
 Status FrontEnd::Reload() {
-  if (config_.tls) {
-    if (Status s = CheckTlsFiles(*config_.tls); !s.ok()) {
-      spdlog::error(
-          "rls: {}; new TLS connections fail until the files hold a certificate and "
-          "its key",
-          s.message());
-    }
-  }
+  if (grpc_) (void)grpc_->ReloadTls();  // logged
   return Reload(nullptr);
 }
 

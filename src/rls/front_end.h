@@ -37,8 +37,8 @@ class FrontEnd {
       std::shared_ptr<const auth::CallerTable> callers = nullptr);
   ~FrontEnd();
 
-  // Rereads the directory; the previous configuration stays if it is bad. Checks the TLS files
-  // too, logging an error when they no longer hold a certificate and its key (rls/server_tls.h).
+  // Rereads the directory; the previous configuration stays if it is bad. Rereads the TLS files
+  // too (rls/server_tls.h): a certificate without its key is logged, and not taken.
   Status Reload();
   // Who may call on gRPC from now on.
   void SetCallers(std::shared_ptr<const auth::CallerTable> callers) {

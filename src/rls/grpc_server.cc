@@ -8,7 +8,6 @@
 #include <string>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
-#include "rls/server_tls.h"
 
 namespace sluice::rls {
 
@@ -63,13 +62,15 @@ GrpcServer::~GrpcServer() { Shutdown(Duration(0)); }
 Status GrpcServer::Start(const std::string& address,
                          const std::optional<config::RlsTlsConfig>& tls) {
   if (tls) {
-    if (Status s = CheckTlsFiles(*tls); !s.ok()) return s;
+    auto loaded = ServerTls::Load(*tls);
+    if (!loaded.ok()) return loaded.status();
+    tls_ = std::move(loaded).value();
   }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(
-      address, tls ? ServerCredentialsFor(*tls) : grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort(address, tls_ ? tls_->Credentials() : grpc::InsecureServerCredentials(),
+                           &port_);
   builder.RegisterService(handler_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {

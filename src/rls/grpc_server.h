@@ -16,6 +16,7 @@
 #include "auth/callers.h"
 #include "config/config.h"
 #include "rls/caller_check.h"
+#include "rls/server_tls.h"
 #include "rls/service.h"
 #include "sluice/clock.h"
 #include "sluice/status.h"
@@ -38,6 +39,9 @@ class GrpcServer {
   // not hold a certificate and its key (rls/server_tls.h). Set the callers first.
   Status Start(const std::string& address,
                const std::optional<config::RlsTlsConfig>& tls = std::nullopt);
+  // Reads the TLS files again now (SIGHUP); a failure is returned and logged, and the certificate
+  // served stays. OK without TLS.
+  Status ReloadTls() { return tls_ ? tls_->Reload() : Status::Ok(); }
   // Who may call (auth/callers.h); swapped atomically. Unset or not enabled: anyone.
   void SetCallers(std::shared_ptr<const auth::CallerTable> callers) {
     callers_.SetCallers(std::move(callers));
@@ -53,6 +57,7 @@ class GrpcServer {
   class Handler;
   CallerCheck callers_;
   std::unique_ptr<Handler> handler_;
+  std::unique_ptr<ServerTls> tls_;  // outlives server_, which reads its file
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };

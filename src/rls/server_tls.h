@@ -1,15 +1,16 @@
-// TLS on the rate limit service's gRPC port (rls.tls) with gRPC's own TLS credentials: the
-// certificate chain and key, and for mutual TLS the authority clients' certificates must chain to,
-// read by gRPC's FileWatcherCertificateProvider, which re-reads the files every
-// kTlsRefreshInterval. A changed file (a rotation, whether or not followed by a SIGHUP) is served
-// to the connections made after it is read; established connections keep theirs and are not
-// dropped. gRPC 1.51's watcher does not check that a new key matches the new certificate: a pair
-// read mid-rotation (the certificate written, its key not yet) fails new handshakes until both
-// are in place, hence rotations by swapping a symlinked directory, and CheckTlsFiles on SIGHUP to
-// report such a pair. With client_san, the handshake itself refuses a client certificate that
-// carries none of those DNS or URI names.
+// TLS on the rate limit service's gRPC port (rls.tls) with gRPC's own TLS credentials. sluice
+// reads the certificate chain and key itself (tls/rotating_context.h: re-read when the files
+// change, and on SIGHUP) and takes a pair only once the key is the certificate's; gRPC's
+// FileWatcherCertificateProvider reads the pair taken from an in-memory file every
+// kTlsRefreshInterval (tls/identity_file.h), and the authority clients' certificates must chain to
+// (mutual TLS) from its file. A rotation reaches the connections made within two intervals of it;
+// established connections keep their certificate and are not dropped. A rotation caught half
+// done (a certificate written, its key not yet) is reported and not taken: the previous pair is
+// served until the key follows. With client_san, the handshake itself refuses a client
+// certificate that carries none of those DNS or URI names.
 //
-// Thread safety: plain functions; the credentials may be shared by any number of servers.
+// Thread safety: every method may be called concurrently; the credentials may be shared by any
+// number of servers while this lives.
 #pragma once
 
 #include <grpcpp/security/server_credentials.h>
@@ -19,17 +20,35 @@
 
 #include "config/config.h"
 #include "sluice/status.h"
+#include "tls/identity_file.h"
+#include "tls/rotating_context.h"
 
 namespace sluice::rls {
 
 inline constexpr std::chrono::seconds kTlsRefreshInterval{1};
 
-// Whether the files of `tls` hold what TLS needs: a PEM certificate whose key is the PEM key,
-// and a PEM authority when one is named; INVALID_ARGUMENT naming the field and file otherwise
-// (never the key's contents). At start, and on SIGHUP so that a bad rotation is reported.
-Status CheckTlsFiles(const config::RlsTlsConfig& tls);
+class ServerTls {
+ public:
+  // INVALID_ARGUMENT, naming the field and the file (never the key's contents), unless the files
+  // of `tls` hold a PEM certificate whose key is the PEM key, and a PEM authority when one is
+  // named.
+  static Result<std::unique_ptr<ServerTls>> Load(const config::RlsTlsConfig& tls);
+  ~ServerTls();
 
-// The credentials of a port serving `tls` (checked with CheckTlsFiles first).
-std::shared_ptr<grpc::ServerCredentials> ServerCredentialsFor(const config::RlsTlsConfig& tls);
+  // The credentials of a port serving the files.
+  std::shared_ptr<grpc::ServerCredentials> Credentials() const;
+
+  // Reads the files now (SIGHUP) rather than at the next poll; a failure is returned and logged,
+  // and the previous pair stays.
+  Status Reload();
+
+ private:
+  ServerTls(config::RlsTlsConfig tls, std::unique_ptr<tls::IdentityFile> identity)
+      : config_(std::move(tls)), identity_(std::move(identity)) {}
+
+  const config::RlsTlsConfig config_;
+  const std::unique_ptr<tls::IdentityFile> identity_;
+  std::unique_ptr<tls::RotatingContext> files_;  // writes identity_
+};
 
 }  // namespace sluice::rls

@@ -13,13 +13,18 @@ Status AsStatus(const ContextError& error) {
 
 }  // namespace
 
-Result<std::unique_ptr<RotatingContext>> RotatingContext::Load(ServerFiles files) {
-  std::unique_ptr<RotatingContext> rotating(new RotatingContext(std::move(files)));
+Result<std::unique_ptr<RotatingContext>> RotatingContext::Load(ServerFiles files,
+                                                               Listener listener) {
+  std::unique_ptr<RotatingContext> rotating(
+      new RotatingContext(std::move(files), std::move(listener)));
   const Stamp stamp = rotating->StampFiles();
   ContextError error;
   auto context = LoadServerContext(rotating->files_, error);
   if (!context) return AsStatus(error);
   base::MutexLock lock(rotating->mu_);
+  if (rotating->listener_) {
+    if (Status s = rotating->listener_(*context); !s.ok()) return s;
+  }
   rotating->current_ = std::move(context);
   rotating->attempted_ = stamp;
   return rotating;
@@ -51,8 +56,9 @@ Status RotatingContext::Reload() {
   auto context = LoadServerContext(files_, error);
   base::MutexLock lock(mu_);
   attempted_ = stamp;
-  if (!context) {
-    const Status status = AsStatus(error);
+  Status status = context ? Status::Ok() : AsStatus(error);
+  if (status.ok() && listener_) status = listener_(*context);
+  if (!status.ok()) {
     spdlog::error("tls: keeping the current certificate: {}", status.message());
     return status;
   }

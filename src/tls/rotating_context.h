@@ -3,7 +3,9 @@
 // (device, inode, size, modification time) changes. New connections take Current(); established
 // ones keep the context they were accepted with. A pair caught half written (a key that is not the
 // certificate's) or an unreadable file is not taken: the previous context stays, and the failure
-// is logged once per change of the files.
+// is logged once per change of the files. A listener given at Load sees each context before it
+// becomes current, and may refuse it: a server outside Asio (gRPC's, tls/identity_file.h) is kept
+// serving the same certificate.
 //
 // Thread safety: every method may be called concurrently.
 #pragma once
@@ -15,6 +17,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -27,8 +30,13 @@ namespace sluice::tls {
 
 class RotatingContext {
  public:
-  // INVALID_ARGUMENT, naming the field and the file, if the files do not make a context now.
-  static Result<std::unique_ptr<RotatingContext>> Load(ServerFiles files);
+  // Called with each context built, the first included, under the object's lock; a context it
+  // refuses (the status it returns) does not become current.
+  using Listener = std::function<Status(boost::asio::ssl::context&)>;
+
+  // INVALID_ARGUMENT, naming the field and the file, if the files do not make a context now; the
+  // listener's status if it refuses the first.
+  static Result<std::unique_ptr<RotatingContext>> Load(ServerFiles files, Listener listener = {});
   ~RotatingContext();
 
   std::shared_ptr<boost::asio::ssl::context> Current() const;
@@ -56,12 +64,14 @@ class RotatingContext {
   };
   using Stamp = std::array<FileStamp, 3>;  // cert, key, client CA
 
-  explicit RotatingContext(ServerFiles files) : files_(std::move(files)) {}
+  RotatingContext(ServerFiles files, Listener listener)
+      : files_(std::move(files)), listener_(std::move(listener)) {}
   Stamp StampFiles() const;
   // Reloads if the files changed since the last attempt.
   void Poll();
 
   const ServerFiles files_;
+  const Listener listener_;
   mutable base::Mutex mu_;
   std::shared_ptr<boost::asio::ssl::context> current_ SLUICE_GUARDED_BY(mu_);
   Stamp attempted_ SLUICE_GUARDED_BY(mu_){};  // the files' stamp at the last build attempted

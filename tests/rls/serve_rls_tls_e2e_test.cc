@@ -309,12 +309,16 @@ TEST_F(ServeRlsTls, RotatedCertificateServesNewClientsAndKeepsEstablishedOnes) {
 // reported on SIGHUP, without the key's contents; once the key follows, new clients get the new
 // certificate. (Between the two, gRPC's file watcher serves the mismatched pair: new handshakes
 // fail; README "Replacing envoyproxy/ratelimit" says to rotate by swapping a directory.)
-TEST_F(ServeRlsTls, ACertificateWithoutItsKeyIsReportedOnSighupAndTheKeyCompletesIt) {
+// A rotation caught half done (certbot updates its links one at a time): the new certificate is
+// written and its key is not yet. It is reported, and not served: new clients keep the previous
+// pair, past several polls of the files and refreshes of gRPC's reader, until the key follows.
+TEST_F(ServeRlsTls, ACertificateWithoutItsKeyIsReportedAndNotServedUntilTheKeyFollows) {
   const std::string cert = dir_.File("cert.pem");
   const std::string key = dir_.File("key.pem");
   std::filesystem::copy_file(server_cert_.cert_file, cert);
   std::filesystem::copy_file(server_cert_.key_file, key);
   Start("cert_file: \"" + cert + "\", key_file: \"" + key + "\"");
+  const std::string old_serial = CertificateSerial(server_cert_.cert_file);
 
   const IssuedCertificate next = ca_->Issue("localhost", {"DNS:localhost", "IP:127.0.0.1"});
   WriteFile(cert, ReadFile(next.cert_file));
@@ -322,16 +326,28 @@ TEST_F(ServeRlsTls, ACertificateWithoutItsKeyIsReportedOnSighupAndTheKeyComplete
   EXPECT_TRUE(service_->process().WaitForLog("is not the key of")) << service_->process().Log();
   EXPECT_EQ(service_->process().Log().find("PRIVATE KEY"), std::string::npos);
 
+  const auto half_done_until = std::chrono::steady_clock::now() + seconds(4);
+  int fresh_clients = 0;
+  while (std::chrono::steady_clock::now() < half_done_until) {
+    const Answer fresh = Ask(*TlsChannel(), "half-done");
+    ASSERT_TRUE(fresh.status.ok())
+        << "a new client during the half-done rotation: " << fresh.status.error_message();
+    WriteFile(dir_.File("seen.pem"), fresh.server_pem);
+    ASSERT_EQ(CertificateSerial(dir_.File("seen.pem")), old_serial);
+    ++fresh_clients;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_GT(fresh_clients, 0);
+
   WriteFile(key, ReadFile(next.key_file));
   const std::string new_serial = CertificateSerial(next.cert_file);
   std::string seen;
   const auto until = std::chrono::steady_clock::now() + seconds(20);
   while (seen != new_serial && std::chrono::steady_clock::now() < until) {
     const Answer fresh = Ask(*TlsChannel(), "fresh");
-    if (fresh.status.ok()) {
-      WriteFile(dir_.File("seen.pem"), fresh.server_pem);
-      seen = CertificateSerial(dir_.File("seen.pem"));
-    }
+    ASSERT_TRUE(fresh.status.ok()) << fresh.status.error_message();
+    WriteFile(dir_.File("seen.pem"), fresh.server_pem);
+    seen = CertificateSerial(dir_.File("seen.pem"));
     std::this_thread::sleep_for(milliseconds(100));
   }
   EXPECT_EQ(seen, new_serial);
