@@ -92,6 +92,11 @@ SentinelClient::SentinelClient(SentinelClientOptions options, std::shared_ptr<Al
               .password = options_.sentinel.sentinel_password,
               .tls = options_.sentinel.master.tls,
               .tls_server_name = options_.sentinel.master.tls_server_name},
+      master_access_{.peer = "server",
+                     .user = options_.sentinel.master.user,
+                     .password = options_.sentinel.master.password,
+                     .tls = options_.sentinel.master.tls,
+                     .tls_server_name = options_.sentinel.master.tls_server_name},
       sentinels_(options_.sentinel.sentinels) {
   for (const std::string& address : sentinels_) {
     subscriptions_.emplace_back().address = address;
@@ -226,6 +231,14 @@ bool SentinelClient::Discover() {
       return true;
     }
   }
+  if (promotion_) {
+    if (std::string why = ProbePromotion(); !why.empty()) {
+      // Not promoted yet: asked again shortly; the master in use, if any, stays until then.
+      discover_now_ = true;
+      Failed("the replica the sentinels promote, " + address + ", " + why);
+      return Target() != nullptr;
+    }
+  }
   ClientOptions options = sentinel.master;
   options.host = host;
   options.port = port;
@@ -269,6 +282,24 @@ bool SentinelClient::Discover() {
     retired_.emplace_back(std::move(replaced.client), std::chrono::steady_clock::now());
   }
   return true;
+}
+
+std::string SentinelClient::ProbePromotion() {
+  const Duration timeout = options_.sentinel.master.connect_timeout;
+  Promotion& promotion = *promotion_;
+  if (promotion.probe == nullptr) {
+    auto link = SentinelLink::Connect(promotion.address, master_access_, timeout);
+    if (!link.ok()) return "cannot be used: " + link.status().message();
+    promotion.probe = std::move(*link);
+  }
+  const std::string_view role[] = {"ROLE"};
+  const auto reply = promotion.probe->Call(role, timeout);
+  if (!reply.ok()) {
+    promotion.probe.reset();
+    return "cannot be used: " + reply.status().message();
+  }
+  if (reply->is_error()) return "refused ROLE: " + reply->str;
+  return IsMasterRole(*reply) ? "" : "is not one (ROLE)";
 }
 
 void SentinelClient::Subscribe(Subscription& subscription) {
@@ -320,7 +351,8 @@ void SentinelClient::ReadMessages(Subscription& subscription) {
         ++stats_.promotions;
       }
       promotion_ = Promotion{.address = std::string(words[2]) + ":" + std::string(words[3]),
-                             .until = std::chrono::steady_clock::now() + options_.promotion_wait};
+                             .until = std::chrono::steady_clock::now() + options_.promotion_wait,
+                             .probe = nullptr};
       discover_now_ = true;
       last_discovery_ = {};
       continue;

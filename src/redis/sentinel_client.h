@@ -11,10 +11,12 @@
 //     publishes once it has told a replica of this master to become one (REPLICAOF NO ONE). It
 //     takes that replica as soon as it says ROLE master, without waiting for +switch-master (a
 //     second or more later): writes to the old master after the promotion are lost when it is
-//     reconfigured as a replica. Until +switch-master, for at most promotion_wait, the sentinels
-//     are not asked (they still name the old master); the old master stays in use until the
-//     replica says master. A sentinel user without that channel (an older ACL) follows failovers
-//     at +switch-master;
+//     reconfigured as a replica. Until then it asks the replica for its ROLE on one link kept to
+//     it, and makes the replica's Client (connections on every I/O thread) only once it is a
+//     master: a failover that never completes costs the replica one connection. Until
+//     +switch-master, for at most promotion_wait, the sentinels are not asked (they still name the
+//     old master); the old master stays in use until the replica says master. A sentinel user
+//     without that channel (an older ACL) follows failovers at +switch-master;
 //   - it asks again whenever the master refuses a call with READONLY (that Client is then no
 //     longer used) or a call fails with UNAVAILABLE (a connection lost), at most every
 //     rediscover_min_gap, and every recheck_interval in any case.
@@ -99,6 +101,9 @@ class SentinelClient final : public ForwardingClient {
   // Puts a verified master in use: the one last announced by +switch-master if any, else the one
   // the sentinels name; false when none is in use.
   bool Discover();
+  // Asks the replica being promoted for its ROLE on the link kept to it; empty once it says
+  // master, else why it cannot be taken yet.
+  std::string ProbePromotion();
   void Subscribe(Subscription& subscription);
   void ReadMessages(Subscription& subscription);
   void ReleaseRetired(bool all);
@@ -112,6 +117,7 @@ class SentinelClient final : public ForwardingClient {
   // Why the last search for the master failed; empty once one is found.
   std::string last_failure_ SLUICE_GUARDED_BY(mu_);
   const SentinelAccess access_;
+  const SentinelAccess master_access_;  // the data servers', for ProbePromotion
 
   // The sentinels' thread only.
   std::vector<std::string> sentinels_;  // the one that answered last first
@@ -122,6 +128,7 @@ class SentinelClient final : public ForwardingClient {
   struct Promotion {
     std::string address;
     std::chrono::steady_clock::time_point until;
+    std::unique_ptr<SentinelLink> probe;  // to `address`, once connected
   };
   std::optional<Promotion> promotion_;
   std::vector<std::pair<std::shared_ptr<Client>, std::chrono::steady_clock::time_point>> retired_;

@@ -16,6 +16,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "base/sigpipe.h"
+
 namespace sluice::redis {
 namespace {
 
@@ -37,16 +39,17 @@ bool WaitFor(int fd, short events, Steady::time_point until) {
   }
 }
 
-Result<int> ConnectSocket(const std::string& address, Steady::time_point until) {
+Result<int> ConnectSocket(const std::string& peer, const std::string& address,
+                          Steady::time_point until) {
   const auto colon = address.rfind(':');
-  if (colon == std::string::npos) return Status::InvalidArgument("bad sentinel address");
+  if (colon == std::string::npos) return Status::InvalidArgument("bad " + peer + " address");
   const std::string host = address.substr(0, colon), port = address.substr(colon + 1);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   if (const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
-    return Status::Unavailable("cannot resolve sentinel " + address + ": " + gai_strerror(rc));
+    return Status::Unavailable("cannot resolve " + peer + " " + address + ": " + gai_strerror(rc));
   }
   std::string why = "no address";
   for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
@@ -70,7 +73,7 @@ Result<int> ConnectSocket(const std::string& address, Steady::time_point until) 
     ::close(fd);
   }
   ::freeaddrinfo(found);
-  return Status::Unavailable("cannot connect to sentinel " + address + ": " + why);
+  return Status::Unavailable("cannot connect to " + peer + " " + address + ": " + why);
 }
 
 bool IsIpAddress(const std::string& host) {
@@ -105,15 +108,16 @@ struct SentinelLink::Tls {
   bool verify = true;
 };
 
-SentinelLink::SentinelLink(int fd, std::string address) : fd_(fd), address_(std::move(address)) {}
+SentinelLink::SentinelLink(int fd, std::string peer, std::string address)
+    : fd_(fd), peer_(std::move(peer)), address_(std::move(address)) {}
 
 Result<std::unique_ptr<SentinelLink>> SentinelLink::Connect(const std::string& address,
                                                             const SentinelAccess& access,
                                                             Duration timeout) {
   const auto until = Steady::now() + timeout;
-  auto fd = ConnectSocket(address, until);
+  auto fd = ConnectSocket(access.peer, address, until);
   if (!fd.ok()) return fd.status();
-  std::unique_ptr<SentinelLink> link(new SentinelLink(*fd, address));
+  std::unique_ptr<SentinelLink> link(new SentinelLink(*fd, access.peer, address));
   if (access.tls != nullptr) {
     const std::string host = address.substr(0, address.rfind(':'));
     if (Status s = link->Handshake(access, host, timeout); !s.ok()) return s;
@@ -124,9 +128,9 @@ Result<std::unique_ptr<SentinelLink>> SentinelLink::Connect(const std::string& a
     auth.push_back(access.password);
     auto reply = link->Call(auth, std::chrono::duration_cast<Duration>(until - Steady::now()));
     if (!reply.ok()) return reply.status();
-    // Sentinel's reply to a wrong password names no secret, but keep to the code alone.
+    // A reply to a wrong password names no secret, but keep to the code alone.
     if (reply->is_error()) {
-      return Status::Unavailable("sentinel " + address + " refused the sentinel " +
+      return Status::Unavailable(access.peer + " " + address + " refused the " +
                                  (access.user.empty() ? "password" : "user's login") + " (" +
                                  reply->str.substr(0, reply->str.find(' ')) + ")");
     }
@@ -155,6 +159,7 @@ Status SentinelLink::Handshake(const SentinelAccess& access, const std::string& 
   const auto until = Steady::now() + timeout;
   while (true) {
     ::ERR_clear_error();
+    const base::SigpipeBlocked blocked;  // OpenSSL writes with write(2)
     const int rc = ::SSL_connect(tls_->ssl);
     if (rc == 1) return Status::Ok();
     const int error = ::SSL_get_error(tls_->ssl, rc);
@@ -184,7 +189,7 @@ SentinelLink::~SentinelLink() {
 }
 
 Status SentinelLink::Fail(std::string_view why) const {
-  return Status::Unavailable("sentinel " + address_ + ": " + std::string(why));
+  return Status::Unavailable(peer_ + " " + address_ + ": " + std::string(why));
 }
 
 Result<size_t> SentinelLink::TlsTransferred(int n, short& wait) const {
@@ -201,6 +206,7 @@ Result<size_t> SentinelLink::TlsTransferred(int n, short& wait) const {
 Result<size_t> SentinelLink::Write(const char* data, size_t size, short& wait) {
   if (tls_ != nullptr) {
     ::ERR_clear_error();
+    const base::SigpipeBlocked blocked;  // a peer gone is an error, not the process's end
     return TlsTransferred(::SSL_write(tls_->ssl, data, static_cast<int>(size)), wait);
   }
   while (true) {
@@ -218,6 +224,7 @@ Result<size_t> SentinelLink::Write(const char* data, size_t size, short& wait) {
 Result<size_t> SentinelLink::Read(char* data, size_t size, short& wait) {
   if (tls_ != nullptr) {
     ::ERR_clear_error();
+    const base::SigpipeBlocked blocked;  // a read may write (a TLS 1.3 key update's answer)
     return TlsTransferred(::SSL_read(tls_->ssl, data, static_cast<int>(size)), wait);
   }
   while (true) {

@@ -1,8 +1,9 @@
 // SentinelLink: one blocking connection to a Redis Sentinel, for what a SentinelClient asks of
-// the sentinels (SENTINEL GET-MASTER-ADDR-BY-NAME) and for its +switch-master subscription. A
+// the sentinels (SENTINEL GET-MASTER-ADDR-BY-NAME) and for its +switch-master subscription, or to
+// the replica the sentinels promote, which it asks for its ROLE until it says master. A
 // socket, plain or TLS (OpenSSL over the same socket), read and written with poll(): every wait
 // is bounded by the timeout it is given. The sentinels' user and password are sent with AUTH on
-// connecting and never shown in an error.
+// connecting (the master's, to a data server) and never shown in an error.
 //
 // Thread safety: none; one thread owns a link.
 #pragma once
@@ -20,8 +21,10 @@
 
 namespace sluice::redis {
 
-// How to reach and log in to a sentinel.
+// How to reach and log in to a sentinel, or to a data server with the master's access.
 struct SentinelAccess {
+  // What the server is called in errors: "sentinel", or "server" for a data server.
+  std::string peer = "sentinel";
   // AUTH [user] password on connecting, when `password` is not empty (Sentinel's requirepass, or
   // an ACL user of the sentinels).
   std::string user{};
@@ -61,7 +64,7 @@ class SentinelLink {
  private:
   struct Tls;
 
-  SentinelLink(int fd, std::string address);
+  SentinelLink(int fd, std::string peer, std::string address);
   Status Fail(std::string_view why) const;
   Status Handshake(const SentinelAccess& access, const std::string& host, Duration timeout);
   // Bytes sent or read, 0 when the socket would block (`wait` says for what), or an error.
@@ -72,6 +75,7 @@ class SentinelLink {
   Result<size_t> TlsTransferred(int n, short& wait) const;
 
   int fd_;
+  std::string peer_;
   std::string address_;
   std::unique_ptr<Tls> tls_;
   ReplyReader reader_;

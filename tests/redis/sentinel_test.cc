@@ -27,6 +27,7 @@
 #include "redis/client.h"
 #include "redis/sentinel_client.h"
 #include "redis/sentinel_link.h"
+#include "redis/tls_context.h"
 #include "redis/url.h"
 #include "sluice/limit.h"
 #include "sluice/open_store.h"
@@ -35,6 +36,7 @@
 #include "support/decision_counts.h"
 #include "support/redis_acl.h"
 #include "support/redis_sentinel.h"
+#include "support/redis_server.h"
 #include "support/serve_process.h"
 #include "support/stall_watch.h"
 
@@ -371,6 +373,88 @@ TEST(SentinelStore, ASentinelAclUserWithTheDocumentedCommandsFollowsAFailover) {
     EXPECT_EQ((*c)->sentinel_stats().master,
               "127.0.0.1:" + std::to_string(group->server(1).port()));
   }
+}
+
+// A failover that never completes: the replica the sentinels' leader promotes refuses REPLICAOF
+// (its default user may not run it), so it stays a replica and the leader waits for it until the
+// failover times out. The client follows the promotion by asking the replica for its ROLE on one
+// kept link: the replica gets one connection from it, not a Client's connections on every
+// attempt, and every call meanwhile goes to the old master, which is still the master.
+TEST(SentinelStore, AFailoverThatNeverCompletesCostsThePromotedReplicaOneConnection) {
+  auto group = RedisSentinel::Start(WithPasswords());
+  ASSERT_NE(group, nullptr);
+  const int master = group->server(0).port(), replica = group->DataPort(1);
+  ASSERT_EQ(group->Cli(replica, {"ACL", "SETUSER", "default", "-replicaof", "-slaveof"}), "OK");
+  auto options = sluice::redis::ParseRedisSentinelUrl(group->url());
+  ASSERT_TRUE(options.ok());
+  options->master.timeout = options->master.connect_timeout = 1s;  // a loaded machine
+  options->sentinel_password = kSentinelPassword;
+  auto client = sluice::redis::SentinelClient::Create({.sentinel = *options});
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  const std::string_view ping[] = {"PING"};
+  auto pong = (*client)->CommandSync(ping);
+  ASSERT_TRUE(pong.ok()) << pong.status().message();
+  std::this_thread::sleep_for(300ms);  // every subscription in place
+
+  const auto connections_received = [&] {
+    const std::string info = group->Cli(replica, {"INFO", "stats"});
+    const auto at = info.find("total_connections_received:");
+    return at == std::string::npos ? -1L : std::atol(info.c_str() + at + 27);
+  };
+  const long before = connections_received();
+  ASSERT_GE(before, 0);
+  ASSERT_TRUE(group->Failover());
+  const auto heard_until = Steady::now() + 10s;
+  while ((*client)->sentinel_stats().promotions == 0 && Steady::now() < heard_until) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_GT((*client)->sentinel_stats().promotions, 0u) << "no promotion heard";
+
+  int calls = 0;
+  for (const auto until = Steady::now() + 2s; Steady::now() < until; ++calls) {
+    auto reply = (*client)->CommandSync(ping);
+    ASSERT_TRUE(reply.ok()) << "a call during the promotion: " << reply.status().message();
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_GT(calls, 10);
+  // One of them is the redis-cli that asks.
+  const long made = connections_received() - before - 1;
+  EXPECT_LE(made, 2) << "connections to the replica while the client followed its promotion";
+  ASSERT_EQ(group->RoleOf(replica), "slave") << "the replica was promoted after all";
+  EXPECT_EQ((*client)->sentinel_stats().master, "127.0.0.1:" + std::to_string(master));
+}
+
+// A link over TLS whose server has dropped it: OpenSSL writes with write(2), which raises SIGPIPE
+// once the peer has reset the connection; the link's writes are an error then, and the process
+// (its SIGPIPE left to the default, which ends it) goes on. A sentinel restarted, or the replica
+// being promoted, whose clients the sentinels kill, does that to a link.
+TEST(SentinelLinkTls, AServerThatDroppedTheLinkIsAnErrorNotTheEndOfTheProcess) {
+  ASSERT_EQ(signal(SIGPIPE, SIG_DFL), SIG_DFL) << "the test needs SIGPIPE's default action";
+  auto ca = sluice::testing::CertificateAuthority::Create();
+  ASSERT_NE(ca, nullptr);
+  const auto cert = ca->Issue("localhost", {"DNS:localhost", "IP:127.0.0.1"});
+  auto server = sluice::testing::RedisServer::StartTls(
+      {.cert_file = cert.cert_file, .key_file = cert.key_file, .ca_file = ca->ca_file()});
+  ASSERT_NE(server, nullptr);
+  auto tls = sluice::redis::TlsContext::Create({.ca_file = ca->ca_file()});
+  ASSERT_TRUE(tls.ok()) << tls.status().message();
+  auto link = sluice::redis::SentinelLink::Connect(
+      "127.0.0.1:" + std::to_string(server->tls_port()), {.peer = "server", .tls = *tls}, 2s);
+  ASSERT_TRUE(link.ok()) << link.status().message();
+  const std::string_view ping[] = {"PING"};
+  auto pong = (*link)->Call(ping, 2s);
+  ASSERT_TRUE(pong.ok()) << pong.status().message();
+
+  ASSERT_NE(server->Cli({"CLIENT", "KILL", "TYPE", "normal"}), "0");
+  int failed = 0;
+  for (int i = 0; i < 10; ++i) {
+    if (!(*link)->Send(ping, 1s).ok()) ++failed;
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_GT(failed, 0) << "every write to the dropped link succeeded";
+  auto after = (*link)->Call(ping, 1s);
+  ASSERT_FALSE(after.ok());
+  EXPECT_EQ(after.status().code(), sluice::StatusCode::kUnavailable) << after.status().message();
 }
 
 // A config whose store URL is bad is refused at its line, and the service does not start.
