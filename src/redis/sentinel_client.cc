@@ -231,14 +231,9 @@ bool SentinelClient::Discover() {
       return true;
     }
   }
-  if (promotion_) {
-    if (std::string why = ProbePromotion(); !why.empty()) {
-      // Not promoted yet: asked again shortly; the master in use, if any, stays until then.
-      discover_now_ = true;
-      Failed("the replica the sentinels promote, " + address + ", " + why);
-      return Target() != nullptr;
-    }
-  }
+  // Why the server cannot be the master; empty when it can. A replica being promoted is asked on
+  // the link kept to it before it is given a Client.
+  std::string unusable = promotion_ ? ProbePromotion() : std::string();
   ClientOptions options = sentinel.master;
   options.host = host;
   options.port = port;
@@ -246,17 +241,18 @@ bool SentinelClient::Discover() {
   options.require_master = true;
   if (options.tls != nullptr) options.tls_server_name = TlsNameFor(host, options.tls_server_name);
   std::shared_ptr<Client> client;
-  std::string unusable;  // why the server cannot be the master; empty when it can
-  if (auto created = Client::Create(std::move(options), threads_); !created.ok()) {
-    unusable = "cannot be used: " + created.status().message();
-  } else {
-    client = std::move(*created);
-    const std::string_view role[] = {"ROLE"};
-    const auto reply = client->CommandSync(role);
-    if (!reply.ok()) {
-      unusable = "cannot be used: " + reply.status().message();
-    } else if (!IsMasterRole(*reply)) {
-      unusable = "is not one (ROLE)";
+  if (unusable.empty()) {
+    if (auto created = Client::Create(std::move(options), threads_); !created.ok()) {
+      unusable = "cannot be used: " + created.status().message();
+    } else {
+      client = std::move(*created);
+      const std::string_view role[] = {"ROLE"};
+      const auto reply = client->CommandSync(role);
+      if (!reply.ok()) {
+        unusable = "cannot be used: " + reply.status().message();
+      } else if (!IsMasterRole(*reply)) {
+        unusable = "is not one (ROLE)";
+      }
     }
   }
   if (!unusable.empty()) {

@@ -21,6 +21,7 @@ namespace sluice::tls {
 namespace {
 
 using ::sluice::testing::CertificateAuthority;
+using ::sluice::testing::CertificateSerial;
 using ::sluice::testing::IssuedCertificate;
 
 std::shared_ptr<boost::asio::ssl::context> Context(const IssuedCertificate& issued) {
@@ -53,14 +54,6 @@ std::string SerialOfMatchedPair(int fd) {
   return Serial(certificate.get());
 }
 
-std::string HexSerial(const std::string& cert_file) {
-  std::unique_ptr<FILE, decltype(&fclose)> file(fopen(cert_file.c_str(), "r"), &fclose);
-  if (!file) return "";
-  std::unique_ptr<X509, decltype(&X509_free)> certificate(
-      PEM_read_X509(file.get(), nullptr, nullptr, nullptr), &X509_free);
-  return certificate ? Serial(certificate.get()) : "";
-}
-
 time_t ModifiedSeconds(const std::string& path) {
   struct stat info {};
   EXPECT_EQ(::stat(path.c_str(), &info), 0) << path;
@@ -83,10 +76,10 @@ TEST(IdentityFileTest, HoldsTheWrittenPairWholeAndSwapsItAtOnce) {
 
   ASSERT_TRUE((*file)->Write(Context(second)->native_handle()).ok());
   EXPECT_GE(ModifiedSeconds(path), first_modified + 1);
-  EXPECT_EQ(SerialOfMatchedPair(opened_before_swap), HexSerial(first.cert_file));
+  EXPECT_EQ(SerialOfMatchedPair(opened_before_swap), CertificateSerial(first.cert_file));
   const int opened_after_swap = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(opened_after_swap, 0);
-  EXPECT_EQ(SerialOfMatchedPair(opened_after_swap), HexSerial(second.cert_file));
+  EXPECT_EQ(SerialOfMatchedPair(opened_after_swap), CertificateSerial(second.cert_file));
 
   // Swaps in one second still move the time on, a second each.
   const time_t second_modified = ModifiedSeconds(path);
@@ -106,7 +99,7 @@ TEST(IdentityFileTest, AContextWithoutAKeyIsRefusedAndTheFileKeepsItsPair) {
   EXPECT_EQ((*file)->Write(empty.native_handle()).code(), StatusCode::kInternal);
   const int opened = ::open((*file)->path().c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(opened, 0);
-  EXPECT_EQ(SerialOfMatchedPair(opened), HexSerial(issued.cert_file));
+  EXPECT_EQ(SerialOfMatchedPair(opened), CertificateSerial(issued.cert_file));
 }
 
 }  // namespace
