@@ -41,15 +41,27 @@ class ClientSanVerifier final : public grpc::experimental::ExternalCertificateVe
 }  // namespace
 
 Result<std::unique_ptr<ServerTls>> ServerTls::Load(const config::RlsTlsConfig& tls) {
-  auto identity = tls::IdentityFile::Create();
+  auto identity = tls::PemFile::Create(tls::PemFile::Part::kIdentity);
   if (!identity.ok()) return identity.status();
-  std::unique_ptr<ServerTls> server(new ServerTls(tls, std::move(identity).value()));
+  std::unique_ptr<tls::PemFile> authorities;
+  if (!tls.client_ca_file.empty()) {
+    auto created = tls::PemFile::Create(tls::PemFile::Part::kAuthorities);
+    if (!created.ok()) return created.status();
+    authorities = std::move(created).value();
+  }
+  std::unique_ptr<ServerTls> server(
+      new ServerTls(tls, std::move(identity).value(), std::move(authorities)));
   auto files = tls::RotatingContext::Load(
       tls::ServerFiles{.cert_file = tls.cert_file,
                        .key_file = tls.key_file,
                        .client_ca_file = tls.client_ca_file},
-      [identity = server->identity_.get()](boost::asio::ssl::context& context) {
-        return identity->Write(context.native_handle());
+      [identity = server->identity_.get(),
+       authorities = server->authorities_.get()](boost::asio::ssl::context& context) {
+        Status written = identity->Write(context.native_handle());
+        if (written.ok() && authorities != nullptr) {
+          written = authorities->Write(context.native_handle());
+        }
+        return written;
       });
   if (!files.ok()) {
     if (files.status().code() != StatusCode::kInvalidArgument) return files.status();
@@ -67,11 +79,11 @@ Status ServerTls::Reload() { return files_->Reload(); }
 std::shared_ptr<grpc::ServerCredentials> ServerTls::Credentials() const {
   namespace ex = grpc::experimental;
   auto provider = std::make_shared<ex::FileWatcherCertificateProvider>(
-      identity_->path(), identity_->path(), config_.client_ca_file,
+      identity_->path(), identity_->path(), authorities_ ? authorities_->path() : std::string(),
       static_cast<unsigned int>(kTlsRefreshInterval.count()));
   ex::TlsServerCredentialsOptions options(provider);
   options.watch_identity_key_cert_pairs();
-  if (config_.client_ca_file.empty()) {
+  if (!authorities_) {
     options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
   } else {
     options.watch_root_certs();

@@ -1,12 +1,12 @@
 // TLS on the rate limit service's gRPC port (rls.tls) with gRPC's own TLS credentials. sluice
 // reads the certificate chain and key itself (tls/rotating_context.h: re-read when the files
 // change, and on SIGHUP) and takes a pair only once the key is the certificate's; gRPC's
-// FileWatcherCertificateProvider reads the pair taken from an in-memory file every
-// kTlsRefreshInterval (tls/identity_file.h), and the authority clients' certificates must chain to
-// (mutual TLS) from its file. A rotation reaches the connections made within two intervals of it;
-// established connections keep their certificate and are not dropped. A rotation caught half
-// done (a certificate written, its key not yet) is reported and not taken: the previous pair is
-// served until the key follows. With client_san, the handshake itself refuses a client
+// FileWatcherCertificateProvider reads the pair taken, and the authorities clients' certificates
+// must chain to (mutual TLS), from in-memory files every kTlsRefreshInterval (tls/pem_file.h). A
+// rotation reaches the connections made within two intervals of it; established connections keep
+// their certificate and are not dropped. A rotation caught half done (a certificate written, its
+// key not yet; an authority file half written) is reported and not taken: the previous files are
+// served until the rotation is whole. With client_san, the handshake itself refuses a client
 // certificate that carries none of those DNS or URI names.
 //
 // Thread safety: every method may be called concurrently; the credentials may be shared by any
@@ -20,7 +20,7 @@
 
 #include "config/config.h"
 #include "sluice/status.h"
-#include "tls/identity_file.h"
+#include "tls/pem_file.h"
 #include "tls/rotating_context.h"
 
 namespace sluice::rls {
@@ -43,12 +43,16 @@ class ServerTls {
   Status Reload();
 
  private:
-  ServerTls(config::RlsTlsConfig tls, std::unique_ptr<tls::IdentityFile> identity)
-      : config_(std::move(tls)), identity_(std::move(identity)) {}
+  ServerTls(config::RlsTlsConfig tls, std::unique_ptr<tls::PemFile> identity,
+            std::unique_ptr<tls::PemFile> authorities)
+      : config_(std::move(tls)),
+        identity_(std::move(identity)),
+        authorities_(std::move(authorities)) {}
 
   const config::RlsTlsConfig config_;
-  const std::unique_ptr<tls::IdentityFile> identity_;
-  std::unique_ptr<tls::RotatingContext> files_;  // writes identity_
+  const std::unique_ptr<tls::PemFile> identity_;
+  const std::unique_ptr<tls::PemFile> authorities_;  // with client_ca_file (mutual TLS) only
+  std::unique_ptr<tls::RotatingContext> files_;      // writes identity_ and authorities_
 };
 
 }  // namespace sluice::rls

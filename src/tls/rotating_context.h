@@ -4,7 +4,7 @@
 // ones keep the context they were accepted with. A pair caught half written (a key that is not the
 // certificate's) or an unreadable file is not taken: the previous context stays, and the failure
 // is logged once per change of the files. A listener given at Load sees each context before it
-// becomes current, and may refuse it: a server outside Asio (gRPC's, tls/identity_file.h) is kept
+// becomes current, and may refuse it: a server outside Asio (gRPC's, tls/pem_file.h) is kept
 // serving the same certificate.
 //
 // Thread safety: every method may be called concurrently.

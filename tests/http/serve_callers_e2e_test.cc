@@ -26,8 +26,8 @@ constexpr std::string_view kNewToken = "new-token";
 std::string Config(std::string_view checkout_hash =
                        "f73b9044d0a39db82876ca2560ec62234efc73e2560689b5b5a3fc92f70904e3") {
   return R"(rules:
-  - {name: api, algorithm: fixed_window, limit: 5, period: 1m, key: [{header: x-user}]}
-  - {name: other, algorithm: fixed_window, limit: 5, period: 1m}
+  - {name: api, algorithm: fixed_window, limit: 5, period: 1h, key: [{header: x-user}]}
+  - {name: other, algorithm: fixed_window, limit: 5, period: 1h}
 server:
   expose_keys: true
   auth:

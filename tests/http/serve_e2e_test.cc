@@ -290,7 +290,7 @@ TEST(ServeE2ETest, OnRedisEachRuleFailsByItsPolicyAndRedisTakesOverAgainWhenBack
   Service service(R"(rules:
   - { name: slow, algorithm: gcra, limit: 1, period: 10s }
   - { name: closed, algorithm: gcra, limit: 1, period: 10s, on_error: fail_closed }
-  - { name: local, algorithm: fixed_window, limit: 4, period: 1m, on_error: local_fallback }
+  - { name: local, algorithm: fixed_window, limit: 4, period: 1h, on_error: local_fallback }
 )",
                   redis->url(), "instances: 2");
   ASSERT_TRUE(service.up()) << service.process().Log();
@@ -327,7 +327,7 @@ TEST(ServeE2ETest, OnRedisEachRuleFailsByItsPolicyAndRedisTakesOverAgainWhenBack
   const json closed = check("closed");
   EXPECT_EQ(closed["allowed"], false);
   EXPECT_EQ(closed["source"], "fail_closed");
-  for (bool expected : {true, true, false}) {  // 4 per minute shared by 2 instances
+  for (bool expected : {true, true, false}) {  // 4 per hour shared by 2 instances
     const json local = check("local");
     EXPECT_EQ(local["allowed"], expected) << local;
     EXPECT_EQ(local["source"], "local_fallback");

@@ -4,7 +4,8 @@
 // one, not one with another name, not none), server.auth's callers by token metadata or by
 // client certificate (UNAUTHENTICATED, PERMISSION_DENIED, counted per reason, never against a
 // limit), and a certificate rotated under load (no call fails, established channels are kept, a
-// new client sees the new certificate).
+// new client sees the new certificate; a certificate without its key, or an authority file
+// caught half written, is not served until whole).
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/credentials.h>
 #include <gtest/gtest.h>
@@ -351,6 +352,47 @@ TEST_F(ServeRlsTls, ACertificateWithoutItsKeyIsReportedAndNotServedUntilTheKeyFo
     std::this_thread::sleep_for(milliseconds(100));
   }
   EXPECT_EQ(seen, new_serial);
+}
+
+TEST_F(ServeRlsTls, AnAuthorityFileCaughtHalfWrittenKeepsThePreviousAuthorities) {
+  const std::string authorities = dir_.File("clients-ca.pem");
+  std::filesystem::copy_file(ca_->ca_file(), authorities);
+  Start(ServerTls() + ", client_ca_file: \"" + authorities + "\"");
+  const IssuedCertificate client = ca_->Issue("envoy", {"DNS:envoy.mesh.internal"});
+  auto next_ca = CertificateAuthority::Create("next CA");
+  ASSERT_NE(next_ca, nullptr);
+  const IssuedCertificate next_client = next_ca->Issue("envoy", {"DNS:envoy.mesh.internal"});
+  EXPECT_EQ(RemainingAfterOne(*TlsChannel(&client), "a"), kPerDay - 1);
+
+  const std::string pem = ReadFile(next_ca->ca_file());
+  WriteFile(authorities, pem.substr(0, pem.size() / 2));
+  service_->process().Signal(SIGHUP);
+  EXPECT_TRUE(service_->process().WaitForLog("client_ca_file")) << service_->process().Log();
+
+  const auto half_done_until = std::chrono::steady_clock::now() + seconds(4);
+  int fresh_clients = 0;
+  while (std::chrono::steady_clock::now() < half_done_until) {
+    const Answer fresh = Ask(*TlsChannel(&client), "half-done");
+    ASSERT_TRUE(fresh.status.ok())
+        << "a client of the previous authority during the half-written rotation: "
+        << fresh.status.error_message();
+    ++fresh_clients;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_GT(fresh_clients, 0);
+
+  WriteFile(authorities, pem);
+  grpc::Status refused;
+  const auto until = std::chrono::steady_clock::now() + seconds(20);
+  while (std::chrono::steady_clock::now() < until) {
+    refused = Ask(*TlsChannel(&client), "previous").status;
+    if (!refused.ok() && Ask(*TlsChannel(&next_client), "next").status.ok()) break;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << "the previous authority's clients are refused once the new authority is whole";
+  EXPECT_EQ(RemainingAfterOne(*TlsChannel(&next_client), "b"), kPerDay - 1)
+      << "the new authority's clients are served";
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
-// The in-memory file gRPC's port reads its certificate and key from (tls/identity_file.h): it
-// holds the pair of the context written, whole; a swap leaves a reader that opened it before
-// with the previous pair, whole; and each swap moves its modification time on by a second at
-// least, which is how a reader comparing times in whole seconds sees it.
-#include "tls/identity_file.h"
+// The in-memory files gRPC's port reads its certificate and key, and its client authorities, from
+// (tls/pem_file.h): each holds its part of the context written, whole; a swap leaves a reader
+// that opened it before with the previous contents, whole; and each swap moves its modification
+// time on by a second at least, which is how a reader comparing times in whole seconds sees it.
+#include "tls/pem_file.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -10,9 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "support/certificates.h"
 #include "tls/server_context.h"
@@ -24,10 +28,13 @@ using ::sluice::testing::CertificateAuthority;
 using ::sluice::testing::CertificateSerial;
 using ::sluice::testing::IssuedCertificate;
 
-std::shared_ptr<boost::asio::ssl::context> Context(const IssuedCertificate& issued) {
+std::shared_ptr<boost::asio::ssl::context> Context(const IssuedCertificate& issued,
+                                                   const std::string& client_ca_file = "") {
   ContextError error;
-  auto context = LoadServerContext(
-      {.cert_file = issued.cert_file, .key_file = issued.key_file, .client_ca_file = ""}, error);
+  auto context = LoadServerContext({.cert_file = issued.cert_file,
+                                    .key_file = issued.key_file,
+                                    .client_ca_file = client_ca_file},
+                                   error);
   EXPECT_NE(context, nullptr) << error.field << ": " << error.message;
   return context;
 }
@@ -54,18 +61,36 @@ std::string SerialOfMatchedPair(int fd) {
   return Serial(certificate.get());
 }
 
+std::string Contents(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The serials of the certificates in the file at `path`, in order.
+std::vector<std::string> Serials(const std::string& path) {
+  std::unique_ptr<FILE, decltype(&fclose)> file(fopen(path.c_str(), "r"), &fclose);
+  std::vector<std::string> serials;
+  while (file) {
+    std::unique_ptr<X509, decltype(&X509_free)> certificate(
+        PEM_read_X509(file.get(), nullptr, nullptr, nullptr), &X509_free);
+    if (!certificate) break;
+    serials.push_back(Serial(certificate.get()));
+  }
+  return serials;
+}
+
 time_t ModifiedSeconds(const std::string& path) {
   struct stat info {};
   EXPECT_EQ(::stat(path.c_str(), &info), 0) << path;
   return info.st_mtim.tv_sec;
 }
 
-TEST(IdentityFileTest, HoldsTheWrittenPairWholeAndSwapsItAtOnce) {
+TEST(PemFileTest, AnIdentityHoldsTheWrittenPairWholeAndSwapsItAtOnce) {
   auto ca = CertificateAuthority::Create();
   ASSERT_NE(ca, nullptr);
   const IssuedCertificate first = ca->Issue("localhost", {"DNS:localhost"});
   const IssuedCertificate second = ca->Issue("localhost", {"DNS:localhost"});
-  auto file = IdentityFile::Create();
+  auto file = PemFile::Create(PemFile::Part::kIdentity);
   ASSERT_TRUE(file.ok()) << file.status().message();
   const std::string path = (*file)->path();
 
@@ -87,11 +112,11 @@ TEST(IdentityFileTest, HoldsTheWrittenPairWholeAndSwapsItAtOnce) {
   EXPECT_GE(ModifiedSeconds(path), second_modified + 1);
 }
 
-TEST(IdentityFileTest, AContextWithoutAKeyIsRefusedAndTheFileKeepsItsPair) {
+TEST(PemFileTest, AContextWithoutAKeyIsRefusedAndTheFileKeepsItsPair) {
   auto ca = CertificateAuthority::Create();
   ASSERT_NE(ca, nullptr);
   const IssuedCertificate issued = ca->Issue("localhost", {"DNS:localhost"});
-  auto file = IdentityFile::Create();
+  auto file = PemFile::Create(PemFile::Part::kIdentity);
   ASSERT_TRUE(file.ok()) << file.status().message();
   ASSERT_TRUE((*file)->Write(Context(issued)->native_handle()).ok());
 
@@ -100,6 +125,36 @@ TEST(IdentityFileTest, AContextWithoutAKeyIsRefusedAndTheFileKeepsItsPair) {
   const int opened = ::open((*file)->path().c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(opened, 0);
   EXPECT_EQ(SerialOfMatchedPair(opened), CertificateSerial(issued.cert_file));
+}
+
+TEST(PemFileTest, AuthoritiesAreEveryCertificateTheContextVerifiesClientsAgainstAndNoKey) {
+  auto ca = CertificateAuthority::Create();
+  auto other_ca = CertificateAuthority::Create("another CA");
+  ASSERT_NE(ca, nullptr);
+  ASSERT_NE(other_ca, nullptr);
+  const IssuedCertificate issued = ca->Issue("localhost", {"DNS:localhost"});
+  const std::string both = ca->dir() + "/both.pem";
+  std::ofstream(both) << Contents(ca->ca_file()) << Contents(other_ca->ca_file());
+  auto file = PemFile::Create(PemFile::Part::kAuthorities);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+
+  ASSERT_TRUE((*file)->Write(Context(issued, both)->native_handle()).ok());
+  std::vector<std::string> written = Serials((*file)->path());
+  std::vector<std::string> expected = {CertificateSerial(ca->ca_file()),
+                                       CertificateSerial(other_ca->ca_file())};
+  std::ranges::sort(written);
+  std::ranges::sort(expected);
+  EXPECT_EQ(written, expected);
+  EXPECT_EQ(Contents((*file)->path()).find("PRIVATE KEY"), std::string::npos);
+
+  const time_t modified = ModifiedSeconds((*file)->path());
+  ASSERT_TRUE((*file)->Write(Context(issued, ca->ca_file())->native_handle()).ok());
+  EXPECT_EQ(Serials((*file)->path()), std::vector<std::string>{CertificateSerial(ca->ca_file())});
+  EXPECT_GE(ModifiedSeconds((*file)->path()), modified + 1);
+
+  // A context verifying no client has no authorities to give: the file keeps the last ones.
+  EXPECT_EQ((*file)->Write(Context(issued)->native_handle()).code(), StatusCode::kInternal);
+  EXPECT_EQ(Serials((*file)->path()), std::vector<std::string>{CertificateSerial(ca->ca_file())});
 }
 
 }  // namespace
