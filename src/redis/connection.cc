@@ -250,9 +250,9 @@ void Connection::Write() {
       asio::buffer(writing_),
       [this, self = shared_from_this(), gen = generation_](boost::system::error_code ec, size_t) {
         if (gen != generation_) return;
+        if (ec) return WriteFailed(Transport::Reason(ec));  // writing_active_ stays: no more
         writing_active_ = false;
         writing_.clear();
-        if (ec) return Disconnect("write failed: " + Transport::Reason(ec));
         Flush();
       });
 }
@@ -262,10 +262,7 @@ void Connection::Read() {
       asio::buffer(read_buffer_),
       [this, self = shared_from_this(), gen = generation_](boost::system::error_code ec, size_t n) {
         if (gen != generation_) return;
-        if (ec) {
-          return Disconnect(ec == asio::error::eof ? "Redis closed the connection"
-                                                   : "read failed: " + Transport::Reason(ec));
-        }
+        if (ec) return ReadFailed(ec);
         last_read_ = Steady::now();
         if (!reader_->Feed(read_buffer_.data(), n)) return Disconnect("bad reply from Redis");
         while (true) {
@@ -292,6 +289,22 @@ void Connection::Read() {
         Read();
         if (expire) ExpireAfterReads();
       });
+}
+
+// A write fails once the server has gone, often after it said why (a TLS alert such as
+// "certificate required", an error reply): the socket is shut so that the read pending on it
+// takes what the server sent, and the read drops the connection.
+void Connection::WriteFailed(const std::string& why) {
+  write_failure_ = "write failed: " + why;
+  transport_.Shutdown();
+}
+
+void Connection::ReadFailed(const boost::system::error_code& ec) {
+  const bool server_said_why =
+      ec.category() == asio::error::get_ssl_category() && ec != asio::ssl::error::stream_truncated;
+  if (!write_failure_.empty() && !server_said_why) return Disconnect(write_failure_);
+  Disconnect(ec == asio::error::eof ? "Redis closed the connection"
+                                    : "read failed: " + Transport::Reason(ec));
 }
 
 // Frees the entry's pending slots before its callback runs (a coalesced call's, each before its

@@ -133,6 +133,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Flush(std::optional<CoalescingGroup::Release> let_go = std::nullopt);
   void Write();
   void Read();
+  void WriteFailed(const std::string& why);
+  void ReadFailed(const boost::system::error_code& ec);
 
   // Frees the entry's pending slot, before its callback runs, unless it is re-sent.
   void HandleReply(Pending& entry, Reply reply);
@@ -212,6 +214,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::deque<Pending> inflight_;
   std::string writing_;
   bool writing_active_ = false;
+  std::string write_failure_;  // set when a write failed; the pending read then drops
   Steady::time_point write_started_{};
   size_t unsent_ = 0;     // the calls at the tail of inflight_ whose bytes no write took yet
   bool holding_ = false;  // the coalescing call waits for replies to calls ahead (Flush)

@@ -154,6 +154,7 @@ void Connection::Drop(const Status& status) {
   reader_ = std::make_unique<ReplyReader>();
   writing_active_ = false;
   writing_.clear();
+  write_failure_.clear();
   unsent_ = 0;
   holding_ = false;
   expire_after_read_ = false;

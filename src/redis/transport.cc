@@ -32,6 +32,11 @@ void Transport::Close() {
   socket_.close(ignored);
 }
 
+void Transport::Shutdown() {
+  boost::system::error_code ignored;
+  socket_.shutdown(Socket::shutdown_both, ignored);
+}
+
 std::string Transport::Reason(const boost::system::error_code& ec) {
   if (ec == boost::asio::ssl::error::stream_truncated) return "TLS: the server closed the stream";
   if (ec.category() == boost::asio::error::get_ssl_category()) return "TLS: " + ec.message();

@@ -28,6 +28,8 @@ class Transport {
   void Reset(const TlsContext* tls, const std::string& server_name);
   Socket& socket() { return socket_; }
   void Close();
+  // Ends both directions: a read pending still takes what the peer sent before, then ends.
+  void Shutdown();
   bool tls() const { return tls_.has_value(); }
 
   // The TLS handshake (the handler at once, on the next turn, for a plain socket).
