@@ -250,7 +250,7 @@ void Connection::Write() {
       asio::buffer(writing_),
       [this, self = shared_from_this(), gen = generation_](boost::system::error_code ec, size_t) {
         if (gen != generation_) return;
-        if (ec) return WriteFailed(Transport::Reason(ec));  // writing_active_ stays: no more
+        if (ec) return WriteFailed(ec);  // writing_active_ stays: no more
         writing_active_ = false;
         writing_.clear();
         Flush();
@@ -294,15 +294,13 @@ void Connection::Read() {
 // A write fails once the server has gone, often after it said why (a TLS alert such as
 // "certificate required", an error reply): the socket is shut so that the read pending on it
 // takes what the server sent, and the read drops the connection.
-void Connection::WriteFailed(const std::string& why) {
-  write_failure_ = "write failed: " + why;
+void Connection::WriteFailed(const boost::system::error_code& ec) {
+  write_failure_ = "write failed: " + Transport::Reason(ec);
   transport_.Shutdown();
 }
 
 void Connection::ReadFailed(const boost::system::error_code& ec) {
-  const bool server_said_why =
-      ec.category() == asio::error::get_ssl_category() && ec != asio::ssl::error::stream_truncated;
-  if (!write_failure_.empty() && !server_said_why) return Disconnect(write_failure_);
+  if (!write_failure_.empty() && !Transport::IsAlert(ec)) return Disconnect(write_failure_);
   Disconnect(ec == asio::error::eof ? "Redis closed the connection"
                                     : "read failed: " + Transport::Reason(ec));
 }

@@ -133,7 +133,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Flush(std::optional<CoalescingGroup::Release> let_go = std::nullopt);
   void Write();
   void Read();
-  void WriteFailed(const std::string& why);
+  void WriteFailed(const boost::system::error_code& ec);
   void ReadFailed(const boost::system::error_code& ec);
 
   // Frees the entry's pending slot, before its callback runs, unless it is re-sent.

@@ -43,6 +43,11 @@ std::string Transport::Reason(const boost::system::error_code& ec) {
   return ec.message();
 }
 
+bool Transport::IsAlert(const boost::system::error_code& ec) {
+  return ec.category() == boost::asio::error::get_ssl_category() &&
+         ec != boost::asio::ssl::error::stream_truncated;
+}
+
 std::string Transport::HandshakeError(const boost::system::error_code& ec) {
   if (tls_ && verify_) {
     const long result = SSL_get_verify_result(tls_->native_handle());

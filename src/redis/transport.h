@@ -46,6 +46,9 @@ class Transport {
   std::string HandshakeError(const boost::system::error_code& ec);
   // The reason of a failed read or write, with OpenSSL's alert when there is one.
   static std::string Reason(const boost::system::error_code& ec);
+  // Whether a failed read carries the server's own reason (a TLS alert), not only the end of the
+  // stream or a reset.
+  static bool IsAlert(const boost::system::error_code& ec);
 
   template <typename Buffer, typename Handler>
   void AsyncWrite(const Buffer& buffer, Handler&& handler) {
