@@ -57,11 +57,8 @@ Result<std::unique_ptr<ServerTls>> ServerTls::Load(const config::RlsTlsConfig& t
                        .client_ca_file = tls.client_ca_file},
       [identity = server->identity_.get(),
        authorities = server->authorities_.get()](boost::asio::ssl::context& context) {
-        Status written = identity->Write(context.native_handle());
-        if (written.ok() && authorities != nullptr) {
-          written = authorities->Write(context.native_handle());
-        }
-        return written;
+        if (authorities == nullptr) return tls::PemFile::Write(context.native_handle(), {identity});
+        return tls::PemFile::Write(context.native_handle(), {identity, authorities});
       });
   if (!files.ok()) {
     if (files.status().code() != StatusCode::kInvalidArgument) return files.status();

@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace sluice::tls {
 namespace {
@@ -70,7 +72,7 @@ const char* FileName(PemFile::Part part) {
   return part == PemFile::Part::kIdentity ? "sluice-tls-identity" : "sluice-tls-authorities";
 }
 
-bool WriteAll(int fd, std::string_view bytes) {
+bool WriteBytes(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd, bytes.data(), bytes.size());
     if (n < 0 && errno == EINTR) continue;
@@ -90,32 +92,61 @@ Result<std::unique_ptr<PemFile>> PemFile::Create(Part part) {
 
 PemFile::~PemFile() { ::close(fd_); }
 
-Status PemFile::Write(SSL_CTX* context) {
+// A file's next contents, written aside: closed unless committed.
+class PemFile::Staged {
+ public:
+  Staged(int fd, std::time_t modified) : fd_(fd), modified_(modified) {}
+  Staged(Staged&& other) noexcept : fd_(std::exchange(other.fd_, -1)), modified_(other.modified_) {}
+  Staged& operator=(Staged&&) = delete;
+  ~Staged() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  int fd() const { return fd_; }
+  std::time_t modified() const { return modified_; }
+
+ private:
+  int fd_;
+  std::time_t modified_;
+};
+
+Result<PemFile::Staged> PemFile::Stage(SSL_CTX* context) const {
   std::string pem = PartPem(part_, context);
   if (pem.empty()) {
     return Status::Internal(part_ == Part::kIdentity
                                 ? "tls: cannot write the certificate and key as PEM"
                                 : "tls: cannot write the client authorities as PEM");
   }
-  const int next = ::memfd_create(FileName(part_), MFD_CLOEXEC);
-  if (next < 0) return SystemError("make an in-memory file");
-  const bool written = WriteAll(next, pem);
+  const int fd = ::memfd_create(FileName(part_), MFD_CLOEXEC);
+  if (fd < 0) return SystemError("make an in-memory file");
+  Staged staged(fd, std::max(modified_ + 1, std::time(nullptr)));
+  const bool written = WriteBytes(fd, pem);
   OPENSSL_cleanse(pem.data(), pem.size());
-  modified_ = std::max(modified_ + 1, std::time(nullptr));
-  const timespec times[2] = {{.tv_sec = modified_, .tv_nsec = 0},
-                             {.tv_sec = modified_, .tv_nsec = 0}};
-  if (!written || ::futimens(next, times) != 0) {
-    const Status status = SystemError("write the in-memory file");
-    ::close(next);
-    return status;
+  const timespec times[2] = {{.tv_sec = staged.modified(), .tv_nsec = 0},
+                             {.tv_sec = staged.modified(), .tv_nsec = 0}};
+  if (!written || ::futimens(fd, times) != 0) return SystemError("write the in-memory file");
+  return staged;
+}
+
+// One step: a reader opening path() gets the previous contents or these, never a mix.
+Status PemFile::Commit(Staged& staged) {
+  if (::dup3(staged.fd(), fd_, O_CLOEXEC) < 0) return SystemError("swap the in-memory file");
+  modified_ = staged.modified();
+  return Status::Ok();
+}
+
+Status PemFile::Write(SSL_CTX* context, std::initializer_list<PemFile*> files) {
+  std::vector<Staged> staged;
+  staged.reserve(files.size());
+  for (PemFile* file : files) {
+    auto next = file->Stage(context);
+    if (!next.ok()) return next.status();
+    staged.push_back(std::move(next).value());
   }
-  // One step: a reader opening path() gets the previous contents or these, never a mix.
-  if (::dup3(next, fd_, O_CLOEXEC) < 0) {
-    const Status status = SystemError("swap the in-memory file");
-    ::close(next);
-    return status;
+  size_t i = 0;
+  for (PemFile* file : files) {
+    if (Status committed = file->Commit(staged[i++]); !committed.ok()) return committed;
   }
-  ::close(next);
   return Status::Ok();
 }
 

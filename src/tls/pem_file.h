@@ -10,12 +10,13 @@
 // before and after reading (as gRPC does, in whole seconds) sees the swap and reads again. A key
 // never reaches a disk, and the file is gone with the process.
 //
-// Thread safety: path() may be called concurrently; Write calls must not overlap.
+// Thread safety: path() may be called concurrently; Write calls on one file must not overlap.
 #pragma once
 
 #include <openssl/ssl.h>
 
 #include <ctime>
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -39,12 +40,20 @@ class PemFile {
   // Where it is read.
   const std::string& path() const { return path_; }
 
-  // Replaces the file's contents with the part `context` holds; INTERNAL (the file unchanged) if
-  // the context holds none of it or it cannot be written.
-  Status Write(SSL_CTX* context);
+  // Replaces each file's contents with its part of `context`, all or none: every file is written
+  // aside first, and only when all are written are they swapped in. INTERNAL, every file
+  // unchanged, if the context holds none of a part or a file cannot be written. (A reader of
+  // both files, such as gRPC, never pairs a new identity with the old authorities because the
+  // second file could not be written.)
+  static Status Write(SSL_CTX* context, std::initializer_list<PemFile*> files);
 
  private:
+  class Staged;
+
   PemFile(Part part, int fd, std::string path) : part_(part), fd_(fd), path_(std::move(path)) {}
+
+  Result<Staged> Stage(SSL_CTX* context) const;
+  Status Commit(Staged& staged);
 
   const Part part_;
   const int fd_;

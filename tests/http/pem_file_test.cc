@@ -2,6 +2,7 @@
 // (tls/pem_file.h): each holds its part of the context written, whole; a swap leaves a reader
 // that opened it before with the previous contents, whole; and each swap moves its modification
 // time on by a second at least, which is how a reader comparing times in whole seconds sees it.
+// Files written together (an identity and its authorities) change all or none.
 #include "tls/pem_file.h"
 
 #include <fcntl.h>
@@ -94,12 +95,12 @@ TEST(PemFileTest, AnIdentityHoldsTheWrittenPairWholeAndSwapsItAtOnce) {
   ASSERT_TRUE(file.ok()) << file.status().message();
   const std::string path = (*file)->path();
 
-  ASSERT_TRUE((*file)->Write(Context(first)->native_handle()).ok());
+  ASSERT_TRUE(PemFile::Write(Context(first)->native_handle(), {file->get()}).ok());
   const time_t first_modified = ModifiedSeconds(path);
   const int opened_before_swap = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(opened_before_swap, 0);
 
-  ASSERT_TRUE((*file)->Write(Context(second)->native_handle()).ok());
+  ASSERT_TRUE(PemFile::Write(Context(second)->native_handle(), {file->get()}).ok());
   EXPECT_GE(ModifiedSeconds(path), first_modified + 1);
   EXPECT_EQ(SerialOfMatchedPair(opened_before_swap), CertificateSerial(first.cert_file));
   const int opened_after_swap = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -108,7 +109,7 @@ TEST(PemFileTest, AnIdentityHoldsTheWrittenPairWholeAndSwapsItAtOnce) {
 
   // Swaps in one second still move the time on, a second each.
   const time_t second_modified = ModifiedSeconds(path);
-  ASSERT_TRUE((*file)->Write(Context(first)->native_handle()).ok());
+  ASSERT_TRUE(PemFile::Write(Context(first)->native_handle(), {file->get()}).ok());
   EXPECT_GE(ModifiedSeconds(path), second_modified + 1);
 }
 
@@ -118,10 +119,10 @@ TEST(PemFileTest, AContextWithoutAKeyIsRefusedAndTheFileKeepsItsPair) {
   const IssuedCertificate issued = ca->Issue("localhost", {"DNS:localhost"});
   auto file = PemFile::Create(PemFile::Part::kIdentity);
   ASSERT_TRUE(file.ok()) << file.status().message();
-  ASSERT_TRUE((*file)->Write(Context(issued)->native_handle()).ok());
+  ASSERT_TRUE(PemFile::Write(Context(issued)->native_handle(), {file->get()}).ok());
 
   boost::asio::ssl::context empty(boost::asio::ssl::context::tls_server);
-  EXPECT_EQ((*file)->Write(empty.native_handle()).code(), StatusCode::kInternal);
+  EXPECT_EQ(PemFile::Write(empty.native_handle(), {file->get()}).code(), StatusCode::kInternal);
   const int opened = ::open((*file)->path().c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(opened, 0);
   EXPECT_EQ(SerialOfMatchedPair(opened), CertificateSerial(issued.cert_file));
@@ -138,7 +139,7 @@ TEST(PemFileTest, AuthoritiesAreEveryCertificateTheContextVerifiesClientsAgainst
   auto file = PemFile::Create(PemFile::Part::kAuthorities);
   ASSERT_TRUE(file.ok()) << file.status().message();
 
-  ASSERT_TRUE((*file)->Write(Context(issued, both)->native_handle()).ok());
+  ASSERT_TRUE(PemFile::Write(Context(issued, both)->native_handle(), {file->get()}).ok());
   std::vector<std::string> written = Serials((*file)->path());
   std::vector<std::string> expected = {CertificateSerial(ca->ca_file()),
                                        CertificateSerial(other_ca->ca_file())};
@@ -148,13 +149,51 @@ TEST(PemFileTest, AuthoritiesAreEveryCertificateTheContextVerifiesClientsAgainst
   EXPECT_EQ(Contents((*file)->path()).find("PRIVATE KEY"), std::string::npos);
 
   const time_t modified = ModifiedSeconds((*file)->path());
-  ASSERT_TRUE((*file)->Write(Context(issued, ca->ca_file())->native_handle()).ok());
+  ASSERT_TRUE(PemFile::Write(Context(issued, ca->ca_file())->native_handle(), {file->get()}).ok());
   EXPECT_EQ(Serials((*file)->path()), std::vector<std::string>{CertificateSerial(ca->ca_file())});
   EXPECT_GE(ModifiedSeconds((*file)->path()), modified + 1);
 
   // A context verifying no client has no authorities to give: the file keeps the last ones.
-  EXPECT_EQ((*file)->Write(Context(issued)->native_handle()).code(), StatusCode::kInternal);
+  EXPECT_EQ(PemFile::Write(Context(issued)->native_handle(), {file->get()}).code(),
+            StatusCode::kInternal);
   EXPECT_EQ(Serials((*file)->path()), std::vector<std::string>{CertificateSerial(ca->ca_file())});
+}
+
+TEST(PemFileTest, FilesWrittenTogetherChangeAllOrNone) {
+  auto ca = CertificateAuthority::Create();
+  auto other_ca = CertificateAuthority::Create("another CA");
+  ASSERT_NE(ca, nullptr);
+  ASSERT_NE(other_ca, nullptr);
+  const IssuedCertificate first = ca->Issue("localhost", {"DNS:localhost"});
+  const IssuedCertificate second = ca->Issue("localhost", {"DNS:localhost"});
+  auto identity = PemFile::Create(PemFile::Part::kIdentity);
+  auto authorities = PemFile::Create(PemFile::Part::kAuthorities);
+  ASSERT_TRUE(identity.ok() && authorities.ok());
+  ASSERT_TRUE(PemFile::Write(Context(first, ca->ca_file())->native_handle(),
+                             {identity->get(), authorities->get()})
+                  .ok());
+  const time_t modified = ModifiedSeconds((*identity)->path());
+
+  // The second context verifies no client: its authorities cannot be written, so its identity
+  // is not swapped in either.
+  EXPECT_EQ(PemFile::Write(Context(second)->native_handle(), {identity->get(), authorities->get()})
+                .code(),
+            StatusCode::kInternal);
+  const int opened = ::open((*identity)->path().c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(opened, 0);
+  EXPECT_EQ(SerialOfMatchedPair(opened), CertificateSerial(first.cert_file));
+  EXPECT_EQ(ModifiedSeconds((*identity)->path()), modified);
+  EXPECT_EQ(Serials((*authorities)->path()),
+            std::vector<std::string>{CertificateSerial(ca->ca_file())});
+
+  ASSERT_TRUE(PemFile::Write(Context(second, other_ca->ca_file())->native_handle(),
+                             {identity->get(), authorities->get()})
+                  .ok());
+  const int reopened = ::open((*identity)->path().c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(reopened, 0);
+  EXPECT_EQ(SerialOfMatchedPair(reopened), CertificateSerial(second.cert_file));
+  EXPECT_EQ(Serials((*authorities)->path()),
+            std::vector<std::string>{CertificateSerial(other_ca->ca_file())});
 }
 
 }  // namespace
