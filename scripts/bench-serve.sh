@@ -12,10 +12,11 @@
 # that failed or that a failure policy made instead of Redis (a call past its 50 ms deadline on
 # a loaded machine): a run with many of those measured the policy, not Redis. For serve-*, also
 # the CPU time per decision of the serve process and of redis-server (utime + stime in /proc over
-# the run, in µs), which a machine shared with other work disturbs less than checks/s. Medians of the
-# rounds are printed last, with the ratios the service is held to. With BASELINE set to another
-# sluice binary, each round also runs its serve-redis and serve-memory (base-serve-redis,
-# base-serve-memory), so that two builds are compared in one run on one machine.
+# the run, in µs), which a machine shared with other work disturbs less than checks/s. Medians of
+# the rounds are printed last, with the ratios the service is held to: of the medians, and the
+# median of each round's ratio. With BASELINE set to another sluice binary, each round also runs
+# its serve-redis and serve-memory (base-serve-redis, base-serve-memory), so that two builds are
+# compared in one run on one machine.
 #
 # Usage: [ROUNDS=3] [DURATION=5s] [CONNECTIONS=64] [SLUICE=build/release/sluice] [BASELINE=path]
 #        scripts/bench-serve.sh
@@ -96,7 +97,8 @@ echo "redis-server $(redis-server --version | grep -oE 'v=[0-9.]+'), $(nproc) co
   "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 variants=(serve-redis serve-memory bench-plain bench-resilient)
 [[ -n $baseline ]] && variants+=(base-serve-redis base-serve-memory)
-declare -A rate=() p50=() p99=() calls=() serve_us=() redis_us=()
+declare -A rate=() p50=() p99=() calls=() serve_us=() redis_us=() round_rate=()
+serve_ratios="" bench_ratios=""
 for round in $(seq "$rounds"); do
   for v in "${variants[@]}"; do
     case $v in
@@ -112,7 +114,13 @@ for round in $(seq "$rounds"); do
     [[ $s == - ]] || cpu=", CPU/decision serve $s us, redis-server $u us"
     echo "round $round $v: checks/s $r, p50 ${a} us, p99 ${b} us, script calls/decision $c, failed $f$cpu"
     rate[$v]+="$r " p50[$v]+="$a " p99[$v]+="$b " calls[$v]+="$c " serve_us[$v]+="$s " redis_us[$v]+="$u "
+    round_rate[$v]=$r
   done
+  # Each round's ratios, of runs measured minutes apart at most: on a machine whose speed drifts
+  # between rounds, their median says more than the ratio of the medians.
+  round_ratio() { awk -v a="${round_rate[$1]}" -v b="${round_rate[$2]}" 'BEGIN {printf "%.3f", a / b}'; }
+  serve_ratios+="$(round_ratio serve-redis serve-memory) "
+  bench_ratios+="$(round_ratio bench-resilient bench-plain) "
 done
 for v in "${variants[@]}"; do
   cpu=""
@@ -123,7 +131,9 @@ for v in "${variants[@]}"; do
     "$(median <<<"${calls[$v]}")" "$cpu"
 done
 ratio() { awk -v a="$(median <<<"${rate[$1]}")" -v b="$(median <<<"${rate[$2]}")" 'BEGIN {printf "%.2f", a / b}'; }
-echo "serve on Redis / serve on memory:// = $(ratio serve-redis serve-memory) (target >= 0.8)"
-echo "bench --resilient / bench plain = $(ratio bench-resilient bench-plain) (target >= 0.9)"
+echo "serve on Redis / serve on memory:// = $(ratio serve-redis serve-memory) (target >= 0.8)," \
+  "median of the rounds' ratios $(median <<<"$serve_ratios")"
+echo "bench --resilient / bench plain = $(ratio bench-resilient bench-plain) (target >= 0.9)," \
+  "median of the rounds' ratios $(median <<<"$bench_ratios")"
 [[ -z $baseline ]] || echo "baseline: serve on Redis / serve on memory:// = $(ratio base-serve-redis base-serve-memory)"
 echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
