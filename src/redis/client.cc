@@ -132,11 +132,11 @@ class AsioClient final : public Client {
     return id == 0 ? ServerAddress(options_) : std::string();
   }
 
-  bool connected_for_testing() const override {
+  Status Connected() const override {
     for (auto& c : connections_) {
-      if (c->ready()) return true;
+      if (c->ready()) return Status::Ok();
     }
-    return false;
+    return connections_.front()->ReadyStatus();
   }
 
   ClientStats stats_for_testing() const override {

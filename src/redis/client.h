@@ -85,8 +85,9 @@ class Client {
   virtual uint32_t NodeIdOf(uint16_t /*slot*/) const { return 0; }
   virtual std::string AddressOf(uint32_t id) const = 0;
 
-  // For tests only. True when at least one connection is up and ready for commands.
-  virtual bool connected_for_testing() const = 0;
+  // OK when at least one connection is up and ready for commands, its handshake passed (with
+  // ClientOptions::require_master, the server answered ROLE as a master); else why none is.
+  virtual Status Connected() const = 0;
   // For tests only: what was written, and how.
   virtual ClientStats stats_for_testing() const = 0;
   // For tests only: EvalSha, blocking.

@@ -362,10 +362,14 @@ void ClusterClient::RequestRefresh() {
   wake_.notify_all();
 }
 
-bool ClusterClient::connected_for_testing() const {
+Status ClusterClient::Connected() const {
   const auto map = Map();
-  return std::any_of(map->nodes.begin(), map->nodes.end(),
-                     [](const auto& node) { return node->client->connected_for_testing(); });
+  Status last = Status::Unavailable("no node of the Redis Cluster is known");
+  for (const auto& node : map->nodes) {
+    last = node->client->Connected();
+    if (last.ok()) break;
+  }
+  return last;
 }
 
 ClientStats ClusterClient::stats_for_testing() const {

@@ -98,7 +98,7 @@ class ClusterClient final : public Client {
   // The address `id` was given to; empty for 0 and for ids not given yet.
   std::string AddressOf(uint32_t id) const override;
 
-  bool connected_for_testing() const override;
+  Status Connected() const override;
   // Summed over the nodes' clients, those of nodes that left the cluster included.
   ClientStats stats_for_testing() const override;
   ClusterStats cluster_stats_for_testing() const;

@@ -95,6 +95,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // together.
   void SubmitCoalesced(std::span<CoalescedCheck> checks);
   bool ready() const { return ready_.load(std::memory_order_acquire); }
+  // OK when ready, else what a call submitted now would fail with.
+  Status ReadyStatus() const { return ready() ? Status::Ok() : Refuse(Refusal::kNotConnected); }
   size_t pending() const { return pending_.load(std::memory_order_relaxed); }
 
   // On the I/O thread, at shutdown.

@@ -61,9 +61,9 @@ void ForwardingClient::EvalShaBatch(std::span<const ScriptCall> calls, BatchRepl
   target->EvalShaBatch(calls, Watched(target, std::move(done)));
 }
 
-bool ForwardingClient::connected_for_testing() const {
+Status ForwardingClient::Connected() const {
   auto target = Target();
-  return target != nullptr && target->connected_for_testing();
+  return target != nullptr ? target->Connected() : NoTarget();
 }
 
 ClientStats ForwardingClient::stats_for_testing() const {

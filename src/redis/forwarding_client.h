@@ -34,8 +34,8 @@ class ForwardingClient : public Client {
   void EvalShaCoalescedBatch(std::span<const CoalescibleCall> calls, BatchReplyCallback done) final;
   void EvalShaBatch(std::span<const ScriptCall> calls, BatchReplyCallback done) final;
 
-  // The target's, false and zeros while there is none.
-  bool connected_for_testing() const final;
+  // The target's, NoTarget() and zeros while there is none.
+  Status Connected() const final;
   ClientStats stats_for_testing() const final;
 
  protected:

@@ -95,13 +95,11 @@ bool SentinelClient::Discover() {
     if (auto created = Client::Create(std::move(options), threads_); !created.ok()) {
       unusable = "cannot be used: " + created.status().message();
     } else {
+      // A connection's handshake asked ROLE (require_master): one that is ready was answered
+      // by a master.
       client = std::move(*created);
-      const std::string_view role[] = {"ROLE"};
-      const auto reply = client->CommandSync(role);
-      if (!reply.ok()) {
-        unusable = "cannot be used: " + reply.status().message();
-      } else if (!IsMasterRole(*reply)) {
-        unusable = "is not one (ROLE)";
+      if (const Status connected = client->Connected(); !connected.ok()) {
+        unusable = "cannot be used: " + connected.message();
       }
     }
   }

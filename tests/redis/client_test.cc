@@ -141,10 +141,10 @@ class ClientTest : public ::testing::Test {
     options.port = server_->port();
     auto client = Client::Create(options);
     EXPECT_TRUE(client.ok()) << client.status().ToString();
-    for (int i = 0; i < 500 && !(*client)->connected_for_testing(); ++i) {
+    for (int i = 0; i < 500 && !(*client)->Connected().ok(); ++i) {
       std::this_thread::sleep_for(10ms);
     }
-    EXPECT_TRUE((*client)->connected_for_testing());
+    EXPECT_TRUE((*client)->Connected().ok());
     return std::move(client).value();
   }
 
@@ -613,7 +613,7 @@ TEST_F(PasswordTest, AuthAndSelect) {
   wrong.password = "nope";
   auto refused = Client::Create(wrong);
   ASSERT_TRUE(refused.ok());
-  EXPECT_FALSE((*refused)->connected_for_testing());
+  EXPECT_FALSE((*refused)->Connected().ok());
   auto r = (*refused)->CommandSync(std::vector<std::string_view>{"PING"});
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(r.status().message().find("AUTH failed"), std::string::npos) << r.status().message();
@@ -1054,8 +1054,7 @@ TEST_F(CoalescedCheckTest, ACheckStillHeldAtItsDeadlineBehindAHungServerIsAnOuta
   options.port = other->port();
   auto staller = Client::Create(options, threads);
   ASSERT_TRUE(held.ok() && staller.ok());
-  for (int i = 0;
-       i < 500 && !((*held)->connected_for_testing() && (*staller)->connected_for_testing()); ++i) {
+  for (int i = 0; i < 500 && !((*held)->Connected().ok() && (*staller)->Connected().ok()); ++i) {
     std::this_thread::sleep_for(10ms);
   }
   std::vector<std::promise<Result<Reply>>> replies(1);

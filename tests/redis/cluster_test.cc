@@ -114,7 +114,7 @@ class ClusterClientTest : public ::testing::Test {
     ASSERT_NE(cluster_, nullptr);
     client_ = ConnectCluster(*cluster_, 1h);  // no refresh adds its own commands to the counts
     ASSERT_NE(client_, nullptr);
-    ASSERT_TRUE(client_->connected_for_testing());
+    ASSERT_TRUE(client_->Connected().ok());
     static std::atomic<int> tests{0};
     prefix_ = "cc" + std::to_string(tests.fetch_add(1)) + ":";
   }
@@ -218,7 +218,7 @@ TEST_F(ClusterClientTest, UnreachableSeedsLeaveItUnavailableNotBroken) {
   options.node.connect_timeout = 20ms;
   auto client = ClusterClient::Create(options);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
-  EXPECT_FALSE((*client)->connected_for_testing());
+  EXPECT_FALSE((*client)->Connected().ok());
   const std::string_view get[] = {"GET", "k"};
   auto r = (*client)->CommandSync(get);
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();

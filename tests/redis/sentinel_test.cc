@@ -99,8 +99,9 @@ TEST(SentinelStore, FindsTheMasterWithItsPasswordApartFromTheSentinels) {
   auto group = RedisSentinel::Start(WithPasswords());
   ASSERT_NE(group, nullptr);
   const int master = group->server(0).port(), replica = group->server(1).port();
-  auto store = sluice::OpenStore(
-      group->url(), {.timeout = 200ms, .sentinel_password = std::string(kSentinelPassword)});
+  auto store = sluice::OpenStore(group->url(), {.timeout = 200ms,
+                                                .sentinel_password = std::string(kSentinelPassword),
+                                                .connections_per_thread = 1});
   ASSERT_TRUE(store.ok()) << store.status().message();
   const sluice::Limit limit = *sluice::Limit::Create(sluice::Algorithm::kFixedWindow, 5, 1h);
   for (int i = 0; i < 6; ++i) {
@@ -109,6 +110,9 @@ TEST(SentinelStore, FindsTheMasterWithItsPasswordApartFromTheSentinels) {
     EXPECT_EQ(d->allowed, i < 5) << i;
   }
   EXPECT_GT(group->EvalShaCalls(master), 0);
+  // The store's one connection asked ROLE in its handshake, and nothing asked it again.
+  const std::string stats = group->Cli(master, {"INFO", "commandstats"});
+  EXPECT_NE(stats.find("cmdstat_role:calls=1,"), std::string::npos) << stats;
   EXPECT_EQ(group->EvalShaCalls(replica), 0) << "a script ran on the replica";
   EXPECT_NE(group->Cli(master, {"KEYS", "sluice:*"}).find("tenant"), std::string::npos);
 
@@ -160,7 +164,7 @@ TEST(SentinelStore, AConnectionRequiringAMasterIsNeverUsedOnAReplica) {
     } else {
       ASSERT_FALSE(reply.ok()) << "a call went to the replica";
       EXPECT_EQ(reply.status().code(), sluice::StatusCode::kUnavailable);
-      EXPECT_FALSE((*client)->connected_for_testing());
+      EXPECT_FALSE((*client)->Connected().ok());
     }
   }
   EXPECT_EQ(group->Cli(group->server(1).port(), {"INFO", "commandstats"}).find("cmdstat_get"),
