@@ -11,7 +11,30 @@
 # sluice_test_run(NAME test COMMAND command... LABELS label... [TIMEOUT seconds] [RUN_SERIAL]
 #                 [ENVIRONMENT var=value...] [PASS_REGULAR_EXPRESSION regex])
 #   One ctest entry that runs COMMAND (a target name is its executable).
+#
+# sluice_test_label_targets()
+#   After every test is declared: one target `tests_<label>` per label, which builds the programs
+#   that label's entries run (a TSan stage that runs a few labels builds only those).
 include(GoogleTest)
+
+# Records that the entries of each of `labels` run the targets `programs`.
+function(sluice_test_label_programs labels programs)
+  foreach(label IN LISTS labels)
+    set_property(GLOBAL APPEND PROPERTY SLUICE_TEST_LABELS ${label})
+    set_property(GLOBAL APPEND PROPERTY SLUICE_TEST_PROGRAMS_${label} ${programs})
+  endforeach()
+endfunction()
+
+function(sluice_test_label_targets)
+  get_property(labels GLOBAL PROPERTY SLUICE_TEST_LABELS)
+  list(REMOVE_DUPLICATES labels)
+  foreach(label IN LISTS labels)
+    get_property(programs GLOBAL PROPERTY SLUICE_TEST_PROGRAMS_${label})
+    list(REMOVE_DUPLICATES programs)
+    add_custom_target(tests_${label})
+    add_dependencies(tests_${label} ${programs})
+  endforeach()
+endfunction()
 
 function(sluice_test)
   cmake_parse_arguments(PARSE_ARGV 0 arg "OWN_MAIN;RUN_SERIAL" "NAME;TIMEOUT"
@@ -44,6 +67,7 @@ function(sluice_test)
       list(APPEND properties RUN_SERIAL TRUE)
     endif()
     gtest_discover_tests(${arg_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES ${properties})
+    sluice_test_label_programs("${arg_LABELS}" ${arg_NAME})
   endif()
 endfunction()
 
@@ -54,6 +78,21 @@ function(sluice_test_run)
     message(FATAL_ERROR "sluice_test_run: NAME, COMMAND and LABELS are required")
   endif()
   add_test(NAME ${arg_NAME} COMMAND ${arg_COMMAND})
+  # The programs it runs: its command's first word if that names a target, and every
+  # $<TARGET_FILE:...> in its command or environment.
+  set(programs)
+  list(GET arg_COMMAND 0 first)
+  if(TARGET ${first})
+    list(APPEND programs ${first})
+  endif()
+  string(REGEX MATCHALL [[\$<TARGET_FILE:[^>]+>]] files "${arg_COMMAND};${arg_ENVIRONMENT}")
+  foreach(file IN LISTS files)
+    string(REGEX REPLACE [[^\$<TARGET_FILE:([^>]+)>$]] [[\1]] program "${file}")
+    list(APPEND programs ${program})
+  endforeach()
+  if(programs)
+    sluice_test_label_programs("${arg_LABELS}" "${programs}")
+  endif()
   set_tests_properties(${arg_NAME} PROPERTIES LABELS "${arg_LABELS}")
   if(arg_TIMEOUT)
     set_tests_properties(${arg_NAME} PROPERTIES TIMEOUT ${arg_TIMEOUT})

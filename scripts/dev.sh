@@ -7,17 +7,12 @@
 #                         -Werror, an ASan+UBSan build, a TSan build of the concurrent code, and
 #                         the libFuzzer targets for a bounded time
 # Either may run first, and each any number of times, on one clone: `run` builds sluice in the
-# release tree that `test` uses, configured the same way, and every configure states each of the
-# project's options, so no option is left over from an earlier configure of the tree.
+# release tree that `test` uses, configured the same way (scripts/build-trees.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 jobs=$(nproc)
-configure() {  # DIR BUILD_TYPE SANITIZERS BENCH(ON|OFF)
-  cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE="$2" -DSLUICE_SANITIZE="$3" \
-    -DSLUICE_BUILD_BENCH="$4" -DSLUICE_BUILD_TESTS=ON -DSLUICE_FUZZ=OFF -DSLUICE_WERROR=ON >/dev/null
-}
-configure_release() { configure build/release Release "" ON; }
+source scripts/build-trees.sh
 
 run() {
   configure_release
@@ -57,17 +52,18 @@ test_all() {
   ninja -C build/release -j "$jobs"
   run_ctest --test-dir build/release --output-on-failure -j "$jobs"
 
-  echo "== ASan + UBSan build, every test"
-  configure build/asan Debug address,undefined OFF
+  echo "== ASan + UBSan build (clang), every test; and the libFuzzer targets"
+  configure_asan
   ninja -C build/asan -j "$jobs"
   run_ctest --test-dir build/asan --output-on-failure -j "$jobs" -LE 'install|fault|rss|throughput'
 
-  # clang: GCC's TSan cannot model the atomic fences Boost.Asio uses.
   echo "== TSan build (clang), the concurrent code"
-  CC=clang CXX=clang++ configure build/tsan RelWithDebInfo thread OFF
-  ninja -C build/tsan -j "$jobs"
+  configure_tsan
+  # Only the programs of the labels it runs (cmake/sluice_test.cmake).
+  ninja -C build/tsan -j "$jobs" tests_concurrency tests_redis tests_http tests_rls
   export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp"
-  run_ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L 'concurrency|redis|http|rls' -LE 'fault|throughput'
+  run_ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L 'concurrency|redis|http|rls' \
+    -LE 'fault|throughput'
 
   echo "== libFuzzer: the HTTP API and the config parser, 20 s each"
   bash scripts/fuzz.sh 20

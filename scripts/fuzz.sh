@@ -2,18 +2,17 @@
 # Fuzzes the HTTP API function, the reader of a client's JSON and the config parser with
 # libFuzzer for a bounded time each:
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]    (default 20)
-# Builds with clang, ASan+UBSan and coverage on the library code in build/fuzz (or
-# $SLUICE_FUZZ_BUILD_DIR). The seeds in fuzz/corpus/ stay untouched; new inputs go to
-# <build dir>/corpus/. Exits non-zero on a crash, leaving the crashing input in the current
+# Builds them in the ASan+UBSan tree of the tests (build/asan, scripts/build-trees.sh), with
+# libFuzzer's coverage on the library code. The seeds in fuzz/corpus/ stay untouched; new inputs
+# go to build/asan/corpus/. Exits non-zero on a crash, leaving the crashing input in the current
 # directory (crash-*).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/build-trees.sh
 
 seconds=${1:-20}
-build=${SLUICE_FUZZ_BUILD_DIR:-build/fuzz}
-CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DSLUICE_WERROR=ON -DSLUICE_FUZZ=ON -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCH=OFF \
-  -DSLUICE_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link >/dev/null
+build=build/asan
+configure_asan
 ninja -C "$build" -j "$(nproc)" api_fuzz json_fuzz config_fuzz
 
 # Inputs as long as the API's largest body (64 KiB) and a little more, plus the route byte, so
