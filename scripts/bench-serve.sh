@@ -14,9 +14,9 @@
 # the CPU time per decision of the serve process and of redis-server (utime + stime in /proc over
 # the run, in µs), which a machine shared with other work disturbs less than checks/s. Medians of
 # the rounds are printed last, with the ratios the service is held to: of the medians, and the
-# median of each round's ratio. With BASELINE set to another sluice binary, each round also runs
-# its serve-redis and serve-memory (base-serve-redis, base-serve-memory), so that two builds are
-# compared in one run on one machine.
+# median of each round's ratio with the smallest and the largest. With BASELINE set to another
+# sluice binary, each round also runs its serve-redis and serve-memory (base-serve-redis,
+# base-serve-memory), so that two builds are compared in one run on one machine.
 #
 # Usage: [ROUNDS=3] [DURATION=5s] [CONNECTIONS=64] [SLUICE=build/release/sluice] [BASELINE=path]
 #        scripts/bench-serve.sh
@@ -36,6 +36,8 @@ evalsha_calls() {
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 tick_us=$((1000000 / $(getconf CLK_TCK)))
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+# The smallest and the largest of the numbers given: "min-max".
+spread() { tr ' ' '\n' | grep . | sort -g | awk 'NR == 1 {min = $1} {max = $1} END {print min "-" max}'; }
 
 cat >"$dir/check.lua" <<'EOF'
 wrk.method = "POST"
@@ -132,8 +134,8 @@ for v in "${variants[@]}"; do
 done
 ratio() { awk -v a="$(median <<<"${rate[$1]}")" -v b="$(median <<<"${rate[$2]}")" 'BEGIN {printf "%.2f", a / b}'; }
 echo "serve on Redis / serve on memory:// = $(ratio serve-redis serve-memory) (target >= 0.8)," \
-  "median of the rounds' ratios $(median <<<"$serve_ratios")"
+  "median of the rounds' ratios $(median <<<"$serve_ratios") ($(spread <<<"$serve_ratios"))"
 echo "bench --resilient / bench plain = $(ratio bench-resilient bench-plain) (target >= 0.9)," \
-  "median of the rounds' ratios $(median <<<"$bench_ratios")"
+  "median of the rounds' ratios $(median <<<"$bench_ratios") ($(spread <<<"$bench_ratios"))"
 [[ -z $baseline ]] || echo "baseline: serve on Redis / serve on memory:// = $(ratio base-serve-redis base-serve-memory)"
 echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
