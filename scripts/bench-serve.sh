@@ -35,9 +35,10 @@ evalsha_calls() {
 # CPU time a process has used, in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 tick_us=$((1000000 / $(getconf CLK_TCK)))
-median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+sorted() { tr ' ' '\n' | grep . | sort -g; }
+median() { sorted | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 # The smallest and the largest of the numbers given: "min-max".
-spread() { tr ' ' '\n' | grep . | sort -g | awk 'NR == 1 {min = $1} {max = $1} END {print min "-" max}'; }
+spread() { sorted | awk 'NR == 1 {min = $1} {max = $1} END {print min "-" max}'; }
 
 cat >"$dir/check.lua" <<'EOF'
 wrk.method = "POST"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The build trees of scripts/dev.sh and scripts/fuzz.sh, configured one way wherever they are
 # built, so that neither script reconfigures the other's tree. Sourced, not run. Every configure
 # states the compiler and each of the project's options, so nothing is left over from an earlier
@@ -11,8 +12,11 @@
 configure() {  # DIR BUILD_TYPE COMPILER SANITIZERS BENCH(ON|OFF) FUZZ(ON|OFF)
   # Told another compiler, CMake empties the cache and forgets the options given with it: a tree
   # configured with another compiler starts afresh instead.
-  if [[ -f $1/CMakeCache.txt ]] &&
-    ! grep -qx "CMAKE_CXX_COMPILER:[A-Z]*=$(command -v "$3")" "$1/CMakeCache.txt"; then
+  # The cache holds the compiler as it was given (clang++) or as CMake found it (/usr/bin/clang++).
+  local cached=""
+  [[ ! -f $1/CMakeCache.txt ]] ||
+    cached=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$1/CMakeCache.txt")
+  if [[ -n $cached && $(command -v "$cached") != "$(command -v "$3")" ]]; then
     rm -rf "$1/CMakeCache.txt" "$1/CMakeFiles"
   fi
   cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE="$2" -DCMAKE_CXX_COMPILER="$3" \

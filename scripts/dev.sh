@@ -59,11 +59,12 @@ test_all() {
 
   echo "== TSan build (clang), the concurrent code"
   configure_tsan
-  # Only the programs of the labels it runs (cmake/sluice_test.cmake).
-  ninja -C build/tsan -j "$jobs" tests_concurrency tests_redis tests_http tests_rls
+  local labels=(concurrency redis http rls)
+  # Only the programs of the labels it runs (tests_<label>, cmake/sluice_test.cmake).
+  ninja -C build/tsan -j "$jobs" "${labels[@]/#/tests_}"
   export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp"
-  run_ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L 'concurrency|redis|http|rls' \
-    -LE 'fault|throughput'
+  run_ctest --test-dir build/tsan --output-on-failure -j "$jobs" \
+    -L "$(IFS='|' && echo "${labels[*]}")" -LE 'fault|throughput'
 
   echo "== libFuzzer: the HTTP API and the config parser, 20 s each"
   bash scripts/fuzz.sh 20
